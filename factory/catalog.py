@@ -1,0 +1,156 @@
+"""The data catalog: `data_catalog.yaml` declares every table and view the factory may touch."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from factory.errors import FactoryError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CATALOG_PATH = PROJECT_ROOT / "data_catalog.yaml"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One declared table or view."""
+
+    name: str  # schema.table
+    layer: str
+    kind: str  # table | view
+    description: str
+    producer: str
+    primary_key: tuple[str, ...]
+    columns: tuple[Column, ...]
+    sql: str | None = None
+    depends_on: tuple[str, ...] = field(default=())
+
+    @property
+    def schema(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def sql_text(self) -> str:
+        if not self.sql:
+            raise FactoryError(f"{self.name} has no SQL file in data_catalog.yaml")
+        return (PROJECT_ROOT / self.sql).read_text()
+
+    def create_table_sql(self, catalog: str = "lake") -> str:
+        cols = ", ".join(f'"{c.name}" {c.type}' for c in self.columns)
+        return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({cols})"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    schemas: tuple[str, ...]
+    tables: dict[str, TableSpec]
+
+    def __getitem__(self, name: str) -> TableSpec:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise FactoryError(
+                f"table {name!r} is not declared in data_catalog.yaml "
+                f"(declared: {', '.join(sorted(self.tables))})"
+            ) from None
+
+    def transforms(self) -> list[TableSpec]:
+        """Entries backed by a SQL file, in dependency order."""
+        return topo_sort([t for t in self.tables.values() if t.sql], self)
+
+
+_REF = re.compile(r"\b(bronze|silver|gold|ops)\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def sql_references(sql: str) -> set[str]:
+    """Catalog names (schema.table) referenced by a SQL text."""
+    return {f"{m.group(1)}.{m.group(2)}" for m in _REF.finditer(sql)}
+
+
+def topo_sort(specs: list[TableSpec], catalog: Catalog) -> list[TableSpec]:
+    """Order SQL-backed entries so that each comes after the entries it reads."""
+    by_name = {s.name: s for s in specs}
+    order: list[TableSpec] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            raise FactoryError(f"cycle in SQL transforms: {' -> '.join(chain + (name,))}")
+        state[name] = 1
+        for dep in catalog[name].depends_on:
+            if dep in by_name:
+                visit(dep, chain + (name,))
+        state[name] = 2
+        order.append(by_name[name])
+
+    for s in sorted(by_name):
+        visit(s, ())
+    return order
+
+
+def _parse_column(table: str, name: str, decl: str) -> Column:
+    if not isinstance(decl, str) or not decl.strip():
+        raise FactoryError(f"data_catalog.yaml: {table}.{name}: column type must be a non-empty string")
+    decl = decl.strip()
+    return Column(name=name, type=decl.rstrip("!").strip(), not_null=decl.endswith("!"))
+
+
+def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
+    """Parse and validate the catalog file."""
+    path = Path(path)
+    raw = yaml.safe_load(path.read_text())
+    schemas = tuple(raw.get("schemas", []))
+    tables: dict[str, TableSpec] = {}
+    for name, entry in (raw.get("tables") or {}).items():
+        schema = name.split(".", 1)[0]
+        if "." not in name or schema not in schemas:
+            raise FactoryError(f"{path}: table {name!r} must be schema.table with schema in {schemas}")
+        for key in ("layer", "kind", "description", "producer", "columns"):
+            if key not in entry:
+                raise FactoryError(f"{path}: table {name!r} lacks required field {key!r}")
+        if entry["kind"] not in ("table", "view"):
+            raise FactoryError(f"{path}: table {name!r}: kind must be table or view")
+        cols = tuple(_parse_column(name, c, t) for c, t in entry["columns"].items())
+        pk = tuple(entry.get("primary_key") or ())
+        missing = [k for k in pk if k not in {c.name for c in cols}]
+        if missing:
+            raise FactoryError(f"{path}: table {name!r}: primary key columns {missing} not declared")
+        sql = entry.get("sql")
+        deps: tuple[str, ...] = ()
+        if sql:
+            sql_path = PROJECT_ROOT / sql
+            if not sql_path.is_file():
+                raise FactoryError(f"{path}: table {name!r}: SQL file {sql} does not exist")
+            deps = tuple(sorted(sql_references(sql_path.read_text()) - {name}))
+        elif entry["kind"] == "view":
+            raise FactoryError(f"{path}: view {name!r} needs a sql file")
+        tables[name] = TableSpec(
+            name=name, layer=entry["layer"], kind=entry["kind"], description=entry["description"],
+            producer=entry["producer"], primary_key=pk, columns=cols, sql=sql, depends_on=deps,
+        )
+    catalog = Catalog(schemas=schemas, tables=tables)
+    for spec in tables.values():
+        unknown = [d for d in spec.depends_on if d not in tables]
+        if unknown:
+            raise FactoryError(f"{path}: {spec.name} ({spec.sql}) reads undeclared tables {unknown}")
+    return catalog
+
+
+@lru_cache(maxsize=1)
+def default_catalog() -> Catalog:
+    return load_catalog(CATALOG_PATH)

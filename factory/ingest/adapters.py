@@ -1,0 +1,386 @@
+"""One adapter per dataset format: a record in, a `Normalized` problem (tests, reference programs) out.
+
+Adapters are registered with `@adapter(name, ...)`. `KNOWN_DATASETS` maps folders of a data directory (such as
+../shared/data) to (adapter, files) for `factory ingest --all --data-dir DIR`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from factory.errors import InputError
+from factory.ingest.normalize import (
+    Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
+    split_pytest, unquote,
+)
+
+Ctx = tuple[str, int]  # (file, line)
+
+
+@dataclass(frozen=True)
+class Adapter:
+    name: str
+    convert: Callable[[dict, Ctx, dict], Normalized]
+    license: str | None
+    description: str
+    needs_mapping: bool = False
+
+
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def adapter(name: str, license: str | None, description: str, needs_mapping: bool = False):
+    def register(fn):
+        ADAPTERS[name] = Adapter(name, fn, license, description, needs_mapping)
+        return fn
+    return register
+
+
+def encode_value(value) -> str:
+    """Serialize an expected value for a call test in the sandbox's value format."""
+    from factory.sandbox import serialize_value
+
+    return serialize_value(value)
+
+
+# -- HumanEval family ------------------------------------------------------------------------------------
+@adapter("humaneval", "MIT", "OpenAI HumanEval: prompt + check(candidate)")
+def humaneval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    prompt = require(rec, "prompt", ctx)
+    entry = require(rec, "entry_point", ctx)
+    test = require(rec, "test", ctx)
+    solution = require(rec, "canonical_solution", ctx)
+    return Normalized(
+        source_id=require(rec, "task_id", ctx), question=prompt, starter_code=prompt, entry_point=entry,
+        test_format="check", tests=[TestRow("check", code=t) for t in split_check(test)],
+        programs=[ProgramRow(prompt + solution)], split="test",
+    )
+
+
+def _evalplus_call_tests(rec: dict, ctx: Ctx) -> list[TestRow]:
+    atol = float(rec.get("atol") or 0.0)
+    tests = []
+    for subset in ("base_input", "plus_input"):
+        inputs = require(rec, subset, ctx, list) if subset == "base_input" else rec.get(subset) or []
+        for args in inputs:
+            tests.append(TestRow("call", input=json.dumps(args), expected=None,
+                                 comparison="float" if atol else "exact", atol=atol or None,
+                                 subset=subset.removesuffix("_input")))
+    if not tests:
+        raise InputError("no base_input/plus_input test inputs", file=ctx[0], line=ctx[1], field="base_input")
+    return tests
+
+
+@adapter("humanevalplus", "Apache-2.0 (data derived from MIT HumanEval)",
+         "EvalPlus HumanEval+: call tests on base+plus inputs; expected outputs computed from the canonical solution")
+def humanevalplus(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    prompt = require(rec, "prompt", ctx)
+    return Normalized(
+        source_id=require(rec, "task_id", ctx), question=prompt, starter_code=prompt,
+        entry_point=require(rec, "entry_point", ctx), test_format="call", tests=_evalplus_call_tests(rec, ctx),
+        programs=[ProgramRow(prompt + require(rec, "canonical_solution", ctx))], split="test",
+        metadata={"contract": rec.get("contract")},
+    )
+
+
+@adapter("mbppplus", "Apache-2.0 (MBPP data CC-BY-4.0)",
+         "EvalPlus MBPP+: call tests on base+plus inputs; expected outputs computed from the canonical solution")
+def mbppplus(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    return Normalized(
+        source_id=require(rec, "task_id", ctx), question=require(rec, "prompt", ctx),
+        entry_point=require(rec, "entry_point", ctx), test_format="call", tests=_evalplus_call_tests(rec, ctx),
+        programs=[ProgramRow(require(rec, "canonical_solution", ctx))], split="test",
+        metadata={"assertion": rec.get("assertion"), "contract": rec.get("contract")},
+    )
+
+
+# -- MBPP family -----------------------------------------------------------------------------------------
+def mbpp_split(task_id: int) -> str:
+    """The documented MBPP split by task id: 1-10 prompt, 11-510 test, 511-600 validation, 601+ train."""
+    return "prompt" if task_id <= 10 else "test" if task_id <= 510 else "validation" if task_id <= 600 else "train"
+
+
+@adapter("mbpp", "CC-BY-4.0 (per dataset card)", "MBPP full: text + assert test_list (+ challenge tests)")
+def mbpp(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    task_id = require(rec, "task_id", ctx, int)
+    code = require(rec, "code", ctx)
+    asserts = require(rec, "test_list", ctx, list)
+    tests = [TestRow("assert", code=a) for a in asserts]
+    tests += [TestRow("assert", code=a, subset="challenge") for a in rec.get("challenge_test_list") or []]
+    if not tests:
+        raise InputError("no tests", file=ctx[0], line=ctx[1], field="test_list")
+    return Normalized(
+        source_id=str(task_id), question=require(rec, "text", ctx), entry_point=called_function(asserts, code),
+        test_preamble=rec.get("test_setup_code") or None, test_format="assert", tests=tests,
+        programs=[ProgramRow(code)], split=mbpp_split(task_id),
+    )
+
+
+@adapter("mbpp-sanitized", "CC-BY-4.0 (per dataset card)", "Sanitized MBPP (427): prompt + assert test_list")
+def mbpp_sanitized(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    task_id = require(rec, "task_id", ctx, int)
+    code = require(rec, "code", ctx)
+    asserts = require(rec, "test_list", ctx, list)
+    imports = "\n".join(rec.get("test_imports") or []) or None
+    return Normalized(
+        source_id=str(task_id), question=require(rec, "prompt", ctx), entry_point=called_function(asserts, code),
+        test_preamble=imports, test_format="assert", tests=[TestRow("assert", code=a) for a in asserts],
+        programs=[ProgramRow(code)], split=mbpp_split(task_id),
+    )
+
+
+# -- LeetCodeDataset -------------------------------------------------------------------------------------
+@adapter("leetcode", "MIT (statements: LeetCode, rights unverified)",
+         "LeetCodeDataset v0.2.0 / v0.3.1: problem + Solution class + check(candidate)")
+def leetcode(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    meta = rec.get("meta") or {}
+    question = rec.get("problem_description") or unquote(meta.get("question_title"))
+    if not question:
+        raise InputError("missing required field", file=ctx[0], line=ctx[1], field="problem_description")
+    starter = rec.get("starter_code") or unquote(meta.get("lang_code"))
+    difficulty = rec.get("difficulty") or unquote(meta.get("difficulty"))
+    test = require(rec, "test", ctx)
+    return Normalized(
+        source_id=require(rec, "task_id", ctx), question=question, starter_code=starter,
+        entry_point=require(rec, "entry_point", ctx), test_preamble=rec.get("prompt"),
+        test_format="check", tests=[TestRow("check", code=t) for t in split_check(test)],
+        programs=[ProgramRow(require(rec, "completion", ctx))], difficulty_label=difficulty,
+        split=opts.get("split"),
+        metadata={"question_id": rec.get("question_id") or meta.get("question_id"), "tags": rec.get("tags"),
+                  "estimated_date": rec.get("estimated_date")},
+    )
+
+
+# -- stdin/stdout and call-based competitive programming -------------------------------------------------
+@adapter("codecontests", "CC-BY-4.0 (CodeContests; repackaging unlicensed)",
+         "CodeContests subset: description + stdin/stdout tests + Python reference")
+def codecontests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    task_id = require(rec, "task_id", ctx)
+    tests = [TestRow("stdio", input=_io(t, "input", ctx), expected=_io(t, "output", ctx), comparison="token")
+             for t in require(rec, "tests", ctx, list)]
+    verified = opts.get("verified", {}).get(task_id)
+    return Normalized(
+        source_id=task_id, question=require(rec, "description", ctx), test_format="stdio", tests=tests,
+        programs=[ProgramRow(require(rec, "reference_solution_python", ctx))],
+        difficulty_label=str(rec.get("difficulty")) if rec.get("difficulty") is not None else None,
+        metadata={"title": rec.get("title"), "tags": rec.get("tags"), "cluster": rec.get("cluster"),
+                  "reference_tests_passed": verified},
+    )
+
+
+def _io(test: dict, key: str, ctx: Ctx) -> str:
+    if not isinstance(test, dict) or key not in test:
+        raise InputError(f"test case lacks {key!r}", file=ctx[0], line=ctx[1], field="tests")
+    value = test[key]
+    if isinstance(value, list):  # APPS wraps outputs in a list
+        value = "\n".join(str(v) for v in value) if len(value) != 1 else value[0]
+    return value if isinstance(value, str) else str(value)
+
+
+@adapter("apps", "MIT", "APPS (MapCoder 150): stdin/stdout or call-based I/O pairs, no solutions")
+def apps(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    starter = (rec.get("starter_code") or "").strip()
+    cases = list(rec.get("sample_io") or []) + list(require(rec, "test_list", ctx, list))
+    subsets = ["sample"] * len(rec.get("sample_io") or []) + [None] * len(rec["test_list"])
+    if not starter:
+        tests = [TestRow("stdio", input=_io(c, "input", ctx), expected=_io(c, "output", ctx),
+                         comparison="token", subset=s) for c, s in zip(cases, subsets)]
+        return Normalized(source_id=str(require(rec, "id", ctx, (int, str))), question=require(rec, "description", ctx),
+                          test_format="stdio", tests=tests, difficulty_label=rec.get("difficulty"))
+    params = function_params(starter)
+    if params is None:
+        raise InputError("cannot parse the function signature", file=ctx[0], line=ctx[1], field="starter_code")
+    name = re.search(r"def\s+(\w+)", starter).group(1)
+    tests = []
+    for case, subset in zip(cases, subsets):
+        raw = case.get("input")
+        lines = raw.split("\n") if isinstance(raw, str) else [raw]
+        if len(lines) != len(params):
+            lines = [raw]
+        if len(lines) != len(params):
+            raise InputError(f"input has {len(lines)} lines for {len(params)} parameters", file=ctx[0],
+                             line=ctx[1], field="test_list")
+        args = [literal_or_text(x) if isinstance(x, str) else x for x in lines]
+        out = case.get("output")
+        expected = out[0] if isinstance(out, list) and len(out) == 1 else out
+        tests.append(TestRow("call", input=json.dumps(args), expected=encode_value(expected), subset=subset))
+    return Normalized(source_id=str(rec["id"]), question=require(rec, "description", ctx), starter_code=starter,
+                      entry_point=name, test_format="call", tests=tests, difficulty_label=rec.get("difficulty"))
+
+
+# -- pytest / unittest -----------------------------------------------------------------------------------
+@adapter("kodcode", "Apache-2.0 (demo; KodCode-V1 is CC-BY-NC-4.0)", "KodCode: instruction + pytest test_code")
+def kodcode(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    test_code = require(rec, "test_code", ctx)
+    match = re.search(r"from\s+solution\s+import\s+([\w, ()]+)", test_code)
+    entry = match.group(1).strip("() ").split(",")[0].strip() if match else None
+    meta = rec.get("metadata") or {}
+    sid = f"{meta.get('mode', 'kodcode')}-{meta.get('prompt_id', ctx[1])}-{meta.get('row_id', '')}"
+    return Normalized(
+        source_id=sid, question=require(rec, "instruction", ctx), entry_point=entry, test_format="pytest",
+        tests=[TestRow("pytest", code=t) for t in split_pytest(test_code)],
+        programs=[ProgramRow(require(rec, "response", ctx))],
+        metadata={"mode": meta.get("mode"), "pass_trial_num": rec.get("pass_trial_num")},
+    )
+
+
+@adapter("bigcodebench", "Apache-2.0", "BigCodeBench: instruct prompt + unittest TestCases (heavy libraries)")
+def bigcodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    code_prompt = require(rec, "code_prompt", ctx)
+    return Normalized(
+        source_id=require(rec, "task_id", ctx), question=require(rec, "instruct_prompt", ctx),
+        starter_code=code_prompt, entry_point=rec.get("entry_point") or "task_func", test_format="unittest",
+        tests=[TestRow("unittest", code=require(rec, "test", ctx))],
+        programs=[ProgramRow(code_prompt + require(rec, "canonical_solution", ctx))],
+        metadata={"libs": rec.get("libs")},
+    )
+
+
+@adapter("cruxeval", "MIT", "CRUXEval: function f + one `assert f(input) == output`")
+def cruxeval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    code = require(rec, "code", ctx)
+    assertion = f"assert f({require(rec, 'input', ctx)}) == {require(rec, 'output', ctx)}"
+    return Normalized(source_id=require(rec, "id", ctx), question=code, entry_point="f", test_format="assert",
+                      tests=[TestRow("assert", code=assertion)], programs=[ProgramRow(code)])
+
+
+# -- formats users bring ---------------------------------------------------------------------------------
+@adapter("acecode", None, "AceCode-87K rows: question, test_cases (asserts), inferences (samples + pass rates)")
+def acecode(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    asserts = require(rec, "test_cases", ctx, list)
+    if not asserts:
+        raise InputError("no test cases", file=ctx[0], line=ctx[1], field="test_cases")
+    programs = []
+    for i, inf in enumerate(rec.get("inferences") or []):
+        if not isinstance(inf, dict) or not inf.get("completion"):
+            raise InputError(f"inference {i} lacks a completion", file=ctx[0], line=ctx[1], field="inferences")
+        programs.append(ProgramRow(
+            inf["completion"], origin="sample", model=inf.get("model_name"),
+            sample_index=int(inf.get("completion_id", i)), raw_completion=inf["completion"],
+            reported_pass_rate=inf.get("pass_rate"),
+        ))
+    return Normalized(source_id=str(require(rec, "id", ctx, (str, int))), question=require(rec, "question", ctx),
+                      entry_point=called_function(asserts, None), test_format="assert",
+                      tests=[TestRow("assert", code=a) for a in asserts], programs=programs,
+                      metadata={"dataset_source": rec.get("source")})
+
+
+@adapter("verl", None, "verl RL parquet: prompt messages + reward_model.ground_truth {inputs, outputs, fn_name}")
+def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    prompt = require(rec, "prompt", ctx, (list, str))
+    if isinstance(prompt, list):
+        users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            raise InputError("no user message in prompt", file=ctx[0], line=ctx[1], field="prompt")
+        prompt = users[-1]
+    reward = require(rec, "reward_model", ctx, dict)
+    truth = reward.get("ground_truth")
+    try:
+        truth = json.loads(truth) if isinstance(truth, str) else truth
+        inputs, outputs = truth["inputs"], truth["outputs"]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise InputError(f"ground_truth is not JSON with inputs/outputs ({exc})", file=ctx[0], line=ctx[1],
+                         field="reward_model.ground_truth") from None
+    if len(inputs) != len(outputs) or not inputs:
+        raise InputError(f"{len(inputs)} inputs vs {len(outputs)} outputs", file=ctx[0], line=ctx[1],
+                         field="reward_model.ground_truth")
+    fn = truth.get("fn_name")
+    if fn:
+        tests = [TestRow("call", input=json.dumps(i if isinstance(i, list) else [i]),
+                         expected=encode_value(o[0] if isinstance(o, list) and len(o) == 1 else o))
+                 for i, o in zip(inputs, outputs)]
+    else:
+        tests = [TestRow("stdio", input=str(i), expected=str(o), comparison="token") for i, o in zip(inputs, outputs)]
+    extra = rec.get("extra_info") or {}
+    return Normalized(source_id=str(extra.get("index", ctx[1])), question=prompt, entry_point=fn,
+                      test_format="call" if fn else "stdio", tests=tests,
+                      metadata={"data_source": rec.get("data_source"), "ability": rec.get("ability")})
+
+
+@adapter("jsonl", None, "Any JSON/JSONL/Parquet with --map field=column (question, tests, id; optional "
+         "solution, entry_point, starter_code, difficulty, split) and --test-format", needs_mapping=True)
+def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    mapping: dict = opts["mapping"]
+    fmt = opts.get("test_format") or "assert"
+
+    def get(field: str, required: bool = True, types=(str, int, list)):
+        column = mapping.get(field)
+        if column is None:
+            return None
+        return require(rec, column, ctx, types) if required else rec.get(column)
+
+    raw_tests = get("tests", types=(list, str))
+    raw_tests = [raw_tests] if isinstance(raw_tests, str) else raw_tests
+    tests = []
+    for t in raw_tests:
+        if fmt in ("assert", "check", "pytest", "unittest"):
+            if not isinstance(t, str):
+                raise InputError(f"{fmt} tests must be strings", file=ctx[0], line=ctx[1], field=mapping["tests"])
+            pieces = split_check(t) if fmt == "check" else split_pytest(t) if fmt == "pytest" else [t]
+            tests += [TestRow(fmt, code=p) for p in pieces]
+        elif fmt == "stdio":
+            tests.append(TestRow("stdio", input=_io(t, "input", ctx), expected=_io(t, "output", ctx), comparison="token"))
+        else:
+            if not isinstance(t, dict) or "input" not in t:
+                raise InputError("call tests must be objects with input (args list) and output", file=ctx[0],
+                                 line=ctx[1], field=mapping["tests"])
+            tests.append(TestRow("call", input=json.dumps(t["input"]),
+                                 expected=encode_value(t["output"]) if "output" in t else None))
+    solution = get("solution", required=False)
+    return Normalized(
+        source_id=str(get("id", types=(str, int))), question=get("question", types=str), test_format=fmt,
+        tests=tests, starter_code=get("starter_code", required=False), entry_point=get("entry_point", required=False),
+        difficulty_label=get("difficulty", required=False), split=get("split", required=False),
+        programs=[ProgramRow(solution)] if solution else [],
+    )
+
+
+# -- known layouts of a data directory --------------------------------------------------------------------
+@dataclass(frozen=True)
+class KnownDataset:
+    folder: str
+    adapter: str
+    files: tuple[str, ...]  # globs inside the folder
+    source: str | None = None  # source label; None = adapter name (LeetCode: one source per file)
+
+
+KNOWN_DATASETS = (
+    KnownDataset("humaneval", "humaneval", ("HumanEval.jsonl.gz",)),
+    KnownDataset("humanevalplus", "humanevalplus", ("HumanEvalPlus.jsonl.gz",)),
+    KnownDataset("mbpp", "mbpp", ("mbpp.jsonl",)),
+    KnownDataset("mbpp_sanitized", "mbpp-sanitized", ("sanitized-mbpp.json",)),
+    KnownDataset("mbppplus", "mbppplus", ("MbppPlus.jsonl.gz",)),
+    KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.2.0-train.jsonl.gz",), "leetcode-v0.2.0-train"),
+    KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.2.0-test.jsonl.gz",), "leetcode-v0.2.0-test"),
+    KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.3.1-test.jsonl.gz",), "leetcode-v0.3.1-test"),
+    KnownDataset("codecontests_subset300", "codecontests", ("codecontests_subset300.jsonl",)),
+    KnownDataset("apps_mapcoder150", "apps", ("selected150.jsonl",)),
+    KnownDataset("kodcode_demo", "kodcode", ("Verified_KodCode_*_Complete.json",)),
+    KnownDataset("bigcodebench", "bigcodebench", ("BigCodeBench.jsonl.gz",)),
+    KnownDataset("cruxeval", "cruxeval", ("cruxeval.jsonl",)),
+)
+
+
+def default_source_name(adapter_name: str, files: list[Path]) -> str:
+    """Source label: the adapter name, except LeetCodeDataset files get version+split (one source per file)."""
+    if adapter_name == "leetcode" and len(files) == 1:
+        m = re.search(r"(v\d+\.\d+\.\d+)-(train|test)", files[0].name)
+        if m:
+            return f"leetcode-{m.group(1)}-{m.group(2)}"
+    return adapter_name
+
+
+def adapter_options(adapter_name: str, source: str, files: list[Path]) -> dict:
+    """Per-source extras read from files beside the data (CodeContests' verification results, splits)."""
+    opts: dict = {}
+    if adapter_name == "leetcode":
+        opts["split"] = "train" if source.endswith("train") else "test" if source.endswith("test") else None
+    if adapter_name == "codecontests":
+        verify = files[0].parent / "verify_reference_solutions.json"
+        if verify.is_file():
+            opts["verified"] = {row[0]: [row[1], row[2]] for row in json.loads(verify.read_text())}
+    return opts
+

@@ -1,0 +1,105 @@
+"""Ad-hoc access to the lake: query output formats, an interactive shell, and `factory status`."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+
+from factory.errors import FactoryError
+from factory.lake import LAKE_ALIAS, attach_sql, connect, extension_paths, resolve_lake_dir
+
+
+def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table", output: str | None = None) -> None:
+    """Run a query and write its result as a table, CSV, JSON lines or Parquet."""
+    try:
+        rel = con.sql(query)
+    except duckdb.Error as exc:
+        raise FactoryError(f"query failed: {exc}") from exc
+    if rel is None:
+        return
+    if fmt == "parquet":
+        if not output:
+            raise FactoryError("--format parquet needs --output FILE")
+        rel.write_parquet(output)
+        return
+    out = open(output, "w") if output else sys.stdout
+    try:
+        if fmt == "table":
+            out.write(str(rel) if output else "")
+            if not output:
+                rel.show(max_rows=200, max_width=200)
+        elif fmt == "csv":
+            import pyarrow.csv as pacsv
+
+            table = rel.to_arrow_table()
+            buf = out.buffer if hasattr(out, "buffer") else out
+            pacsv.write_csv(table, buf)
+        elif fmt == "json":
+            cols = rel.columns
+            for row in rel.fetchall():
+                out.write(json.dumps(dict(zip(cols, row)), default=str, ensure_ascii=False) + "\n")
+        else:
+            raise FactoryError(f"unknown format {fmt!r}")
+    finally:
+        if output:
+            out.close()
+
+
+def init_sql(lake=None) -> str:
+    """SQL that attaches the lake (read-only) in a plain duckdb CLI or Python session."""
+    lake_dir = resolve_lake_dir(lake)
+    paths = extension_paths()
+    loads = [f"LOAD '{p}';" for p in paths.values()] if paths else ["INSTALL ducklake; INSTALL sqlite;",
+                                                                     "LOAD ducklake; LOAD sqlite;"]
+    return "\n".join(loads + [attach_sql(lake_dir, read_only=True) + ";", f"USE {LAKE_ALIAS};"])
+
+
+def shell(lake=None) -> None:
+    """A minimal SQL REPL (statements end with ';'), read-only, with the lake attached as the default catalog."""
+    con = connect(lake, read_only=True)
+    print(f"factory shell on {resolve_lake_dir(lake)} (read-only). End statements with ';'. Ctrl-D quits.")
+    buf: list[str] = []
+    while True:
+        try:
+            line = input("factory> " if not buf else "     ...> ")
+        except EOFError:
+            print()
+            break
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            query = "\n".join(buf)
+            buf = []
+            try:
+                rel = con.sql(query)
+                if rel is not None:
+                    rel.show(max_rows=100, max_width=200)
+            except duckdb.Error as exc:
+                print(f"error: {exc}")
+    con.close()
+
+
+def status(lake=None) -> None:
+    """Tables with row counts, the last runs and the last snapshots."""
+    con = connect(lake, read_only=True)
+    try:
+        print(f"lake: {resolve_lake_dir(lake)}")
+        tables = con.execute(
+            "SELECT table_schema || '.' || table_name, table_type FROM information_schema.tables "
+            "WHERE table_catalog = ? ORDER BY 1", [LAKE_ALIAS]).fetchall()
+        print(f"\n{'table':<34} {'kind':<6} rows")
+        for name, kind in tables:
+            n = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+            print(f"{name:<34} {'view' if kind == 'VIEW' else 'table':<6} {n}")
+        print("\nlast runs:")
+        for row in con.execute("SELECT run_id, status, finished_at, coalesce(message, '') FROM ops.runs "
+                               "ORDER BY started_at DESC LIMIT 8").fetchall():
+            print(f"  {row[0]:<44} {row[1]:<8} {row[2]:%Y-%m-%d %H:%M:%S}  {row[3][:80]}")
+        print("\nlast snapshots:")
+        for sid, ts, msg in con.execute(
+                f"SELECT snapshot_id, snapshot_time, coalesce(commit_message, '') FROM {LAKE_ALIAS}.snapshots() "
+                "ORDER BY snapshot_id DESC LIMIT 8").fetchall():
+            print(f"  {sid:>5}  {ts:%Y-%m-%d %H:%M:%S}  {msg[:90]}")
+    finally:
+        con.close()

@@ -1,0 +1,273 @@
+"""The one commit path into the lake: a stage run is one DuckLake transaction.
+
+    with stage_run("ingest", config, lake=...) as run:
+        run.delete("silver.problems", "source = ?", [source])
+        run.write("silver.problems", arrow_table)
+
+On success the run's outputs, its ``ops.runs`` row and the commit message (run id, stage, config hash, git sha)
+land in one snapshot. On any exception everything is rolled back, a ``failed`` row is recorded in
+``ops.runs`` and the exception propagates. A file lock keeps one writer per lake (SQLite catalogs do not
+survive concurrent writers); readers are never blocked.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import subprocess
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import pyarrow as pa
+
+import factory
+from factory.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
+from factory.errors import FactoryError
+from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def config_hash(config: dict) -> str:
+    canonical = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+@contextmanager
+def writer_lock(lake_dir: Path, timeout_s: float = 600.0) -> Iterator[None]:
+    """Exclusive flock on LAKE/.writer.lock; waits up to timeout_s for another writer to finish."""
+    lake_dir.mkdir(parents=True, exist_ok=True)
+    with open(lake_dir / ".writer.lock", "a+") as fh:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise FactoryError(f"another stage is writing to {lake_dir}; gave up after {timeout_s:.0f}s")
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class StageRun:
+    """Handle given to a stage inside its transaction; all writes go through it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, stage: str, config: dict, catalog: Catalog):
+        self.con = con
+        self.stage = stage
+        self.config = config
+        self.catalog = catalog
+        self.config_hash = config_hash(config)
+        self.run_id = f"{stage}-{utcnow():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self.started_at = utcnow()
+        self.row_counts: dict[str, dict[str, int]] = {}
+        self.summary: str | None = None
+        self.noop = False  # set by a stage that found nothing to do: rolled back, no snapshot, no run row
+        self._live_columns = existing_columns(con)
+
+    # -- bookkeeping -------------------------------------------------------------------------------------
+    def _count(self, table: str, key: str, n: int) -> None:
+        entry = self.row_counts.setdefault(table, {})
+        entry[key] = entry.get(key, 0) + n
+
+    def _spec(self, table: str) -> TableSpec:
+        spec = self.catalog[table]
+        if spec.kind != "table":
+            raise FactoryError(f"{table} is a {spec.kind}; only tables can be written")
+        if table not in self._live_columns:
+            raise FactoryError(f"{table} is declared but missing from the lake: run `factory init`")
+        return spec
+
+    # -- writes ------------------------------------------------------------------------------------------
+    def delete(self, table: str, where: str, params: list | tuple = ()) -> int:
+        """DELETE FROM table WHERE ...; returns the number of rows removed."""
+        self._spec(table)
+        n = self.con.execute(f"DELETE FROM {LAKE_ALIAS}.{table} WHERE {where}", list(params)).fetchone()[0]
+        self._count(table, "deleted", n)
+        return n
+
+    def write(self, table: str, data: Any) -> int:
+        """Append rows (Arrow table, Polars frame or list of dicts) after checking them against the catalog."""
+        spec = self._spec(table)
+        arrow = _to_arrow(data)
+        if "run_id" in spec.column_names and "run_id" not in arrow.column_names:
+            arrow = arrow.append_column("run_id", pa.array([self.run_id] * arrow.num_rows, pa.string()))
+        check_columns(spec, arrow)
+        if arrow.num_rows == 0:
+            return 0
+        self._check_primary_key(spec, arrow)
+        name = f"_incoming_{uuid.uuid4().hex[:8]}"
+        self.con.register(name, arrow)
+        try:
+            self.con.execute(f"INSERT INTO {LAKE_ALIAS}.{table} BY NAME SELECT * FROM {name}")
+        finally:
+            self.con.unregister(name)
+        self._count(table, "inserted", arrow.num_rows)
+        return arrow.num_rows
+
+    def _check_primary_key(self, spec: TableSpec, arrow: pa.Table) -> None:
+        if not spec.primary_key:
+            return
+        keys = ", ".join(f'"{k}"' for k in spec.primary_key)
+        name = f"_pk_{uuid.uuid4().hex[:8]}"
+        self.con.register(name, arrow.select(list(spec.primary_key)))
+        try:
+            dup = self.con.execute(
+                f"SELECT {keys}, count(*) FROM {name} GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchone()
+            if dup:
+                raise FactoryError(f"{spec.name}: duplicate primary key {dup[:-1]} in the rows being written")
+            clash = self.con.execute(
+                f"SELECT {keys} FROM {name} SEMI JOIN {LAKE_ALIAS}.{spec.name} USING ({keys}) LIMIT 1").fetchone()
+            if clash:
+                raise FactoryError(f"{spec.name}: primary key {clash} already exists in the lake")
+        finally:
+            self.con.unregister(name)
+
+    def materialize(self, names: list[str] | None = None) -> list[str]:
+        """(Re)create SQL-backed tables and views from sql/, in dependency order."""
+        done = []
+        for spec in self.catalog.transforms():
+            if names is not None and spec.name not in names:
+                continue
+            body = spec.sql_text().strip().rstrip(";")
+            if spec.kind == "view":
+                self.con.execute(f"CREATE OR REPLACE VIEW {LAKE_ALIAS}.{spec.name} AS {body}")
+            else:
+                self.con.execute(f"CREATE OR REPLACE TABLE {LAKE_ALIAS}.{spec.name} AS {body}")
+                n = self.con.execute(f"SELECT count(*) FROM {LAKE_ALIAS}.{spec.name}").fetchone()[0]
+                self._count(spec.name, "rows", n)
+            actual = [r[0] for r in self.con.execute(f"DESCRIBE {LAKE_ALIAS}.{spec.name}").fetchall()]
+            if actual != spec.column_names:
+                raise FactoryError(f"{spec.sql} produces columns {actual}, data_catalog.yaml declares "
+                                   f"{spec.column_names} for {spec.name}")
+            done.append(spec.name)
+        return done
+
+    # -- commit ------------------------------------------------------------------------------------------
+    def run_row(self, status: str, message: str | None) -> dict:
+        return {
+            "run_id": self.run_id, "stage": self.stage, "status": status, "config_hash": self.config_hash,
+            "config": json.dumps(self.config, sort_keys=True, default=str), "git_sha": git_sha(),
+            "factory_version": factory.__version__, "started_at": self.started_at, "finished_at": utcnow(),
+            "row_counts": json.dumps(self.row_counts, sort_keys=True), "message": message,
+        }
+
+    def commit_info(self) -> str:
+        return json.dumps({"run_id": self.run_id, "stage": self.stage, "config_hash": self.config_hash,
+                           "git_sha": git_sha()}, sort_keys=True)
+
+
+def check_columns(spec: TableSpec, arrow: pa.Table) -> None:
+    """Refuse columns the catalog does not declare and nulls in NOT NULL columns."""
+    declared = set(spec.column_names)
+    unknown = [c for c in arrow.column_names if c not in declared]
+    if unknown:
+        raise FactoryError(f"{spec.name}: columns {unknown} are not declared in data_catalog.yaml")
+    for col in spec.columns:
+        if not col.not_null:
+            continue
+        if col.name not in arrow.column_names:
+            raise FactoryError(f"{spec.name}: required column {col.name!r} is missing")
+        if arrow.column(col.name).null_count:
+            raise FactoryError(f"{spec.name}: column {col.name!r} is NOT NULL but "
+                               f"{arrow.column(col.name).null_count} rows are null")
+
+
+def _to_arrow(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, list):
+        return pa.Table.from_pylist(data)
+    if hasattr(data, "to_arrow"):
+        return data.to_arrow()
+    raise FactoryError(f"cannot write {type(data).__name__}; pass a pyarrow Table, polars DataFrame or list of dicts")
+
+
+def _record_failure(con: duckdb.DuckDBPyConnection, run: StageRun, error: BaseException) -> None:
+    try:
+        con.execute("BEGIN")
+        row = run.run_row("failed", f"{type(error).__name__}: {error}"[:4000])
+        row["row_counts"] = "{}"
+        con.register("_failed_run", pa.Table.from_pylist([row]))
+        con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _failed_run")
+        con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
+                    [f"{run.stage} failed", run.commit_info()])
+        con.execute("COMMIT")
+    except duckdb.Error:
+        con.execute("ROLLBACK")
+
+
+def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog) -> list[str]:
+    """Create missing schemas, tables and columns declared in the catalog; returns what changed."""
+    changes = []
+    live = existing_columns(con)
+    for schema in catalog.schemas:
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE_ALIAS}.{schema}")
+    for spec in catalog.tables.values():
+        if spec.kind != "table" or spec.sql:
+            continue
+        if spec.name not in live:
+            con.execute(spec.create_table_sql(LAKE_ALIAS))
+            changes.append(f"created {spec.name}")
+            continue
+        for col in spec.columns:
+            if col.name not in live[spec.name]:
+                con.execute(f'ALTER TABLE {LAKE_ALIAS}.{spec.name} ADD COLUMN "{col.name}" {col.type}')
+                changes.append(f"added {spec.name}.{col.name}")
+    return changes
+
+
+@contextmanager
+def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
+              catalog: Catalog | None = None, create: bool = False) -> Iterator[StageRun]:
+    """Open the lake for writing, run the body inside one transaction and commit it with run metadata.
+
+    create=True (used by `factory init`) creates the lake and syncs its schema with the catalog first,
+    inside the same transaction.
+    """
+    lake_dir = resolve_lake_dir(lake)
+    catalog = catalog or default_catalog()
+    with writer_lock(lake_dir):
+        con = connect(lake_dir, create=create)
+        try:
+            con.execute("BEGIN")
+            changes = sync_schema(con, catalog) if create else []
+            run = StageRun(con, stage, config, catalog)
+            run.summary = "; ".join(changes) or None
+            try:
+                yield run
+                if run.noop:
+                    con.execute("ROLLBACK")
+                    return
+                con.register("_run_row", pa.Table.from_pylist([run.run_row("success", run.summary)]))
+                con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _run_row")
+                con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
+                            [f"{stage} {run.run_id}", run.commit_info()])
+                con.execute("COMMIT")
+            except BaseException as exc:
+                con.execute("ROLLBACK")
+                if not isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+                    _record_failure(con, run, exc)
+                raise
+        finally:
+            con.close()
