@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +74,13 @@ def require(record: dict, key: str, ctx: tuple[str, int], types: type | tuple = 
     return value
 
 
+def parse_python(src: str) -> ast.Module:
+    """ast.parse without the SyntaxWarnings/DeprecationWarnings that dataset code triggers (e.g. '\\d')."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(src)
+
+
 class _Source:
     """Source segments of AST nodes in O(segment) time (ast.get_source_segment re-splits the whole text)."""
 
@@ -96,7 +104,7 @@ def split_check(test_src: str) -> list[str]:
     complex (loops, assignments inside check) stays one test.
     """
     try:
-        module = ast.parse(test_src)
+        module = parse_python(test_src)
     except SyntaxError:
         return [test_src]
     checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
@@ -121,7 +129,7 @@ def split_check(test_src: str) -> list[str]:
 def split_pytest(test_src: str) -> list[str]:
     """Split a pytest module into one module per top-level `test_*` function (shared setup kept in each)."""
     try:
-        module = ast.parse(test_src)
+        module = parse_python(test_src)
     except SyntaxError:
         return [test_src]
     tests = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
@@ -137,12 +145,12 @@ def called_function(asserts: list[str], code: str | None) -> str | None:
     defined: set[str] = set()
     if code:
         try:
-            defined = {n.name for n in ast.walk(ast.parse(code)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            defined = {n.name for n in ast.walk(parse_python(code)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         except SyntaxError:
             pass
     for src in asserts:
         try:
-            tree = ast.parse(src)
+            tree = parse_python(src)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -157,7 +165,7 @@ def function_params(starter_code: str) -> list[str] | None:
     text = starter_code.strip("\n")
     for candidate in (text, text + "\n    pass", text.rstrip() + "\n\tpass"):
         try:
-            tree = ast.parse(candidate)
+            tree = parse_python(candidate)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
