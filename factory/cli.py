@@ -39,7 +39,8 @@ def cmd_ingest(args) -> None:
                                  test_format=args.test_format)]
     for r in results:
         print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
-              f"programs={r.programs:<6} raw={r.raw_records}")
+              f"programs={r.programs:<6} raw={r.raw_records}"
+              + (f" (exact duplicate records: {r.duplicates})" if r.duplicates else ""))
 
 
 def _parse_mapping(text: str) -> tuple[str, str]:

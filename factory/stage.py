@@ -143,19 +143,24 @@ class StageRun:
         finally:
             self.con.unregister(name)
 
-    def materialize(self, names: list[str] | None = None) -> list[str]:
-        """(Re)create SQL-backed tables and views from sql/, in dependency order."""
+    def materialize(self, names: list[str] | None = None, params: dict | None = None) -> list[str]:
+        """(Re)create SQL-backed tables and views from sql/, in dependency order.
+
+        SQL files may hold ``{{ name }}`` placeholders, filled from ``params`` (see factory.transforms).
+        """
+        from factory.transforms import render_sql, transform_params
+
+        values = transform_params(params, run_id=self.run_id)
+        self.con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())
         done = []
         for spec in self.catalog.transforms():
             if names is not None and spec.name not in names:
                 continue
-            body = spec.sql_text().strip().rstrip(";")
-            if spec.kind == "view":
-                self.con.execute(f"CREATE OR REPLACE VIEW {LAKE_ALIAS}.{spec.name} AS {body}")
-            else:
-                self.con.execute(f"CREATE OR REPLACE TABLE {LAKE_ALIAS}.{spec.name} AS {body}")
-                n = self.con.execute(f"SELECT count(*) FROM {LAKE_ALIAS}.{spec.name}").fetchone()[0]
-                self._count(spec.name, "rows", n)
+            body = render_sql(spec.sql_text(), values, spec.sql).strip().rstrip(";")
+            verb = "VIEW" if spec.kind == "view" else "TABLE"
+            self.con.execute(f"CREATE OR REPLACE {verb} {LAKE_ALIAS}.{spec.name} AS {body}")
+            n = self.con.execute(f"SELECT count(*) FROM {LAKE_ALIAS}.{spec.name}").fetchone()[0]
+            self._count(spec.name, "rows", n)
             actual = [r[0] for r in self.con.execute(f"DESCRIBE {LAKE_ALIAS}.{spec.name}").fetchall()]
             if actual != spec.column_names:
                 raise FactoryError(f"{spec.sql} produces columns {actual}, data_catalog.yaml declares "

@@ -32,6 +32,7 @@ class IngestResult:
     programs: int
     raw_records: int
     run_id: str | None
+    duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
 
 
 def humaneval_wheel_path() -> Path:
@@ -74,7 +75,7 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
     spec = ADAPTERS[adapter_name]
     run_id = run.run_id if run else None
     rows: dict[str, list[dict]] = {"bronze.raw_records": [], "silver.problems": [], "silver.tests": [],
-                                   "silver.programs": []}
+                                   "silver.programs": [], "duplicates": []}
     seen: dict[str, tuple[str, int]] = {}
     for path in files:
         records = read_records(path)
@@ -84,14 +85,15 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
             validate(norm, ctx)
             problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code,
                                      [(t.kind, t.code, t.input, t.expected) for t in norm.tests])
-            if problem_id in seen:
-                raise InputError(f"duplicate problem (same id and content as {seen[problem_id][0]}:"
-                                 f"{seen[problem_id][1]})", file=str(path), line=line)
-            seen[problem_id] = ctx
+            duplicate = problem_id in seen
+            seen.setdefault(problem_id, ctx)
             rows["bronze.raw_records"].append({
                 "source": source, "source_id": norm.source_id, "payload": json.dumps(rec, ensure_ascii=False,
                                                                                       default=str),
                 "file": path.name, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run_id})
+            if duplicate:  # an exact copy of an earlier record (same id and content): kept in bronze only
+                rows["duplicates"].append({"file": path.name, "line": line, "first": f"{seen[problem_id][1]}"})
+                continue
             rows["silver.problems"].append({
                 "problem_id": problem_id, "source": source, "source_id": norm.source_id, "question": norm.question,
                 "starter_code": norm.starter_code, "entry_point": norm.entry_point,
@@ -182,9 +184,12 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
                    "OR test_id NOT IN (SELECT test_id FROM silver.tests)")
         counts = {t: len(rows[t]) for t in _TABLES}
-        run.summary = f"{source}: " + ", ".join(f"{t}={n}" for t, n in counts.items())
+        dups = rows["duplicates"]
+        run.summary = f"{source}: " + ", ".join(f"{t}={n}" for t, n in counts.items()) + (
+            f"; {len(dups)} exact duplicate records kept in bronze only (e.g. {dups[0]['file']}:{dups[0]['line']} "
+            f"= line {dups[0]['first']})" if dups else "")
         return IngestResult(source, "ingested", counts["silver.problems"], counts["silver.tests"],
-                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id)
+                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups))
 
 
 def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:

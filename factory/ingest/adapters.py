@@ -190,19 +190,22 @@ def apps(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                          comparison="token", subset=s) for c, s in zip(cases, subsets)]
         return Normalized(source_id=str(require(rec, "id", ctx, (int, str))), question=require(rec, "description", ctx),
                           test_format="stdio", tests=tests, difficulty_label=rec.get("difficulty"))
-    params = function_params(starter)
-    if params is None:
+    signature = function_params(starter)
+    if signature is None:
         raise InputError("cannot parse the function signature", file=ctx[0], line=ctx[1], field="starter_code")
+    params, required = signature
     name = re.search(r"def\s+(\w+)", starter).group(1)
     tests = []
     for case, subset in zip(cases, subsets):
         raw = case.get("input")
         lines = raw.split("\n") if isinstance(raw, str) else [raw]
-        if len(lines) != len(params):
-            lines = [raw]
-        if len(lines) != len(params):
-            raise InputError(f"input has {len(lines)} lines for {len(params)} parameters", file=ctx[0],
-                             line=ctx[1], field="test_list")
+        if len(lines) > len(params) >= 1 and isinstance(raw, str):
+            # MapCoder joins args with newlines, so a multi-line string arg comes first: re-join its lines
+            cut = len(lines) - (len(params) - 1)
+            lines = ["\n".join(lines[:cut])] + lines[cut:]
+        if not required <= len(lines) <= len(params):
+            raise InputError(f"input has {len(lines)} lines for {required}..{len(params)} parameters",
+                             file=ctx[0], line=ctx[1], field="test_list")
         args = [literal_or_text(x) if isinstance(x, str) else x for x in lines]
         out = case.get("output")
         expected = out[0] if isinstance(out, list) and len(out) == 1 else out
@@ -242,7 +245,9 @@ def bigcodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
 @adapter("cruxeval", "MIT", "CRUXEval: function f + one `assert f(input) == output`")
 def cruxeval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     code = require(rec, "code", ctx)
-    assertion = f"assert f({require(rec, 'input', ctx)}) == {require(rec, 'output', ctx)}"
+    if not isinstance(rec.get("input"), str):  # "" is a valid input: f() takes no arguments
+        raise InputError("missing required field", file=ctx[0], line=ctx[1], field="input")
+    assertion = f"assert f({rec['input']}) == {require(rec, 'output', ctx)}"
     return Normalized(source_id=require(rec, "id", ctx), question=code, entry_point="f", test_format="assert",
                       tests=[TestRow("assert", code=assertion)], programs=[ProgramRow(code)])
 

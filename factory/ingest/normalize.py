@@ -160,8 +160,8 @@ def called_function(asserts: list[str], code: str | None) -> str | None:
     return None
 
 
-def function_params(starter_code: str) -> list[str] | None:
-    """Parameter names of the first function in a starter-code stub (stub bodies may be empty)."""
+def function_params(starter_code: str) -> tuple[list[str], int] | None:
+    """(parameter names, number of required ones) of the first function in a starter-code stub."""
     text = starter_code.strip("\n")
     for candidate in (text, text + "\n    pass", text.rstrip() + "\n\tpass"):
         try:
@@ -170,7 +170,8 @@ def function_params(starter_code: str) -> list[str] | None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef):
-                return [a.arg for a in node.args.args if a.arg != "self"]
+                names = [a.arg for a in node.args.args if a.arg != "self"]
+                return names, len(names) - len(node.args.defaults)
     return None
 
 

@@ -7,7 +7,7 @@ import json
 from factory.ingest import ingest_source
 from factory.lake import connect, current_snapshot
 
-from .conftest import EXPECTED_PROBLEMS
+from .conftest import EXPECTED_PROBLEMS, EXPECTED_RAW
 
 
 def q(lake, sql, params=None):
@@ -22,7 +22,7 @@ def test_problem_counts_per_source(full_lake):
     counts = dict(q(full_lake, "SELECT source, count(*) FROM silver.problems GROUP BY source"))
     assert counts == EXPECTED_PROBLEMS
     raw = dict(q(full_lake, "SELECT source, count(*) FROM bronze.raw_records GROUP BY source"))
-    assert raw == EXPECTED_PROBLEMS
+    assert raw == EXPECTED_RAW
 
 
 def test_every_problem_has_tests_and_formats_are_known(full_lake):

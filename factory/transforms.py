@@ -1,0 +1,80 @@
+"""Parameters of the SQL transforms under sql/ and the `{{ name }}` templating that fills them in.
+
+Curation thresholds live here with their sources (../shared/reference/seed-papers.md); `factory curate`
+overrides them from flags or a YAML file, and the values used are stored with the run's config.
+"""
+from __future__ import annotations
+
+import re
+
+from factory.errors import FactoryError
+
+DEFAULTS: dict = {
+    # test validation (AceCoder): oracle = reference programs, or "model:NAME" for an oracle model's samples
+    "oracle": "reference",
+    "oracle_rule": "all",                  # a test is valid when all (or any) oracle programs pass it
+    "max_oracle_passed_excluded": 3,       # drop problems whose oracle passes <= 3 tests
+    "min_kept_tests": 5,                   # ... or that keep fewer than 5 tests
+    # pass rates
+    "k_list": [1, 5, 10],
+    # difficulty / potential / curriculum
+    "difficulty_model": "mutant",          # model whose pass rates define difficulty ('auto' = most-sampled model)
+    "epoch_max_pass_rate": 0.75,           # AceReason-style epoch filter: keep problems with p <= this
+    # filters
+    "skywork_min_correct": 1,
+    "klear_min_tests": 16,
+    "klear_min_pass_rate": 0.5,
+    "strong_model": "reference",
+    "deepcoder_min_tests": 5,
+    # preference pairs (AceCoder): chosen >= 0.8, chosen - rejected >= 0.4, rejected > 0
+    "pair_min_chosen": 0.8,
+    "pair_min_diff": 0.4,
+    "pair_min_rejected": 0.0,
+    "pair_strict": False,                  # True: '>' as in the paper's Eq. 3; False: '>=' as in AceCoder's code
+}
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _quote(value: str) -> str:
+    return value.replace("'", "''")
+
+
+def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict:
+    """DEFAULTS + overrides, plus the derived SQL fragments the templates use."""
+    unknown = set(overrides or {}) - set(DEFAULTS)
+    if unknown:
+        raise FactoryError(f"unknown transform parameters {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    p = {**DEFAULTS, **(overrides or {})}
+    oracle = str(p["oracle"])
+    if oracle == "reference":
+        p["oracle_filter"], p["oracle_label"] = "p.origin = 'reference'", "reference programs"
+    elif oracle.startswith("model:"):
+        model = _quote(oracle.split(":", 1)[1])
+        p["oracle_filter"] = f"p.origin = 'sample' AND p.model = '{model}'"
+        p["oracle_label"] = f"samples of {model}"
+    else:
+        raise FactoryError(f"oracle must be 'reference' or 'model:NAME', got {oracle!r}")
+    if p["oracle_rule"] not in ("all", "any"):
+        raise FactoryError(f"oracle_rule must be 'all' or 'any', got {p['oracle_rule']!r}")
+    ks = [int(k) for k in p["k_list"]]
+    if not ks or min(ks) < 1:
+        raise FactoryError(f"k_list must hold positive integers, got {p['k_list']!r}")
+    p["k_list"] = "[" + ", ".join(str(k) for k in ks) + "]"
+    p["chosen_op"] = p["diff_op"] = ">" if p["pair_strict"] else ">="
+    for key in ("difficulty_model", "strong_model"):
+        p[key] = _quote(str(p[key]))
+    p["run_id"] = _quote(run_id)
+    return p
+
+
+def render_sql(sql: str, params: dict, where: str | None = None) -> str:
+    """Replace {{ name }} placeholders; an unknown name is an error naming the SQL file."""
+
+    def sub(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in params:
+            raise FactoryError(f"{where or 'SQL'}: unknown placeholder {{{{ {name} }}}}")
+        return str(params[name])
+
+    return _PLACEHOLDER.sub(sub, sql)

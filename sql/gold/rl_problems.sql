@@ -1,0 +1,28 @@
+-- Problems ready for RL: question, starter code and tests packed as JSON (only validated tests when the problem
+-- was validated; tests with unknown expected outputs never), difficulty signals when the curate stage has
+-- computed them. Problems excluded by validation are left out. Exports (verl, TRL, OpenRLHF) read this view.
+WITH usable_tests AS (
+    SELECT t.*
+    FROM silver.tests AS t
+    LEFT JOIN gold.test_validation AS v USING (test_id)
+    LEFT JOIN gold.problem_validation AS pv ON pv.problem_id = t.problem_id
+    WHERE NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+      AND (pv.problem_id IS NULL OR pv.oracle_tested = 0 OR v.valid)
+      AND NOT coalesce(pv.excluded AND pv.oracle_tested > 0, false)
+), packed AS (
+    SELECT
+        problem_id,
+        count(*) AS n_tests,
+        to_json(list({'test_id': test_id, 'kind': kind, 'code': code, 'input': input, 'expected': expected,
+                      'comparison': comparison, 'atol': atol} ORDER BY ordinal)) AS tests
+    FROM usable_tests
+    GROUP BY problem_id
+)
+SELECT
+    p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_preamble,
+    p.test_format, p.difficulty_label, p.license, p.split,
+    t.tests::VARCHAR AS tests, t.n_tests,
+    d.pass_rate, d.potential, d.curriculum_stage
+FROM silver.problems AS p
+JOIN packed AS t USING (problem_id)
+LEFT JOIN gold.difficulty AS d USING (problem_id)

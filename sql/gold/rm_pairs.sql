@@ -1,0 +1,37 @@
+-- AceCoder preference pairs within one program group of a problem (a sampling model, or references+mutants):
+-- chosen pass rate {{ chosen_op }} {{ pair_min_chosen }}, difference {{ diff_op }} {{ pair_min_diff }}, rejected > {{ pair_min_rejected }}.
+-- Strict (paper Eq. 3) uses '>', the AceCoder code uses '>=' (default). Deduplicated by (chosen, rejected) code.
+WITH scored AS (
+    SELECT r.*, pr.code, pb.source, pb.question,
+           (SELECT t.code FROM silver.tests AS t JOIN gold.test_validation AS v USING (test_id)
+            WHERE t.problem_id = r.problem_id AND t.kind = 'assert' AND v.valid ORDER BY t.ordinal LIMIT 1) AS first_test
+    FROM gold.program_pass_rates AS r
+    JOIN silver.programs AS pr USING (program_id)
+    JOIN silver.problems AS pb ON pb.problem_id = r.problem_id
+    JOIN gold.problem_validation AS v ON v.problem_id = r.problem_id
+    WHERE r.complete AND NOT v.excluded
+), candidates AS (
+    SELECT c.problem_id, c.source, c.pair_group AS model, c.question, c.first_test,
+           c.program_id AS chosen_program_id, c.code AS chosen, c.pass_rate AS chosen_pass_rate,
+           r.program_id AS rejected_program_id, r.code AS rejected, r.pass_rate AS rejected_pass_rate
+    FROM scored AS c
+    JOIN scored AS r ON r.problem_id = c.problem_id AND r.pair_group = c.pair_group AND r.program_id <> c.program_id
+    WHERE c.pass_rate {{ chosen_op }} {{ pair_min_chosen }}
+      AND c.pass_rate - r.pass_rate {{ diff_op }} {{ pair_min_diff }}
+      AND r.pass_rate > {{ pair_min_rejected }}
+      AND c.code <> r.code
+)
+SELECT
+    sha256(chosen_program_id || ':' || rejected_program_id)[:16] AS pair_id,
+    problem_id, source, model,
+    'Please provide a self-contained Python script that solves the following problem in a markdown code block:'
+        || chr(10) || '```' || chr(10) || '"""' || chr(10) || question || chr(10)
+        || coalesce(first_test || chr(10), '') || '"""' || chr(10) || '```' AS prompt,
+    'Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:'
+        || chr(10) || '```python' || chr(10) || chosen || chr(10) || '```' AS chosen,
+    'Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:'
+        || chr(10) || '```python' || chr(10) || rejected || chr(10) || '```' AS rejected,
+    chosen_program_id, rejected_program_id, chosen_pass_rate, rejected_pass_rate,
+    '{{ run_id }}' AS run_id
+FROM candidates
+QUALIFY row_number() OVER (PARTITION BY chosen, rejected ORDER BY chosen_program_id, rejected_program_id) = 1
