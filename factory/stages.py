@@ -1,6 +1,85 @@
-"""Subcommands of the later pipeline stages (execute, dedup, ...), registered on the CLI parser."""
+"""Subcommands of the pipeline stages after ingestion, registered on the CLI parser."""
 from __future__ import annotations
+
+import json
 
 
 def register(sub, add_lake) -> None:
     """Add stage subcommands to the `factory` parser."""
+    p = sub.add_parser("execute", help="run programs against their tests in the sandbox -> silver.executions")
+    add_lake(p)
+    p.add_argument("--select", default="reference", help="reference | samples | mutants | synth | all")
+    p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
+    p.add_argument("--model", help="only programs of this model; with --samples: the model name to record")
+    p.add_argument("--samples", help="evalplus-style JSONL (task_id + completion|solution) to store and score")
+    p.add_argument("--cpu-s", type=float, default=4.0, help="CPU seconds per test")
+    p.add_argument("--memory-mb", type=int, default=1024)
+    p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    p.add_argument("--max-programs", type=int, help="stop after this many programs")
+    p.add_argument("--batch-programs", type=int, default=500, help="programs per committed transaction")
+    p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
+    p.set_defaults(fn=cmd_execute)
+
+    p = sub.add_parser("curate", help="test validation, pass rates, difficulty, filters, pairs (SQL transforms)")
+    add_lake(p)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a parameter (see factory/transforms.py DEFAULTS); VALUE is JSON or text")
+    p.add_argument("--config", help="YAML file of parameter overrides")
+    p.set_defaults(fn=cmd_curate)
+
+    from factory.release.cli import register_release  # release, export, report
+    register_release(sub, add_lake)
+
+
+def cmd_execute(args) -> None:
+    from factory.errors import FactoryError
+    from factory.execute import add_samples, execute
+    from factory.sandbox import Limits
+
+    limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb)
+    program_ids, selection = None, args.select
+    if args.samples:
+        if not args.model:
+            raise FactoryError("--samples needs --model NAME")
+        program_ids = add_samples(args.lake, args.samples, args.model, (args.source or [None])[0])
+        selection = "samples"
+    report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
+                     workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
+                     fill_expected=not args.no_expected, program_ids=program_ids)
+    print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
+          f"statuses: {dict(report.status_counts)}")
+    if report.expected_filled or report.expected_failed:
+        print(f"expected outputs computed: {report.expected_filled} (reference failed on {report.expected_failed})")
+    if program_ids is not None:
+        from factory.lake import connect
+        con = connect(args.lake, read_only=True)
+        rows = con.execute("""SELECT count(*), count(*) FILTER (WHERE all_passed) FROM (
+            SELECT program_id, bool_and(status = 'pass') AS all_passed FROM gold.latest_executions
+            WHERE list_contains(?, program_id) GROUP BY program_id)""", [program_ids]).fetchone()
+        con.close()
+        print(f"samples: {rows[0]} scored, {rows[1]} pass all tests (pass@1 = {rows[1] / max(rows[0], 1):.3f})")
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def cmd_curate(args) -> None:
+    from factory.curate import curate
+    from factory.errors import FactoryError
+
+    overrides = {}
+    if args.config:
+        import yaml
+        overrides.update(yaml.safe_load(open(args.config)) or {})
+    for item in args.set:
+        if "=" not in item:
+            raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = _parse_value(value.strip())
+    counts = curate(args.lake, overrides)
+    for name, n in counts.items():
+        print(f"{name:<30} {n}")

@@ -1,0 +1,28 @@
+"""`factory curate`: materialize validation, pass rates, difficulty, filters and pairs in one transaction."""
+from __future__ import annotations
+
+from factory.stage import stage_run
+from factory.transforms import DEFAULTS
+
+
+def resolve_auto(con, overrides: dict) -> dict:
+    """difficulty_model='auto' picks the model with the most sampled programs (else 'mutant')."""
+    params = {**DEFAULTS, **overrides}
+    if params["difficulty_model"] == "auto":
+        row = con.execute("SELECT model FROM silver.programs WHERE origin = 'sample' AND model IS NOT NULL "
+                          "GROUP BY model ORDER BY count(*) DESC, model LIMIT 1").fetchone()
+        params["difficulty_model"] = row[0] if row else "mutant"
+    return params
+
+
+def curate(lake=None, overrides: dict | None = None) -> dict[str, int]:
+    """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs)."""
+    overrides = dict(overrides or {})
+    with stage_run("curate", {"overrides": overrides}, lake=lake) as run:
+        params = resolve_auto(run.con, overrides)
+        run.config["params"] = params
+        names = [s.name for s in run.catalog.transforms() if s.producer == "curate" or s.producer == "transform"]
+        run.materialize(names, params)
+        counts = {name: c.get("rows", 0) for name, c in run.row_counts.items()}
+        run.summary = ", ".join(f"{k}={v}" for k, v in counts.items())
+    return counts

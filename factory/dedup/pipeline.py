@@ -1,0 +1,203 @@
+"""End-to-end dedup of a problem table: exact keys + MinHash/LSH near-dups + clusters.
+
+Input ``docs`` columns: ``doc_id`` (unique, any orderable type), ``text`` (problem statement),
+optional ``code`` (reference solution, for exact code dedup), optional ``n_tests`` and
+``source_priority`` (keeper rule, see :mod:`factory.dedup.cluster`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .cluster import clusters
+from .exact import exact_hashes, exact_pairs
+from .lsh import _conn, candidate_pairs, cross_candidate_pairs
+from .minhash import MinHashParams, band_hashes, band_table, signatures
+from .shingle import WordHasher
+from .verify import verify_pairs
+
+PAIR_SCHEMA_KINDS = ("exact_text", "exact_code", "near")
+
+
+@dataclass
+class DedupResult:
+    """``clusters``: (doc_id, cluster_id, cluster_size, is_keeper), one row per document;
+    ``pairs``: (doc_id_a, doc_id_b, kind, jaccard) evidence edges (jaccard null for exact kinds);
+    ``bands``: (doc_id, band, band_hash) of the documents signed in this call (persist these);
+    ``stats``: counts, seconds per step and ``params`` (``MinHashParams.as_dict()``)."""
+
+    clusters: pa.Table
+    pairs: pa.Table
+    bands: pa.Table
+    stats: dict = field(default_factory=dict)
+
+
+def compute_bands(
+    doc_ids: pa.Array, texts: list, params: MinHashParams, batch: int = 20000, progress: bool = False
+) -> pa.Table:
+    """Band table for many documents, signing ``batch`` texts at a time (bounded memory)."""
+    hasher, parts = WordHasher(), []
+    rng = range(0, len(texts), batch)
+    if progress:
+        from tqdm import tqdm
+
+        rng = tqdm(rng, desc="minhash", unit="batch")
+    for i in rng:
+        sig = signatures(texts[i : i + batch], params, hasher)
+        parts.append(band_table(doc_ids.slice(i, batch), sig, params))
+    if not parts:
+        return band_table(doc_ids, np.zeros((0, params.num_perm), np.uint32), params)
+    return pa.concat_tables(parts)
+
+
+def _pairs(t: pa.Table, kind: str, id_type: pa.DataType) -> pa.Table:
+    n = t.num_rows
+    jac = t["jaccard"] if "jaccard" in t.column_names else pa.nulls(n, pa.float64())
+    return pa.table({
+        "doc_id_a": t["doc_id_a"].cast(id_type), "doc_id_b": t["doc_id_b"].cast(id_type),
+        "kind": pa.array([kind] * n, pa.string()), "jaccard": jac.cast(pa.float64()),
+    })
+
+
+def _exact_edges(ids, texts, codes, keys_text, keys_code, con, id_type):
+    out = []
+    kt = keys_text if keys_text is not None else exact_hashes(texts, "text")
+    out.append(_pairs(exact_pairs(ids, kt, con), "exact_text", id_type))
+    if codes is not None or keys_code is not None:
+        kc = keys_code if keys_code is not None else exact_hashes(codes, "code")
+        out.append(_pairs(exact_pairs(ids, kc, con), "exact_code", id_type))
+    return out
+
+
+def dedup(
+    docs: pa.Table,
+    params: MinHashParams = MinHashParams(),
+    con: duckdb.DuckDBPyConnection | None = None,
+    max_bucket: int = 200,
+    progress: bool = False,
+) -> DedupResult:
+    """Exact (text, and code if a ``code`` column exists) + near dedup of ``docs``."""
+    con, t0, st = _conn(con), time.perf_counter(), {}
+    ids, id_type = docs["doc_id"].combine_chunks(), docs.schema.field("doc_id").type
+    texts = docs["text"].to_pylist()
+    codes = docs["code"].to_pylist() if "code" in docs.column_names else None
+    edges = _exact_edges(ids, texts, codes, None, None, con, id_type)
+    st["exact_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    bands = compute_bands(ids, texts, params, progress=progress)
+    st["minhash_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    cand = candidate_pairs(bands, con, max_bucket)
+    st["lsh_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    near = verify_pairs(cand, ids, texts, params.ngram, params.threshold)
+    st["verify_s"] = time.perf_counter() - t
+    edges.append(_pairs(near, "near", id_type))
+    pairs = pa.concat_tables(edges)
+    t = time.perf_counter()
+    cl = clusters(pairs, docs)
+    st["cluster_s"] = time.perf_counter() - t
+    st.update(_counts(docs.num_rows, bands, params, cand, pairs, cl))
+    st["total_s"] = time.perf_counter() - t0
+    st["params"] = params.as_dict()
+    return DedupResult(cl, pairs, bands, st)
+
+
+def _counts(n_docs, bands, params, cand, pairs, cl) -> dict:
+    kinds = pc.value_counts(pairs["kind"]).to_pylist() if pairs.num_rows else []
+    return {
+        "n_docs": n_docs,
+        "n_signed": bands.num_rows // params.bands,
+        "n_candidates": cand.num_rows,
+        "n_pairs": {k["values"]: k["counts"] for k in kinds},
+        "n_dup_clusters": int(pc.sum(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).as_py() or 0),
+        "n_removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py()),
+    }
+
+
+def dedup_incremental(
+    new_docs: pa.Table,
+    existing_bands: pa.Table,
+    existing_docs: pa.Table,
+    existing_clusters: pa.Table | None = None,
+    params: MinHashParams = MinHashParams(),
+    con: duckdb.DuckDBPyConnection | None = None,
+    max_bucket: int = 200,
+) -> DedupResult:
+    """Dedup ``new_docs`` against themselves and against an existing corpus.
+
+    Only new documents are signed; old ones are matched through ``existing_bands`` (join on
+    ``(band, band_hash)``). ``existing_docs`` has ``doc_id, text`` (+ optional ``code``,
+    ``text_key``/``code_key`` precomputed :func:`exact_hashes`, ``n_tests``, ``source_priority``);
+    old texts are shingled only for old docs in candidate pairs. ``existing_clusters``
+    (``doc_id, cluster_id``) from the previous run are merged, so the returned ``clusters``
+    (over new + existing docs) equal a full :func:`dedup` of the union when the same
+    ``params`` and no oversized buckets are involved. ``bands`` holds only the new rows to append.
+    """
+    con, t0, st = _conn(con), time.perf_counter(), {}
+    id_type = new_docs.schema.field("doc_id").type
+    old_ids = existing_docs["doc_id"].cast(id_type)
+    dup_ids = pc.is_in(new_docs["doc_id"], value_set=old_ids)
+    if pc.any(dup_ids).as_py():
+        raise ValueError("new_docs contains doc_ids that are already in existing_docs")
+    new_ids = new_docs["doc_id"].combine_chunks()
+    new_texts = new_docs["text"].to_pylist()
+    # exact keys: new docs + old keys (precomputed if available)
+    all_ids = pa.concat_arrays([new_ids, old_ids.combine_chunks()])
+    def keys(kind, col, key_col):
+        new_k = exact_hashes(new_docs[col], kind)
+        if key_col in existing_docs.column_names:
+            old_k = existing_docs[key_col].combine_chunks()
+        elif col in existing_docs.column_names:
+            old_k = exact_hashes(existing_docs[col], kind)
+        else:  # no old code: hash of "" never links
+            old_k = exact_hashes([None] * existing_docs.num_rows, kind)
+        return pa.concat_arrays([new_k, old_k.cast(pa.string())])
+    has_code = "code" in new_docs.column_names
+    edges = _exact_edges(all_ids, None, None, keys("text", "text", "text_key"),
+                         keys("code", "code", "code_key") if has_code else None, con, id_type)
+    edges = [e.filter(pc.invert(pc.and_(pc.is_in(e["doc_id_a"], value_set=old_ids),
+                                        pc.is_in(e["doc_id_b"], value_set=old_ids)))) for e in edges]
+    st["exact_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    bands = compute_bands(new_ids, new_texts, params)
+    st["minhash_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    old_bands = existing_bands.select(["doc_id", "band", "band_hash"])
+    old_bands = old_bands.set_column(0, "doc_id", old_bands["doc_id"].cast(id_type))
+    cand = pa.concat_tables([candidate_pairs(bands, con, max_bucket),
+                             cross_candidate_pairs(bands, old_bands, con)])
+    st["lsh_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    involved = pc.unique(pa.concat_arrays([cand["doc_id_b"].combine_chunks(),
+                                           cand["doc_id_a"].combine_chunks()]))
+    old_needed = existing_docs.filter(pc.is_in(existing_docs["doc_id"].cast(id_type), value_set=involved))
+    v_ids = pa.concat_arrays([new_ids, old_needed["doc_id"].cast(id_type).combine_chunks()])
+    v_texts = new_texts + old_needed["text"].to_pylist()
+    near = verify_pairs(cand, v_ids, v_texts, params.ngram, params.threshold)
+    st["verify_s"] = time.perf_counter() - t
+    edges.append(_pairs(near, "near", id_type))
+    pairs = pa.concat_tables(edges)
+    meta_cols = [c for c in ("doc_id", "n_tests", "source_priority") if c in new_docs.column_names]
+    old_meta = existing_docs.select([c for c in meta_cols if c in existing_docs.column_names])
+    old_meta = old_meta.set_column(0, "doc_id", old_meta["doc_id"].cast(id_type))
+    all_docs = pa.concat_tables([new_docs.select(meta_cols), old_meta], promote_options="permissive")
+    cl_edges = pairs
+    if existing_clusters is not None:
+        prev = existing_clusters.select(["doc_id", "cluster_id"])
+        prev = prev.filter(pc.not_equal(prev["doc_id"], prev["cluster_id"]))
+        cl_edges = pa.concat_tables([pairs.select(["doc_id_a", "doc_id_b"]), pa.table({
+            "doc_id_a": prev["cluster_id"].cast(id_type), "doc_id_b": prev["doc_id"].cast(id_type)})])
+    t = time.perf_counter()
+    cl = clusters(cl_edges, all_docs)
+    st["cluster_s"] = time.perf_counter() - t
+    st.update(_counts(all_docs.num_rows, bands, params, cand, pairs, cl))
+    st["n_new_docs"] = new_docs.num_rows
+    st["total_s"] = time.perf_counter() - t0
+    st["params"] = params.as_dict()
+    return DedupResult(cl, pairs, bands, st)

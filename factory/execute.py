@@ -1,0 +1,250 @@
+"""`factory execute`: run programs against their problems' tests in the sandbox → `silver.executions`.
+
+Work is committed in batches of programs, each batch one stage run (one transaction), so a long execution
+is resumable: re-running skips (program, test, limits) triples already in the lake. Before scoring,
+call tests without an expected value (HumanEval+/MBPP+ inputs) get it from the problem's reference program,
+as evalplus does; inputs on which the reference itself fails keep expected NULL and are never scored.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from factory.errors import FactoryError, InputError
+from factory.ingest.normalize import stable_hash
+from factory.ingest.readers import read_records
+from factory.lake import connect
+from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict
+from factory.stage import stage_run, utcnow
+
+SELECTIONS = {
+    "reference": "p.origin = 'reference'",
+    "samples": "p.origin = 'sample'",
+    "mutants": "p.origin = 'mutant'",
+    "synth": "p.origin = 'synth'",
+    "all": "true",
+}
+_TEXT_CAP = 2000
+_SEVERITY = ["pass", "fail", "runtime_error", "output_limit", "memory_limit", "timeout", "infra_error"]
+
+
+@dataclass
+class ExecuteReport:
+    programs: int = 0
+    verdicts: int = 0
+    expected_filled: int = 0
+    expected_failed: int = 0
+    skipped_no_tests: int = 0
+    status_counts: dict = field(default_factory=lambda: defaultdict(int))
+    runs: list = field(default_factory=list)
+
+
+def _where(selection: str, sources: list[str] | None, model: str | None) -> tuple[str, list]:
+    if selection not in SELECTIONS:
+        raise FactoryError(f"unknown selection {selection!r}; choose from {', '.join(SELECTIONS)}")
+    clauses, params = [SELECTIONS[selection]], []
+    if sources:
+        clauses.append(f"pb.source IN ({', '.join('?' for _ in sources)})")
+        params += sources
+    if model:
+        clauses.append("p.model = ?")
+        params.append(model)
+    return " AND ".join(clauses), params
+
+
+def _job(row: dict, tests: list[dict]) -> Job:
+    return Job(program_id=row["program_id"], code=row["code"], entry_point=row["entry_point"],
+               preamble=row["test_preamble"] or "",
+               tests=[TestSpec(test_id=t["test_id"], kind=t["kind"], code=t["code"], input=t["input"],
+                               expected=t["expected"], comparison=t["comparison"], atol=t["atol"]) for t in tests])
+
+
+def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], Verdict]:
+    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins."""
+    merged: dict[tuple[str, str], Verdict] = {}
+    for v in verdicts:
+        if v.test_id is None:
+            continue
+        key = (v.program_id, v.test_id.split("::", 1)[0])
+        old = merged.get(key)
+        if old is None or _SEVERITY.index(_status(v)) > _SEVERITY.index(_status(old)):
+            merged[key] = v
+    return merged
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
+def _status(v: Verdict) -> str:
+    return v.status if v.status in _SEVERITY else "infra_error"
+
+
+def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport) -> None:
+    """Compute missing expected values of call tests by running each problem's reference program."""
+    con = connect(lake, read_only=True)
+    src_clause = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""
+    pending = con.execute(f"""
+        SELECT t.*, p.program_id, p.code, pb.entry_point, pb.test_preamble
+        FROM silver.tests t JOIN silver.problems pb USING (problem_id)
+        JOIN silver.programs p ON p.problem_id = t.problem_id AND p.origin = 'reference'
+        WHERE t.kind = 'call' AND t.expected IS NULL {src_clause}
+        QUALIFY row_number() OVER (PARTITION BY t.test_id ORDER BY p.program_id) = 1
+        ORDER BY t.problem_id, t.ordinal""", sources or []).to_arrow_table().to_pylist()
+    con.close()
+    if not pending:
+        return
+    by_program: dict[str, list[dict]] = defaultdict(list)
+    for row in pending:
+        by_program[row["program_id"]].append(row)
+    jobs = [_job(rows[0], [dict(r, expected=None) for r in rows]) for rows in by_program.values()]
+    actual = {}
+    for v in pool.run(jobs, progress=_tty()):
+        if v.status == "no_expected" and v.actual is not None:
+            actual[v.test_id] = v.actual
+    with stage_run("expected", {"sources": sources, "sandbox_version": SANDBOX_VERSION}, lake=lake) as run:
+        ids = list({r["test_id"] for r in pending})
+        table = run.con.execute("SELECT * FROM silver.tests WHERE list_contains(?, test_id)", [ids]).to_arrow_table()
+        rows = table.to_pylist()
+        for r in rows:
+            r["expected"] = actual.get(r["test_id"])
+        run.delete("silver.tests", "list_contains(?, test_id)", [ids])
+        run.write("silver.tests", pa.Table.from_pylist(rows, schema=table.schema).drop_columns(["run_id"]))
+        report.expected_filled += sum(1 for r in rows if r["expected"] is not None)
+        report.expected_failed += sum(1 for r in rows if r["expected"] is None)
+        run.summary = f"expected outputs: {report.expected_filled} computed, {report.expected_failed} reference failures"
+    report.runs.append(run.run_id)
+
+
+def execute(lake=None, *, selection: str = "reference", sources: list[str] | None = None, model: str | None = None,
+            limits: Limits | None = None, workers: int | None = None, max_programs: int | None = None,
+            batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None
+            ) -> ExecuteReport:
+    """Execute the selected programs on every test of their problem that has no verdict under `limits` yet."""
+    limits = limits or Limits()
+    limits_hash = limits.hash()
+    report = ExecuteReport()
+    where, params = _where(selection, sources, model)
+    if program_ids is not None:
+        where += " AND list_contains(?, p.program_id)"
+        params.append(program_ids)
+    with SandboxPool(limits, workers) as pool:
+        if fill_expected:
+            fill_expected_outputs(lake, pool, sources, report)
+        con = connect(lake, read_only=True)
+        programs = con.execute(f"""
+            SELECT p.program_id, p.code, p.problem_id, pb.entry_point, pb.test_preamble
+            FROM silver.programs p JOIN silver.problems pb USING (problem_id)
+            WHERE {where} AND EXISTS (
+                SELECT 1 FROM silver.tests t WHERE t.problem_id = p.problem_id
+                AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+                AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
+                                AND e.test_id = t.test_id AND e.limits_hash = ?))
+            ORDER BY p.problem_id, p.program_id {f'LIMIT {int(max_programs)}' if max_programs else ''}""",
+            params + [limits_hash]).to_arrow_table().to_pylist()
+        con.close()
+        for start in range(0, len(programs), batch_programs):
+            batch = programs[start:start + batch_programs]
+            _execute_batch(lake, pool, batch, limits, selection, sources, report)
+    return report
+
+
+def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
+                   sources: list[str] | None, report: ExecuteReport) -> None:
+    limits_hash = limits.hash()
+    config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
+              "sandbox_version": SANDBOX_VERSION, "programs": len(batch)}
+    with stage_run("execute", config, lake=lake) as run:
+        ids = [p["program_id"] for p in batch]
+        tests = run.con.execute("""
+            SELECT p.program_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
+            FROM silver.programs p JOIN silver.tests t USING (problem_id)
+            WHERE list_contains(?, p.program_id)
+              AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+              AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
+                              AND e.test_id = t.test_id AND e.limits_hash = ?)
+            ORDER BY p.program_id, t.ordinal""", [ids, limits_hash]).to_arrow_table().to_pylist()
+        by_program: dict[str, list[dict]] = defaultdict(list)
+        for t in tests:
+            by_program[t["program_id"]].append(t)
+        jobs = [_job(p, by_program[p["program_id"]]) for p in batch if by_program[p["program_id"]]]
+        report.skipped_no_tests += len(batch) - len(jobs)
+        merged = _merge(list(pool.run(jobs, progress=_tty())))
+        now = utcnow()
+        rows = []
+        for (program_id, test_id), v in merged.items():
+            status = _status(v)
+            report.status_counts[status] += 1
+            rows.append({
+                "program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": status,
+                "cpu_ms": v.cpu_ms, "wall_ms": v.wall_ms, "peak_memory_kb": v.peak_memory_kb,
+                "stdout": (v.stdout or "")[:_TEXT_CAP], "stderr": (v.stderr or "")[:_TEXT_CAP],
+                "error_type": v.error_type, "error_message": (v.error_message or "")[:_TEXT_CAP] or None,
+                "limits": v.limits, "sandbox_version": SANDBOX_VERSION, "sandbox_meta": v.sandbox_meta,
+                "executed_at": now})
+        expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}
+        missing = expected_pairs - set(merged)
+        if missing:
+            raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
+                               f"e.g. {sorted(missing)[0]}")
+        run.write("silver.executions", rows)
+        report.programs += len(jobs)
+        report.verdicts += len(rows)
+        run.summary = f"{len(jobs)} programs, {len(rows)} verdicts"
+    report.runs.append(run.run_id)
+
+
+def add_samples(lake, samples_path: Path, model: str, source: str | None = None) -> list[str]:
+    """Store evalplus-style samples (task_id + completion or solution) as origin=sample programs.
+
+    `completion` continues the problem's prompt (HumanEval style); `solution` is a whole program. Returns the
+    program ids (existing identical samples are reused, so re-adding a file is a no-op).
+    """
+    con = connect(lake, read_only=True)
+    problems: dict[str, list[tuple]] = defaultdict(list)
+    where = "WHERE source = ?" if source else ""
+    for pid, src, sid, starter in con.execute(
+            f"SELECT problem_id, source, source_id, starter_code FROM silver.problems {where}",
+            [source] if source else []).fetchall():
+        problems[sid].append((pid, src, starter))
+    existing = {r[0] for r in con.execute("SELECT program_id FROM silver.programs WHERE origin = 'sample'").fetchall()}
+    con.close()
+    rows, ids, counters = [], [], defaultdict(int)
+    now = utcnow()
+    for line, rec in read_records(Path(samples_path)):
+        task = rec.get("task_id")
+        if not isinstance(task, str):
+            raise InputError("missing required field", file=str(samples_path), line=line, field="task_id")
+        matches = problems.get(task, [])
+        if not matches:
+            raise InputError(f"unknown task_id {task!r}" + (f" in source {source!r}" if source else ""),
+                             file=str(samples_path), line=line, field="task_id")
+        if len(matches) > 1:
+            raise InputError(f"task_id {task!r} exists in sources {sorted(m[1] for m in matches)}; pass --source",
+                             file=str(samples_path), line=line, field="task_id")
+        problem_id, _, starter = matches[0]
+        if isinstance(rec.get("solution"), str):
+            code = rec["solution"]
+        elif isinstance(rec.get("completion"), str):
+            code = (starter or "") + rec["completion"]
+        else:
+            raise InputError("needs 'completion' or 'solution'", file=str(samples_path), line=line, field="completion")
+        index = counters[problem_id]
+        counters[problem_id] += 1
+        pid = stable_hash(problem_id, "sample", model, index, code)
+        ids.append(pid)
+        if pid not in existing:
+            rows.append({"program_id": pid, "problem_id": problem_id, "origin": "sample", "model": model,
+                         "sample_index": index, "code": code, "raw_completion": rec.get("completion"),
+                         "extraction_status": "given", "reported_pass_rate": None, "parent_program_id": None,
+                         "metadata": json.dumps({"file": Path(samples_path).name, "line": line}), "created_at": now})
+            existing.add(pid)
+    if rows:
+        with stage_run("samples", {"file": str(samples_path), "model": model, "source": source}, lake=lake) as run:
+            run.write("silver.programs", rows)
+    return ids

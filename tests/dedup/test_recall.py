@@ -1,0 +1,44 @@
+"""Planted near-duplicates: precision/recall at the threshold and the recall curve vs theory."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from factory.dedup import MinHashParams, plant_pairs, planted_precision_recall, recall_curve, exact_jaccard
+
+from ._data import leetcode
+
+
+@pytest.fixture(scope="module")
+def texts(shared_data):
+    return [r["statement"] for r in leetcode(shared_data, "v0.2.0-train")]
+
+
+def test_planted_pairs_hit_targets(texts):
+    t = plant_pairs(texts, [0.9, 0.8, 0.7, 0.6], n=3, seed=1)
+    for tgt, j, a, b in zip(*(t[c].to_pylist() for c in ("target", "jaccard", "base_text", "dup_text"))):
+        assert abs(j - tgt) < 0.05
+        assert exact_jaccard(a, b, 3) == pytest.approx(j)
+
+
+def test_precision_recall_at_threshold(texts):
+    r = planted_precision_recall(texts, MinHashParams(), pairs_per_target=20, seed=0)
+    assert r["n_truth"] >= 150
+    assert r["precision"] >= 0.95 and r["recall"] >= 0.95
+    assert r["candidate_recall"] == r["recall"]  # verification never drops a true pair
+
+
+def test_recall_curve_follows_theory(texts):
+    p = MinHashParams()
+    assert p.candidate_probability(0.8) == pytest.approx(1 - (1 - 0.8 ** 7) ** 18)
+    curve = recall_curve(texts, p, pairs_per_target=30, seed=0).to_pylist()
+    assert {"jaccard", "theoretical", "measured", "n_pairs"} <= set(curve[0])
+    for row in curve:
+        if row["n_pairs"] >= 15:  # binomial noise: 4 sigma plus a small model slack
+            sd = np.sqrt(max(row["theoretical"] * (1 - row["theoretical"]), 0.01) / row["n_pairs"])
+            assert abs(row["measured"] - row["theoretical"]) <= 4 * sd + 0.05, row
+    high = [r for r in curve if r["jaccard"] >= 0.8]
+    assert high and all(r["measured"] >= 0.95 for r in high)
+    # a weak band config must fail the same bar: the test can fail
+    weak = recall_curve(texts, MinHashParams(bands=4, rows=16), pairs_per_target=10, seed=0).to_pylist()
+    assert any(r["measured"] < 0.95 for r in weak if 0.8 <= r["jaccard"] < 0.9)
