@@ -27,6 +27,27 @@ def register(sub, add_lake) -> None:
     p.add_argument("--config", help="YAML file of parameter overrides")
     p.set_defaults(fn=cmd_curate)
 
+    p = sub.add_parser("dedup", help="exact + MinHash-LSH near dedup of problems (incremental)")
+    add_lake(p)
+    p.add_argument("--bands", type=int, default=18)
+    p.add_argument("--rows", type=int, default=7)
+    p.add_argument("--ngram", type=int, default=3, help="word n-gram shingle size")
+    p.add_argument("--threshold", type=float, default=0.8, help="exact Jaccard a candidate must reach")
+    p.add_argument("--num-perm", type=int, default=128)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--prefer", default="", help="comma-separated source priority for keepers")
+    p.add_argument("--full", action="store_true", help="recompute every signature")
+    p.set_defaults(fn=cmd_dedup)
+
+    p = sub.add_parser("decontam", help="word n-gram overlap against benchmark sources")
+    add_lake(p)
+    p.add_argument("--benchmark", action="append", help="benchmark source (repeatable; default: HumanEval(+), "
+                   "MBPP sanitized/+, LeetCode v0.3.1-test, CodeContests)")
+    p.add_argument("-n", type=int, default=9, help="words per n-gram")
+    p.add_argument("--min-matches", type=int, default=1, help="contaminated when >= this many n-grams match")
+    p.add_argument("--max-benchmark-df", type=int, help="ignore n-grams shared by more benchmark items than this")
+    p.set_defaults(fn=cmd_decontam)
+
     from factory.release.cli import register_release  # release, export, report
     register_release(sub, add_lake)
 
@@ -83,3 +104,25 @@ def cmd_curate(args) -> None:
     counts = curate(args.lake, overrides)
     for name, n in counts.items():
         print(f"{name:<30} {n}")
+
+
+def cmd_dedup(args) -> None:
+    from factory.dedup import MinHashParams
+    from factory.dedup_stage import run_dedup
+
+    params = MinHashParams(num_perm=args.num_perm, bands=args.bands, rows=args.rows, ngram=args.ngram,
+                           threshold=args.threshold, seed=args.seed)
+    report = run_dedup(args.lake, params, [s for s in args.prefer.split(",") if s], full=args.full)
+    print(f"{report['mode']}; pairs {report['pairs_by_kind']}; {report['clusters']} duplicate clusters, "
+          f"{report['removed']} problems removed (run {report['run_id']})")
+    print("recall curve (P[candidate] vs exact Jaccard):  J  theory  measured  pairs")
+    for row in report["recall_curve"]:
+        print(f"  {row['jaccard']:.2f}  {row['theoretical']:.3f}  {row['measured']:.3f}  {row['n_pairs']}")
+
+
+def cmd_decontam(args) -> None:
+    from factory.dedup_stage import run_decontam
+
+    report = run_decontam(args.lake, args.benchmark, args.n, args.min_matches, args.max_benchmark_df)
+    print(f"checked {report['checked']} problems against {report['benchmark_items']} benchmark items "
+          f"({', '.join(report['benchmarks'])}); contaminated by source: {report['contaminated_by_source']}")

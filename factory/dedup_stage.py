@@ -1,0 +1,160 @@
+"""`factory dedup` and `factory decontam`: the lake side of factory.dedup, one transaction each.
+
+dedup: problems are documents (text = question, code = first reference program). Band hashes are stored per
+parameter set, so a later run signs only problems it has not seen (incremental), joins them against the stored
+bands, verifies candidates by exact Jaccard and re-clusters everything. The run report (ops.runs.message)
+holds the counts and the recall curve of the chosen bands x rows: theoretical and measured on planted pairs.
+
+decontam: word n-gram overlap of every non-benchmark problem against the problems of benchmark sources.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from factory.dedup import (
+    DecontamParams, MinHashParams, decontaminate, dedup, dedup_incremental, recall_curve,
+)
+from factory.errors import FactoryError
+from factory.ingest.normalize import stable_hash
+from factory.stage import stage_run, utcnow
+
+DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
+                      "codecontests")
+
+_DOCS_SQL = """
+    SELECT p.problem_id AS doc_id, p.source, p.question AS text,
+           (SELECT code FROM silver.programs r WHERE r.problem_id = p.problem_id AND r.origin = 'reference'
+            ORDER BY r.program_id LIMIT 1) AS code,
+           (SELECT count(*) FROM silver.tests t WHERE t.problem_id = p.problem_id) AS n_tests
+    FROM silver.problems p ORDER BY p.problem_id
+"""
+
+
+def _with_priority(docs: pa.Table, prefer: list[str]) -> pa.Table:
+    rank = {s: i for i, s in enumerate(prefer)}
+    prio = pa.array([rank.get(s) for s in docs["source"].to_pylist()], pa.int64())
+    return docs.append_column("source_priority", prio)
+
+
+def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] | None = None,
+              full: bool = False, recall_pairs: int = 30) -> dict:
+    """Dedup every problem in the lake; returns the run report (also stored in ops.runs.message)."""
+    params = params or MinHashParams()
+    params_hash = stable_hash(params.as_dict())
+    config = {"params": params.as_dict(), "prefer": prefer or [], "full": full}
+    with stage_run("dedup", config, lake=lake) as run:
+        con = run.con
+        docs = _with_priority(con.execute(_DOCS_SQL).to_arrow_table(), prefer or [])
+        if docs.num_rows == 0:
+            raise FactoryError("no problems in the lake: ingest something first")
+        known = con.execute("SELECT DISTINCT problem_id FROM silver.minhash_bands WHERE params_hash = ? AND "
+                            "problem_id IN (SELECT problem_id FROM silver.problems)", [params_hash]).fetchall()
+        known_ids = pa.array([r[0] for r in known], pa.string())
+        run.delete("silver.minhash_bands", "params_hash = ? AND problem_id NOT IN "
+                   "(SELECT problem_id FROM silver.problems)", [params_hash])
+        run.delete("silver.dedup_pairs", "problem_id_a NOT IN (SELECT problem_id FROM silver.problems) OR "
+                   "problem_id_b NOT IN (SELECT problem_id FROM silver.problems) OR params_hash <> ?", [params_hash])
+        is_known = pc.is_in(docs["doc_id"], value_set=known_ids)
+        incremental = not full and len(known_ids) > 0
+        if incremental:
+            new_docs = docs.filter(pc.invert(is_known))
+            old_docs = docs.filter(is_known)
+            old_bands = con.execute("SELECT problem_id AS doc_id, band, band_hash FROM silver.minhash_bands "
+                                    "WHERE params_hash = ?", [params_hash]).to_arrow_table()
+            old_clusters = con.execute("SELECT problem_id AS doc_id, cluster_id FROM silver.dedup_clusters "
+                                       "WHERE problem_id IN (SELECT problem_id FROM silver.problems)").to_arrow_table()
+            result = dedup_incremental(new_docs, old_bands, old_docs, old_clusters, params)
+            mode = f"incremental: {new_docs.num_rows} new problems signed, {old_docs.num_rows} reused"
+        else:
+            run.delete("silver.minhash_bands", "params_hash = ?", [params_hash])
+            run.delete("silver.dedup_pairs", "true")
+            result = dedup(docs, params, progress=False)
+            mode = f"full: {docs.num_rows} problems signed"
+        now = utcnow()
+        if not con.execute("SELECT 1 FROM silver.signature_sets WHERE params_hash = ?", [params_hash]).fetchone():
+            run.write("silver.signature_sets", [{"params_hash": params_hash, "params": json.dumps(params.as_dict()),
+                                                 "created_at": now}])
+        bands = result.bands
+        run.write("silver.minhash_bands", pa.table({
+            "params_hash": pa.array([params_hash] * bands.num_rows, pa.string()),
+            "problem_id": bands["doc_id"].cast(pa.string()), "band": bands["band"].cast(pa.int16()),
+            "band_hash": bands["band_hash"].cast(pa.int64())}))
+        pairs = result.pairs
+        # one row per unordered pair and kind
+        a, b = pairs["doc_id_a"].to_pylist(), pairs["doc_id_b"].to_pylist()
+        lo = [min(x, y) for x, y in zip(a, b)]
+        hi = [max(x, y) for x, y in zip(a, b)]
+        pair_rows = pa.table({"params_hash": pa.array([params_hash] * len(lo), pa.string()),
+                              "problem_id_a": pa.array(lo, pa.string()), "problem_id_b": pa.array(hi, pa.string()),
+                              "kind": pairs["kind"].cast(pa.string()), "jaccard": pairs["jaccard"].cast(pa.float64())})
+        name = "_new_pairs"
+        con.register(name, pair_rows)
+        fresh = con.execute(f"SELECT DISTINCT * FROM {name} n WHERE NOT EXISTS (SELECT 1 FROM silver.dedup_pairs d "
+                            "WHERE d.params_hash = n.params_hash AND d.problem_id_a = n.problem_id_a AND "
+                            "d.problem_id_b = n.problem_id_b AND d.kind = n.kind)").to_arrow_table()
+        con.unregister(name)
+        run.write("silver.dedup_pairs", fresh)
+        run.delete("silver.dedup_clusters", "true")
+        cl = result.clusters
+        run.write("silver.dedup_clusters", pa.table({
+            "problem_id": cl["doc_id"].cast(pa.string()), "cluster_id": cl["cluster_id"].cast(pa.string()),
+            "cluster_size": cl["cluster_size"].cast(pa.int64()), "is_keeper": cl["is_keeper"]}))
+        curve = recall_curve(docs["text"].to_pylist()[:2000], params, pairs_per_target=recall_pairs)
+        report = {
+            "mode": mode, "params_hash": params_hash, "problems": docs.num_rows,
+            "pairs_by_kind": _kind_counts(con),
+            "clusters": cl.filter(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).num_rows,
+            "removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py()),
+            "recall_curve": [{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
+                             for row in curve.to_pylist()],
+            "timings_s": {k: round(v, 2) for k, v in result.stats.items() if k.endswith("_s")},
+        }
+        run.summary = json.dumps(report)
+    report["run_id"] = run.run_id
+    return report
+
+
+def _kind_counts(con) -> dict:
+    return dict(con.execute("SELECT kind, count(*) FROM silver.dedup_pairs GROUP BY kind ORDER BY kind").fetchall())
+
+
+def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min_matches: int = 1,
+                 max_benchmark_df: int | None = None) -> dict:
+    """Flag problems sharing >= min_matches word n-grams with a benchmark problem; replaces silver.contamination."""
+    benchmarks = list(benchmarks or DEFAULT_BENCHMARKS)
+    params = DecontamParams(n=n, min_matches=1, max_benchmark_df=max_benchmark_df)
+    config = {"benchmarks": benchmarks, "n": n, "min_matches": min_matches, "max_benchmark_df": max_benchmark_df}
+    with stage_run("decontam", config, lake=lake) as run:
+        con = run.con
+        present = {r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()}
+        used = [b for b in benchmarks if b in present]
+        if not used:
+            raise FactoryError(f"none of the benchmark sources {benchmarks} is in the lake (have: {sorted(present)})")
+        marks = ", ".join("?" for _ in used)
+        problems = con.execute(f"SELECT problem_id, question AS text FROM silver.problems WHERE source NOT IN ({marks})",
+                               used).to_arrow_table()
+        bench = con.execute(f"SELECT source AS benchmark, problem_id AS benchmark_id, question AS text "
+                            f"FROM silver.problems WHERE source IN ({marks})", used).to_arrow_table()
+        table, stats = decontaminate(problems, bench, params)
+        run.delete("silver.contamination", "true")
+        matched = table["matched_ngrams"].cast(pa.int64())
+        rows = pa.table({
+            "problem_id": table["problem_id"].cast(pa.string()), "benchmark": table["benchmark"].cast(pa.string()),
+            "benchmark_id": table["benchmark_id"].cast(pa.string()), "matched_ngrams": matched,
+            "benchmark_ngrams": table["benchmark_ngrams"].cast(pa.int64()),
+            "example_span": table["example_span"].cast(pa.string()),
+            "ngram_n": pa.array(np.full(table.num_rows, n, dtype=np.int32)),
+            "contaminated": pc.greater_equal(matched, min_matches)})
+        run.write("silver.contamination", rows)
+        flagged = con.execute("SELECT p.source, count(DISTINCT c.problem_id) FROM silver.contamination c JOIN "
+                              "silver.problems p USING (problem_id) WHERE c.contaminated GROUP BY 1 ORDER BY 1").fetchall()
+        report = {"benchmarks": used, "checked": problems.num_rows, "benchmark_items": bench.num_rows,
+                  "pairs": rows.num_rows, "contaminated_by_source": dict(flagged)}
+        run.summary = json.dumps(report)
+    report["run_id"] = run.run_id
+    return report
+
