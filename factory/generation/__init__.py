@@ -1,0 +1,40 @@
+"""Generation layer: LLM backends behind one interface, AceCoder-style synthesis/sampling prompts and parsers.
+
+``make_backend(name, model, **kw).generate(requests) -> list[GenerationResult]``.
+"""
+from __future__ import annotations
+
+from .base import Backend
+from .cache import Budget, BudgetExhausted, GenerationCache, JsonlCache, MemoryCache
+from .sample import build_sample_messages, extract_code
+from .synth import SynthResult, build_synth_messages, parse_synth_output
+from .types import ChatRequest, GenerationResult, SamplingParams, request_hash
+
+BACKENDS = ("openai", "vllm", "transformers")
+
+
+def make_backend(name: str, model: str | None = None, **kw) -> Backend:
+    """Build a backend by name: ``openai`` | ``vllm`` | ``transformers`` (alias ``hf``).
+
+    Keyword arguments go to the backend constructor (``cache=``, ``budget=`` are accepted by all).
+    """
+    key = name.lower()
+    if key == "openai":
+        from .openai_backend import OpenAIBackend
+        if not model:
+            raise ValueError("the openai backend needs a model name")
+        return OpenAIBackend(model, **kw)
+    if key == "vllm":
+        from .vllm_backend import VLLMBackend
+        if not model:
+            raise ValueError("the vllm backend needs a model path or name")
+        return VLLMBackend(model, **kw)
+    if key in ("transformers", "hf"):
+        from .hf_backend import TransformersBackend
+        return TransformersBackend(model, **kw)
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["Backend", "Budget", "BudgetExhausted", "ChatRequest", "GenerationCache", "GenerationResult",
+           "JsonlCache", "MemoryCache", "SamplingParams", "SynthResult", "make_backend", "request_hash",
+           "build_synth_messages", "parse_synth_output", "build_sample_messages", "extract_code", "BACKENDS"]

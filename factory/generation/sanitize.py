@@ -1,0 +1,70 @@
+"""evalplus-like sanitizer: keep imports, the entry point and the top-level definitions it depends on."""
+from __future__ import annotations
+
+import ast
+
+from .pyast import parse as _parse
+
+
+def _defined_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _used_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__name__" in _used_names(node.test)
+
+
+def _has_method(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, ast.ClassDef) and any(
+        isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == name for b in node.body)
+
+
+def sanitize(code: str, entry_point: str | None = None) -> tuple[str, bool]:
+    """(sanitized code, entry point found). Without an entry point every def/class/assignment is kept.
+
+    Dropped: top-level expressions (prints, calls), asserts, ``if __name__ == ...`` blocks, loops and other
+    statements, and definitions the entry point does not (transitively) use. Imports are always kept.
+    A class with a method named ``entry_point`` (LeetCode ``Solution``) counts as the entry point.
+    """
+    tree = _parse(code)
+    defs: dict[str, list[int]] = {}
+    for i, node in enumerate(tree.body):
+        for name in _defined_names(node):
+            defs.setdefault(name, []).append(i)
+    keep: set[int] = set()
+    found = entry_point is None
+    if entry_point is None:
+        keep = {i for i, n in enumerate(tree.body) if _defined_names(n)}
+    else:
+        roots = defs.get(entry_point) or [i for i, n in enumerate(tree.body) if _has_method(n, entry_point)]
+        found = bool(roots)
+        todo = list(roots)
+        while todo:
+            i = todo.pop()
+            if i in keep:
+                continue
+            keep.add(i)
+            for name in _used_names(tree.body[i]):
+                todo += [j for j in defs.get(name, []) if j not in keep]
+    body = [n for i, n in enumerate(tree.body)
+            if isinstance(n, (ast.Import, ast.ImportFrom)) or (i in keep and not _is_main_guard(n))]
+    lines = code.splitlines()
+    out, prev_def = "", False
+    for n in body:
+        start = min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) - 1
+        chunk = "\n".join(lines[start: n.end_lineno])
+        is_def = isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        out += chunk if not out else ("\n\n\n" if is_def or prev_def else "\n") + chunk
+        prev_def = is_def
+    return out + ("\n" if out else ""), found

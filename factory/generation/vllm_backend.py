@@ -1,0 +1,67 @@
+"""Offline vLLM backend (``LLM.chat``). vLLM is imported lazily so this module imports without it."""
+from __future__ import annotations
+
+import time
+
+from .base import Backend, Gate
+from .types import ChatRequest, GenerationResult
+
+
+def _import_vllm():
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError("the vllm backend needs vLLM: `pip install vllm` on a machine with a supported "
+                          "GPU, or use the openai backend against a `vllm serve` endpoint") from e
+    return vllm
+
+
+class VLLMBackend(Backend):
+    """Batches all pending requests into ``LLM.chat`` calls (one per prefix mode), one SamplingParams each.
+
+    ``latency_s`` is the batch wall time divided by the batch size. Extra keyword arguments go to ``LLM()``.
+    """
+
+    name = "vllm"
+
+    def __init__(self, model: str, *, llm=None, cache=None, budget=None, **llm_kwargs):
+        super().__init__(model, cache=cache, budget=budget)
+        self._llm, self._llm_kwargs = llm, llm_kwargs
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            self._llm = _import_vllm().LLM(model=self.model, **self._llm_kwargs)
+        return self._llm
+
+    def _sampling_params(self, p):
+        vllm = _import_vllm()
+        return vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
+                                   seed=p.seed, stop=list(p.stop) or None)
+
+    def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
+        out: list[GenerationResult | None] = [None] * len(requests)
+        admitted = []
+        for i in range(len(requests)):
+            if not gate.start():
+                break
+            admitted.append(i)
+        for cont in (False, True):
+            idx = [i for i in admitted if requests[i].continues_assistant == cont]
+            if not idx:
+                continue
+            t0 = time.perf_counter()
+            outputs = self.llm.chat([[dict(m) for m in requests[i].messages] for i in idx],
+                                    sampling_params=[self._sampling_params(requests[i].params) for i in idx],
+                                    use_tqdm=False, add_generation_prompt=not cont,
+                                    continue_final_message=cont)
+            per = (time.perf_counter() - t0) / len(idx)
+            for i, o in zip(idx, outputs):
+                res = GenerationResult(
+                    completions=[c.text for c in o.outputs],
+                    prompt_tokens=len(o.prompt_token_ids or []),
+                    completion_tokens=sum(len(c.token_ids) for c in o.outputs),
+                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs])
+                out[i] = res
+                gate.done(requests[i], res)
+        return out

@@ -1,0 +1,67 @@
+"""The release's README.md: a Hugging Face dataset card with one `configs` entry per view."""
+from __future__ import annotations
+
+import json
+
+
+def _yaml_str(s: str) -> str:
+    return json.dumps(s)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def dataset_card(manifest: dict) -> str:
+    """Card text: YAML front matter (configs, data_files globs, license) + human summary."""
+    views = manifest["views"]
+    licenses = sorted({lic for lics in manifest["source_licenses"].values() for lic in lics})
+    lines = ["---"]
+    lines.append(f"license: {'other' if len(licenses) != 1 else _hf_license(licenses[0])}")
+    lines.append("configs:")
+    for i, (view, info) in enumerate(views.items()):
+        lines.append(f"- config_name: {info['config_name']}")
+        lines.append("  data_files:")
+        lines.append("  - split: train")
+        lines.append(f"    path: {_yaml_str('data/' + info['config_name'] + '/*.parquet')}")
+        if i == 0:
+            lines.append("  default: true")
+    lines.append("tags:")
+    lines.append("- code")
+    lines.append("- reinforcement-learning")
+    lines.append("---")
+    lines.append("")
+    lines.append(f"# {manifest['name']}")
+    lines.append("")
+    lines.append(f"Release of the code-RL dataset factory, frozen from lake snapshot "
+                 f"**{manifest['snapshot_id']}** (git `{manifest.get('git_sha') or 'unknown'}`, config hash "
+                 f"`{manifest['config_hash']}`). `manifest.json` lists every file with its sha256 and row count; "
+                 "`factory release verify NAME` checks them and `factory release reproduce NAME` rebuilds the "
+                 "files from the snapshot.")
+    lines.append("")
+    lines.append("## Configs")
+    lines.append("")
+    lines.append("| config | catalog view | rows | files | primary key |")
+    lines.append("|---|---|---|---|---|")
+    for view, info in views.items():
+        lines.append(f"| {info['config_name']} | `{view}` | {info['rows']} | {len(info['files'])} | "
+                     f"{', '.join(info['primary_key'])} |")
+    lines.append("")
+    lines.append("Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
+                 "`load_dataset(\"<this folder>\", \"<config>\")`.")
+    lines.append("")
+    lines.append("## Sources and licenses")
+    lines.append("")
+    lines.append("Each row keeps its `source` (and, where the view has it, `license`); the release is "
+                 "subject to the license of every source it contains:")
+    lines.append("")
+    lines.append("| source | license |")
+    lines.append("|---|---|")
+    for source, lics in manifest["source_licenses"].items():
+        lines.append(f"| {source} | {'; '.join(lics)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+_HF_IDS = {"mit": "mit", "apache-2.0": "apache-2.0", "cc-by-4.0": "cc-by-4.0", "cc-by-nc-4.0": "cc-by-nc-4.0",
+           "cc-by-sa-4.0": "cc-by-sa-4.0", "bsd-3-clause": "bsd-3-clause"}
+
+
+def _hf_license(lic: str) -> str:
+    return _HF_IDS.get(lic.strip().lower(), "other")

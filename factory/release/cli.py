@@ -1,0 +1,141 @@
+"""CLI wiring: `factory release ...`, `factory export ...` and `factory report`."""
+from __future__ import annotations
+
+import time
+
+from factory.errors import FactoryError
+
+
+def _add_releases_dir(p) -> None:
+    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES or ./releases)")
+
+
+def cmd_create(args) -> None:
+    from factory.release import create_release
+
+    t0 = time.monotonic()
+    m = create_release(args.name, args.view, lake=args.lake, releases_dir=args.releases_dir,
+                       shard_rows=args.shard_rows)
+    files = sum(len(v["files"]) for v in m["views"].values())
+    rows = ", ".join(f"{v}={i['rows']}" for v, i in m["views"].items())
+    print(f"release {m['name']}: snapshot {m['snapshot_id']}, {files} data files ({rows}) "
+          f"in {time.monotonic() - t0:.1f}s")
+
+
+def cmd_list(args) -> None:
+    from factory.release import list_releases
+
+    rows = list_releases(lake=args.lake, releases_dir=args.releases_dir)
+    if not rows:
+        print("no releases")
+    for r in rows:
+        counts = ", ".join(f"{k}={v}" for k, v in r["row_counts"].items())
+        print(f"{r['name']:<24} snapshot={r['snapshot_id']!s:<6} {r['created_at'] or '-':<28} [{r['where']}] {counts}")
+
+
+def cmd_show(args) -> None:
+    from factory.release import show_release
+
+    print(show_release(args.name, releases_dir=args.releases_dir))
+
+
+def cmd_diff(args) -> None:
+    from factory.release import diff_releases
+
+    for view, d in diff_releases(args.a, args.b, releases_dir=args.releases_dir).items():
+        if "status" in d:
+            print(f"{view}: {d['status']} ({d['rows']} rows)")
+            continue
+        schema = "; ".join(f"{k}: {', '.join(v)}" for k, v in d["schema"].items() if v) or "unchanged"
+        print(f"{view}: {d['rows_a']} -> {d['rows_b']} rows; +{d['added']} added, -{d['removed']} removed, "
+              f"~{d['changed']} changed; schema {schema}")
+
+
+def cmd_verify(args) -> None:
+    from factory.release import verify_release
+
+    t0 = time.monotonic()
+    r = verify_release(args.name, releases_dir=args.releases_dir)
+    print(f"release {r['name']} OK: {r['files']} files, {r['rows']} rows verified in {time.monotonic() - t0:.2f}s")
+
+
+def cmd_reproduce(args) -> None:
+    from factory.release import reproduce_release
+
+    r = reproduce_release(args.name, args.out, lake=args.lake, releases_dir=args.releases_dir)
+    if not r["identical"]:
+        raise FactoryError(f"release {args.name} does not reproduce from snapshot {r['snapshot_id']}: "
+                           f"{', '.join(r['mismatches'])} differ (package versions changed: "
+                           f"{r['version_differences'] or 'none'})")
+    print(f"release {args.name} reproduced from snapshot {r['snapshot_id']}: {r['files']} files byte-identical")
+
+
+def cmd_export(args) -> None:
+    from factory.release.export import export_release
+
+    meta = export_release(args.name, args.format, args.out, releases_dir=args.releases_dir)
+    files = ", ".join(f"{k} ({v} rows)" for k, v in meta["files"].items())
+    print(f"{args.format} export of {args.name} in {args.out}: {files}; validated with "
+          f"{meta['validation']['loader']}")
+
+
+def cmd_report(args) -> None:
+    from factory.report import build_report
+
+    path = build_report(lake=args.lake, out=args.out, snapshot=args.snapshot)
+    print(f"report written to {path}")
+
+
+def register_release(sub, add_lake) -> None:
+    """Add `release`, `export` and `report` subcommands to the `factory` parser."""
+    from factory.release.export import FORMATS
+    from factory.release.files import DEFAULT_SHARD_ROWS
+
+    rel = sub.add_parser("release", help="immutable dataset releases frozen from a lake snapshot")
+    rsub = rel.add_subparsers(dest="release_command", required=True)
+
+    p = rsub.add_parser("create", help="freeze views of the current snapshot into RELEASES/NAME")
+    add_lake(p)
+    _add_releases_dir(p)
+    p.add_argument("name")
+    p.add_argument("--view", action="append", required=True, help="catalog view/table (repeatable)")
+    p.add_argument("--shard-rows", type=int, default=DEFAULT_SHARD_ROWS, help="rows per Parquet shard")
+    p.set_defaults(fn=cmd_create)
+
+    p = rsub.add_parser("list", help="releases recorded in the lake and found on disk")
+    add_lake(p)
+    _add_releases_dir(p)
+    p.set_defaults(fn=cmd_list)
+
+    for name, fn, hlp in (("show", cmd_show, "manifest summary"),
+                          ("verify", cmd_verify, "recheck every file's sha256 and row count")):
+        p = rsub.add_parser(name, help=hlp)
+        _add_releases_dir(p)
+        p.add_argument("name")
+        p.set_defaults(fn=fn)
+
+    p = rsub.add_parser("diff", help="rows added/removed/changed per view between releases A and B")
+    _add_releases_dir(p)
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(fn=cmd_diff)
+
+    p = rsub.add_parser("reproduce", help="rebuild a release from its snapshot id and compare hashes")
+    add_lake(p)
+    _add_releases_dir(p)
+    p.add_argument("name")
+    p.add_argument("--out", required=True, help="empty folder for the rebuilt files")
+    p.set_defaults(fn=cmd_reproduce)
+
+    p = sub.add_parser("export", help="trainer-format dataset from a release")
+    _add_releases_dir(p)
+    p.add_argument("name", help="release name")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--out", required=True, help="empty output folder")
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("report", help="HTML report with plots of the lake")
+    add_lake(p)
+    p.add_argument("--out", default="report", help="output folder (default: ./report)")
+    p.add_argument("--snapshot", type=int, help="report on this snapshot (time travel)")
+    p.set_defaults(fn=cmd_report)

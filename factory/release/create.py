@@ -1,0 +1,230 @@
+"""`factory release create` / `reproduce`: freeze a lake snapshot into an immutable release folder.
+
+Layout of ``RELEASES/NAME``::
+
+    README.md                      dataset card (HF YAML front matter: one config per view)
+    manifest.json                  snapshot id, per-file sha256 + rows, schema hashes, versions, licenses, runs
+    data/<view>/part-00000.parquet shards in primary-key order
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import json
+import os
+import uuid
+from pathlib import Path
+
+import duckdb
+
+import factory
+from factory.catalog import Catalog, default_catalog
+from factory.errors import FactoryError
+from factory.lake import connect, current_snapshot, resolve_lake_dir
+from factory.release.card import dataset_card
+from factory.release.files import (
+    DEFAULT_SHARD_ROWS, freeze, remove_tree, schema_hash, select_sql, sha256_file, view_dirname, write_shards,
+)
+from factory.stage import config_hash, git_sha, stage_run, utcnow
+
+MANIFEST = "manifest.json"
+README = "README.md"
+FORMAT = "code-rl-factory/release/v1"
+_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def resolve_releases_dir(releases_dir: str | os.PathLike | None = None) -> Path:
+    """--releases-dir, else $FACTORY_RELEASES, else ./releases."""
+    return Path(releases_dir or os.environ.get("FACTORY_RELEASES") or "releases").resolve()
+
+
+def check_name(name: str) -> None:
+    if not name or not set(name) <= _NAME_OK or name.startswith("."):
+        raise FactoryError(f"bad release name {name!r}: use letters, digits, '.', '_' and '-'")
+
+
+def check_views(views: list[str], catalog: Catalog) -> list[str]:
+    if not views:
+        raise FactoryError("name at least one --view (e.g. --view gold.rl_problems)")
+    out = []
+    for v in views:
+        catalog[v]  # raises FactoryError for an unknown view
+        if v not in out:
+            out.append(v)
+    dirs = [view_dirname(v) for v in out]
+    dup = {d for d in dirs if dirs.count(d) > 1}
+    if dup:
+        raise FactoryError(f"views {out} share the folder name(s) {sorted(dup)}; release them separately")
+    return out
+
+
+def package_versions() -> dict:
+    out = {"factory": factory.__version__}
+    for pkg in ("duckdb", "pyarrow", "datasketch", "polars"):
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = None
+    out["datasketch_scheme"] = _datasketch_scheme()
+    return out
+
+
+def _datasketch_scheme() -> str | None:
+    """MinHash hash scheme in use: the constructor default, 'affine32' in datasketch 2.x."""
+    try:
+        from datasketch import MinHash
+    except ImportError:
+        return None
+    default = inspect.signature(MinHash.__init__).parameters.get("scheme")
+    if default is None:
+        return "legacy"  # 1.x has no scheme parameter
+    return default.default or "affine32"
+
+
+def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    rows = con.execute("SELECT DISTINCT source, coalesce(license, 'unknown') FROM silver.problems "
+                       "ORDER BY 1, 2").fetchall()
+    out: dict[str, list[str]] = {}
+    for source, lic in rows:
+        out.setdefault(source, []).append(lic)
+    return out
+
+
+def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    rows = con.execute("SELECT run_id, stage, config_hash, git_sha, finished_at, row_counts::VARCHAR "
+                       "FROM ops.runs WHERE status = 'success' ORDER BY started_at, run_id").fetchall()
+    return [{"run_id": r[0], "stage": r[1], "config_hash": r[2], "git_sha": r[3],
+             "finished_at": r[4].isoformat() if r[4] else None, "row_counts": json.loads(r[5] or "{}")}
+            for r in rows]
+
+
+def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, shard_rows: int,
+                catalog: Catalog) -> dict:
+    """Write every view's shards under root/data; returns {view: {rows, schema, schema_hash, files}}."""
+    out = {}
+    for view in views:
+        spec = catalog[view]
+        sql, columns = select_sql(con, spec)
+        shards = write_shards(con, sql, root / "data" / view_dirname(view), shard_rows)
+        files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
+                  "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
+        out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
+                     "rows": sum(f["rows"] for f in files), "columns": [list(c) for c in columns],
+                     "schema_hash": schema_hash(columns), "files": files}
+    return out
+
+
+def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
+                   shard_rows: int = DEFAULT_SHARD_ROWS, catalog: Catalog | None = None) -> dict:
+    """Freeze the current snapshot's views into RELEASES/NAME, record it in ops.releases; returns the manifest."""
+    catalog = catalog or default_catalog()
+    check_name(name)
+    views = check_views(list(views), catalog)
+    if shard_rows < 1:
+        raise FactoryError("--shard-rows must be >= 1")
+    lake_dir = resolve_lake_dir(lake)
+    root = resolve_releases_dir(releases_dir)
+    final = root / name
+    if final.exists():
+        raise FactoryError(f"release {name!r} already exists at {final} (releases are immutable)")
+    probe = connect(lake_dir, read_only=True)
+    try:
+        snap = current_snapshot(probe)
+        if probe.execute("SELECT 1 FROM ops.releases WHERE name = ?", [name]).fetchone():
+            raise FactoryError(f"release {name!r} is already recorded in ops.releases")
+    finally:
+        probe.close()
+
+    config = {"views": views, "shard_rows": shard_rows, "format": FORMAT}
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
+    renamed = False
+    try:
+        con = connect(lake_dir, snapshot=snap)
+        try:
+            written = write_views(con, views, tmp, shard_rows, catalog)
+            licenses = _source_licenses(con)
+            runs = _stage_runs(con)
+        finally:
+            con.close()
+        manifest = {
+            "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
+            "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
+            "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
+            "source_licenses": licenses, "stage_runs": runs,
+        }
+        (tmp / README).write_text(dataset_card(manifest))
+        manifest["files"] = _file_entries(tmp, written)
+        data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        (tmp / MANIFEST).write_bytes(data)
+        freeze(tmp)
+        row = {"name": name, "snapshot_id": snap, "views": json.dumps(views), "path": str(final),
+               "manifest_sha256": _sha256_bytes(data), "row_counts": json.dumps({v: w["rows"] for v, w in
+                                                                                written.items()}),
+               "created_at": utcnow()}
+        with stage_run("release", {**config, "name": name, "snapshot_id": snap}, lake=lake_dir,
+                       catalog=catalog) as run:
+            run.write("ops.releases", [row])
+            run.summary = f"release {name} of snapshot {snap}"
+            if final.exists():
+                raise FactoryError(f"release {name!r} appeared at {final} while writing")
+            os.rename(tmp, final)
+            renamed = True
+    except BaseException:
+        remove_tree(final if renamed else tmp)
+        raise
+    return manifest
+
+
+def _file_entries(root: Path, written: dict) -> list[dict]:
+    entries = [f for w in written.values() for f in w["files"]]
+    readme = root / README
+    entries.append({"path": README, "rows": None, "bytes": readme.stat().st_size, "sha256": sha256_file(readme)})
+    return sorted(entries, key=lambda f: f["path"])
+
+
+def _sha256_bytes(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_manifest(name: str, releases_dir=None) -> tuple[Path, dict]:
+    """(release folder, parsed manifest.json) of a release, or a FactoryError naming what is missing."""
+    check_name(name)
+    path = resolve_releases_dir(releases_dir) / name
+    if not path.is_dir():
+        raise FactoryError(f"unknown release {name!r}: no folder {path}")
+    try:
+        return path, json.loads((path / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise FactoryError(f"release {name!r} has no {MANIFEST} at {path}") from None
+    except json.JSONDecodeError as exc:
+        raise FactoryError(f"release {name!r}: {MANIFEST} is not valid JSON ({exc})") from None
+
+
+def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_dir=None) -> dict:
+    """Re-read the release's views at its snapshot (time travel) into OUT and compare every data file's sha256.
+
+    Returns {"identical": bool, "files": n, "mismatches": [...]}; needs the same duckdb/pyarrow versions.
+    """
+    _path, manifest = load_manifest(name, releases_dir)
+    out = Path(out).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise FactoryError(f"--out {out} is not empty")
+    views = list(manifest["views"])
+    catalog = default_catalog()
+    recorded = manifest.get("lake")
+    if lake is None and recorded and Path(recorded).is_dir():
+        lake = recorded  # --lake, else the lake the release was cut from, else $FACTORY_LAKE / ./lake
+    con = connect(lake, snapshot=int(manifest["snapshot_id"]))
+    try:
+        written = write_views(con, views, out, int(manifest["config"]["shard_rows"]), catalog)
+    finally:
+        con.close()
+    expected = {f["path"]: f["sha256"] for v in manifest["views"].values() for f in v["files"]}
+    produced = {f["path"]: f["sha256"] for v in written.values() for f in v["files"]}
+    mismatches = sorted(p for p in expected.keys() | produced.keys() if expected.get(p) != produced.get(p))
+    versions = {k: v for k, v in package_versions().items() if manifest["packages"].get(k) != v}
+    return {"identical": not mismatches, "files": len(produced), "mismatches": mismatches,
+            "snapshot_id": manifest["snapshot_id"], "version_differences": versions}

@@ -1,0 +1,264 @@
+"""`factory export NAME --format F --out DIR`: trainer datasets cut from a verified release.
+
+Formats (files under DIR, plus export.json describing them):
+
+- ``verl``: train.parquet / test.parquet (problems whose split is 'test'), verl RL rows: data_source, prompt
+  (chat messages), ability='code', reward_model {style='rule', ground_truth=JSON}, extra_info.
+- ``trl``: train.parquet of preference pairs in TRL's *conversational* form with explicit prompt:
+  prompt=[user msg], chosen=[assistant msg], rejected=[assistant msg], margin=pass-rate difference.
+- ``trl-grpo``: train.parquet / test.parquet prompt-only rows (prompt=[user msg]); the extra columns
+  (ground_truth, entry_point, ...) reach GRPOTrainer reward functions as keyword arguments.
+- ``openrlhf``: rm/train.parquet (plain-text prompt/chosen/rejected/margin keys) and prompts/train.parquet
+  (``input`` = prompt text, ``label`` = JSON ground truth for a reward_func via --data.label_key label).
+- ``acecode``: train.parquet shaped like TIGER-Lab/AceCode-87K: id, source, question, test_cases (assert
+  strings; problems without assert/check tests are left out), inferences, context_messages.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from factory.errors import FactoryError
+from factory.release.create import load_manifest
+from factory.release.manage import verify_release
+from factory.release.prompts import assert_cases, ground_truth, problem_prompt
+
+FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode")
+MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+S, I, F = pa.string(), pa.int64(), pa.float64()
+
+SCHEMAS: dict[str, dict[str, pa.Schema]] = {
+    "verl": {"*.parquet": pa.schema([
+        ("data_source", S), ("prompt", MESSAGES), ("ability", S),
+        ("reward_model", pa.struct([("style", S), ("ground_truth", S)])),
+        ("extra_info", pa.struct([("index", I), ("split", S), ("problem_id", S), ("source_id", S),
+                                  ("entry_point", S), ("test_format", S), ("n_tests", I)]))])},
+    "trl": {"train.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
+                                        ("margin", F), ("pair_id", S), ("problem_id", S)])},
+    "trl-grpo": {"*.parquet": pa.schema([("prompt", MESSAGES), ("ground_truth", S), ("data_source", S),
+                                         ("problem_id", S), ("entry_point", S), ("test_format", S),
+                                         ("split", S)])},
+    "openrlhf": {"rm/train.parquet": pa.schema([("prompt", S), ("chosen", S), ("rejected", S), ("margin", F),
+                                                ("pair_id", S)]),
+                 "prompts/*.parquet": pa.schema([("input", S), ("label", S), ("data_source", S),
+                                                 ("problem_id", S)])},
+    "acecode": {"train.parquet": pa.schema([
+        ("id", S), ("source", S), ("question", S), ("test_cases", pa.list_(S)),
+        ("inferences", pa.list_(pa.struct([("model_name", S), ("completion_id", I), ("completion", S),
+                                           ("pass_rate", F)]))),
+        ("context_messages", MESSAGES)])},
+}
+
+
+def _rows(path: Path, manifest: dict, view: str) -> list[dict] | None:
+    info = manifest["views"].get(view)
+    if info is None:
+        return None
+    glob = path / "data" / info["config_name"] / "*.parquet"
+    order = ", ".join(info["primary_key"]) or "ALL"
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"SELECT * FROM read_parquet('{glob}') ORDER BY {order}")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def _need(rows, view: str, fmt: str) -> list[dict]:
+    if rows is None:
+        raise FactoryError(f"--format {fmt} needs {view} in the release")
+    return rows
+
+
+def _user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def _verl_rows(problems: list[dict]) -> list[dict]:
+    return [{"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
+             "reward_model": {"style": "rule", "ground_truth": json.dumps(ground_truth(p), sort_keys=True)},
+             "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
+                            "source_id": p["source_id"], "entry_point": p.get("entry_point"),
+                            "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
+            for i, p in enumerate(problems)]
+
+
+def _grpo_rows(problems: list[dict]) -> list[dict]:
+    return [{"prompt": _user(problem_prompt(p)), "ground_truth": json.dumps(ground_truth(p), sort_keys=True),
+             "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
+             "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
+
+
+def _by_split(rows: list[dict], problems: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {"train.parquet": [], "test.parquet": []}
+    for r, p in zip(rows, problems):
+        out["test.parquet" if p.get("split") == "test" else "train.parquet"].append(r)
+    return {k: v for k, v in out.items() if v or k == "train.parquet"}
+
+
+def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list[dict] | None) -> list[dict]:
+    inferences: dict[str, dict[str, dict]] = {}
+    for p in pairs or []:
+        for side in ("chosen", "rejected"):
+            inferences.setdefault(p["problem_id"], {})[p[f"{side}_program_id"]] = {
+                "model_name": p["model"], "completion": p[side], "pass_rate": p[f"{side}_pass_rate"]}
+    for g in programs or []:
+        if g.get("reported_pass_rate") is not None:
+            inferences.setdefault(g["problem_id"], {}).setdefault(g["program_id"], {
+                "model_name": g.get("model") or g["origin"], "completion": g["code"],
+                "pass_rate": g["reported_pass_rate"]})
+    out = []
+    for p in problems:
+        cases = assert_cases(p)
+        if not cases:
+            continue
+        progs = inferences.get(p["problem_id"], {})
+        prompt = problem_prompt(p)
+        out.append({"id": p["problem_id"], "source": p["source"], "question": prompt, "test_cases": cases,
+                    "inferences": [{**progs[k], "completion_id": i} for i, k in enumerate(sorted(progs))],
+                    "context_messages": _user(prompt)})
+    return out
+
+
+def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
+    """{relative file: rows} for a format, read from a release folder."""
+    problems = _rows(path, manifest, "gold.rl_problems")
+    pairs = _rows(path, manifest, "gold.rm_pairs")
+    if fmt == "verl":
+        problems = _need(problems, "gold.rl_problems", fmt)
+        return _by_split(_verl_rows(problems), problems)
+    if fmt == "trl-grpo":
+        problems = _need(problems, "gold.rl_problems", fmt)
+        return _by_split(_grpo_rows(problems), problems)
+    if fmt == "trl":
+        pairs = _need(pairs, "gold.rm_pairs", fmt)
+        return {"train.parquet": [{
+            "prompt": _user(p["prompt"]), "chosen": [{"role": "assistant", "content": p["chosen"]}],
+            "rejected": [{"role": "assistant", "content": p["rejected"]}],
+            "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"], "pair_id": p["pair_id"],
+            "problem_id": p["problem_id"]} for p in pairs]}
+    if fmt == "openrlhf":
+        if problems is None and pairs is None:
+            raise FactoryError("--format openrlhf needs gold.rm_pairs and/or gold.rl_problems in the release")
+        out = {}
+        if pairs is not None:
+            out["rm/train.parquet"] = [{"prompt": p["prompt"], "chosen": p["chosen"], "rejected": p["rejected"],
+                                        "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"],
+                                        "pair_id": p["pair_id"]} for p in pairs]
+        if problems is not None:
+            rows = [{"input": problem_prompt(p), "label": json.dumps(ground_truth(p), sort_keys=True),
+                     "data_source": p["source"], "problem_id": p["problem_id"]} for p in problems]
+            out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
+        return out
+    if fmt == "acecode":
+        problems = _need(problems, "gold.rl_problems", fmt)
+        return {"train.parquet": _acecode_rows(problems, pairs, _rows(path, manifest, "silver.programs"))}
+    raise FactoryError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
+
+
+def _schema_for(fmt: str, rel: str) -> pa.Schema:
+    from fnmatch import fnmatch
+
+    for pattern, schema in SCHEMAS[fmt].items():
+        if fnmatch(rel, pattern):
+            return schema
+    raise FactoryError(f"{fmt} export has no schema for {rel}")
+
+
+def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=None,
+                   validate: bool = True) -> dict:
+    """Verify release NAME, write the format's files under OUT, validate them; returns export.json's content."""
+    if fmt not in FORMATS:
+        raise FactoryError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
+    verify_release(name, releases_dir=releases_dir)
+    path, manifest = load_manifest(name, releases_dir)
+    out = Path(out).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise FactoryError(f"--out {out} is not empty")
+    files = build_export(path, manifest, fmt)
+    meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {}}
+    for rel, rows in files.items():
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=_schema_for(fmt, rel)), target, compression="zstd")
+        meta["files"][rel] = len(rows)
+    (out / "export.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    if validate:
+        meta["validation"] = validate_export(out, fmt)
+    return meta
+
+
+def validate_export(out: str | os.PathLike, fmt: str) -> dict:
+    """Check every file against the documented schema (pyarrow) and load it with `datasets` when installed."""
+    out = Path(out)
+    try:
+        meta = json.loads((out / "export.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FactoryError(f"{out} is not an export folder ({exc})") from None
+    if meta.get("format") != fmt:
+        raise FactoryError(f"{out} holds a {meta.get('format')!r} export, not {fmt!r}")
+    result = {"files": {}, "loader": "pyarrow"}
+    for rel, n in meta["files"].items():
+        want = _schema_for(fmt, rel)
+        table = pq.read_table(out / rel)
+        for field in want:
+            if field.name not in table.schema.names:
+                raise FactoryError(f"{rel}: column {field.name!r} missing ({fmt} format)")
+            if table.schema.field(field.name).type != field.type:
+                raise FactoryError(f"{rel}: column {field.name!r} is {table.schema.field(field.name).type}, "
+                                   f"{fmt} expects {field.type}")
+        if table.num_rows != n:
+            raise FactoryError(f"{rel}: {table.num_rows} rows, export.json says {n}")
+        _check_content(fmt, rel, table)
+        result["files"][rel] = n
+    loaded = _load_with_datasets(out, meta["files"])
+    if loaded is not None:
+        result["loader"] = "datasets"
+        for rel, (n, columns) in loaded.items():
+            if n != meta["files"][rel] or set(columns) != set(_schema_for(fmt, rel).names):
+                raise FactoryError(f"{rel}: datasets loaded {n} rows with columns {columns}")
+    return result
+
+
+def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
+    """Format rules beyond types: JSON ground truths parse, prompts are non-empty, tests exist."""
+    col = {"verl": None, "trl-grpo": "ground_truth", "openrlhf": "label"}.get(fmt)
+    if fmt == "verl":
+        truths = [r["ground_truth"] for r in table.column("reward_model").to_pylist()]
+    elif col and col in table.column_names:
+        truths = table.column(col).to_pylist()
+    else:
+        truths = []
+    for i, t in enumerate(truths):
+        gt = json.loads(t)
+        if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
+            raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
+        if not (gt.get("inputs") or gt.get("tests")):
+            raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
+    if fmt == "acecode":
+        for i, cases in enumerate(table.column("test_cases").to_pylist()):
+            if not cases:
+                raise FactoryError(f"{rel} row {i}: no test_cases")
+
+
+def _load_with_datasets(out: Path, files: dict[str, int]) -> dict | None:
+    """{file: (rows, columns)} as `datasets.load_dataset('parquet')` reads them, or None without datasets."""
+    try:
+        import datasets
+    except ImportError:
+        return None
+    import tempfile
+
+    loaded = {}
+    with tempfile.TemporaryDirectory() as cache:
+        for rel in files:
+            ds = datasets.load_dataset("parquet", data_files={"train": str(out / rel)}, split="train",
+                                       cache_dir=cache)
+            loaded[rel] = (ds.num_rows, list(ds.column_names))
+    return loaded

@@ -1,0 +1,95 @@
+"""Turning release rows into trainer-facing text: the problem prompt and the tests' ground truth."""
+from __future__ import annotations
+
+import ast
+import json
+
+SYSTEM_HINT = "Write a complete Python solution in a single ```python code block."
+
+
+def problem_prompt(row: dict) -> str:
+    """User message for a problem: question, starter code when the question lacks it, I/O contract."""
+    question = (row.get("question") or "").strip()
+    parts = [question]
+    starter = (row.get("starter_code") or "").strip()
+    if starter and starter not in question:
+        parts.append(f"Start from this code:\n```python\n{starter}\n```")
+    if row.get("test_format") == "stdio":
+        parts.append("Read the input from standard input and print the answer to standard output.")
+    elif row.get("entry_point"):
+        parts.append(f"Your code must define `{row['entry_point']}`.")
+    parts.append(SYSTEM_HINT)
+    return "\n\n".join(parts)
+
+
+def ground_truth(row: dict) -> dict:
+    """verl/prime ground truth for a problem.
+
+    All-stdio tests -> {"inputs": [stdin...], "outputs": [stdout...]}; all-call tests -> the same plus
+    "fn_name" (inputs = positional-arg lists, outputs = expected values in the sandbox's JSON value format).
+    Anything else (assert/check/pytest/unittest or mixed) -> our own test list under "tests" (+ "assert_case"
+    for the assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores.
+    """
+    tests = json.loads(row["tests"])
+    kinds = {t["kind"] for t in tests}
+    if kinds == {"stdio"}:
+        return {"inputs": [t["input"] for t in tests], "outputs": [t["expected"] for t in tests]}
+    if kinds == {"call"} and row.get("entry_point"):
+        return {"inputs": [json.loads(t["input"]) for t in tests],
+                "outputs": [json.loads(t["expected"]) for t in tests], "fn_name": row["entry_point"]}
+    out = {"test_format": row.get("test_format"), "entry_point": row.get("entry_point"),
+           "test_preamble": row.get("test_preamble"), "tests": tests}
+    asserts = assert_cases(row, tests)
+    if asserts:
+        out["assert_case"] = asserts
+    return out
+
+
+def assert_cases(row: dict, tests: list[dict] | None = None) -> list[str]:
+    """Tests as standalone assert snippets (AceCode `test_cases`): assert tests as-is, check(candidate)
+    functions rewritten to call the entry point; other kinds are skipped. The preamble is prepended."""
+    tests = json.loads(row["tests"]) if tests is None else tests
+    preamble = (row.get("test_preamble") or "").strip()
+    out = []
+    for t in tests:
+        snippet = None
+        if t["kind"] == "assert" and t.get("code"):
+            snippet = t["code"].strip()
+        elif t["kind"] == "check" and t.get("code") and row.get("entry_point"):
+            snippet = _check_to_asserts(t["code"], row["entry_point"])
+        if snippet:
+            out.append(f"{preamble}\n{snippet}" if preamble else snippet)
+    return out
+
+
+def _check_to_asserts(code: str, entry_point: str) -> str | None:
+    """`def check(candidate): assert candidate(x) == y` -> `assert f(x) == y`; else code + `check(f)`."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(funcs) != 1 or len(funcs[0].args.args) != 1:
+        return None
+    fn, arg = funcs[0], funcs[0].args.args[0].arg
+    others = [n for n in tree.body if n is not fn and not _is_constant_assign(n)]
+    if not others and all(isinstance(s, ast.Assert) for s in fn.body):
+        target = ast.parse(entry_point, mode="eval").body
+
+        class _Swap(ast.NodeTransformer):
+            def visit_Name(self, node):
+                return ast.copy_location(target, node) if node.id == arg else node
+
+        return "\n".join(ast.unparse(_Swap().visit(s)) for s in fn.body)
+    return f"{code.rstrip()}\n\ncheck({entry_point})"
+
+
+def _is_constant_assign(node: ast.stmt) -> bool:
+    """Module-level `NAME = literal` (HumanEval's METADATA) that the asserts never need."""
+    if not isinstance(node, ast.Assign):
+        return False
+    try:
+        ast.literal_eval(node.value)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,64 @@
+"""`factory report`: one HTML page with PNG plots (matplotlib, Agg) of what the lake holds.
+
+Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
+reference passes), difficulty vs potential (when gold.difficulty has rows) and the stage funnel from
+ops.runs. A figure whose data is absent is replaced by a note saying what to run.
+"""
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+from factory.lake import connect, current_snapshot
+from factory.report import data, plots
+from factory.stage import utcnow
+
+
+def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | None = None) -> Path:
+    """Write OUT/index.html and its PNGs; returns the HTML path."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    con = connect(lake, read_only=True, snapshot=snapshot)
+    try:
+        snap = current_snapshot(con)
+        src = data.source_counts(con)
+        rates = data.program_pass_rates(con)
+        valid = data.test_validity(con)
+        diff = data.difficulty(con)
+        fun, runs = data.funnel(con)
+    finally:
+        con.close()
+    sections = [
+        ("Problems and tests per source", plots.sources(src, out / "sources.png"),
+         "no problems yet: run `factory ingest`"),
+        ("Pass rate per program, by source and model", plots.pass_rates(rates, out / "pass_rates.png"),
+         "no executions yet: run `factory execute` to get verdicts"),
+        ("Test validity: tests passed by the reference solutions", plots.validity(valid, out / "test_validity.png"),
+         "no reference executions yet: run `factory execute --select reference`"),
+        ("Difficulty vs potential 4p(1-p)", plots.difficulty(diff or [], out / "difficulty.png"),
+         "gold.difficulty is not in the lake" if diff is None else
+         "gold.difficulty is empty: run `factory curate` after sampling or mutating programs"),
+        ("Stage funnel (from ops.runs)", plots.funnel(fun, runs, out / "funnel.png"), "no stage runs recorded"),
+    ]
+    page = out / "index.html"
+    page.write_text(_html(snap, src, sections))
+    return page
+
+
+def _html(snap: int, src: list[tuple], sections: list[tuple]) -> str:
+    e = html.escape
+    rows = "".join(f"<tr><td>{e(s)}</td><td>{p}</td><td>{t}</td><td>{e(', '.join(f'{k}: {v}' for k, v in sorted(kinds.items())))}"
+                   "</td></tr>" for s, p, t, kinds in src)
+    body = [f"<h1>Dataset factory report</h1><p>Lake snapshot {snap}, generated {utcnow():%Y-%m-%d %H:%M:%S} UTC.</p>",
+            "<table><tr><th>source</th><th>problems</th><th>tests</th><th>tests by kind</th></tr>" + rows + "</table>"]
+    for title, png, note in sections:
+        body.append(f"<h2>{e(title)}</h2>")
+        if png is not None:
+            body.append(f'<img src="{e(png.name)}" alt="{e(title)}">')
+        else:
+            body.append(f'<p class="note">Skipped: {e(note)}.</p>')
+    style = ("body{font-family:sans-serif;max-width:1400px;margin:2em auto}img{max-width:100%}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.note{color:#a60}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Dataset factory report</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")

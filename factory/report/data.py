@@ -1,0 +1,86 @@
+"""Queries behind the report: every figure reads the lake (optionally at a snapshot) through these."""
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+from factory.catalog import default_catalog
+from factory.lake import existing_columns
+
+LATEST_VERDICTS = """
+    SELECT program_id, test_id, status FROM silver.executions WHERE status <> 'infra_error'
+    QUALIFY row_number() OVER (PARTITION BY program_id, test_id ORDER BY executed_at DESC, limits_hash) = 1
+"""
+
+
+def source_counts(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """(source, problems, tests, {kind: tests}) per source."""
+    rows = con.execute("""
+        SELECT p.source, count(DISTINCT p.problem_id), count(t.test_id),
+               coalesce(list(t.kind) FILTER (WHERE t.kind IS NOT NULL), [])
+        FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
+        GROUP BY p.source ORDER BY p.source""").fetchall()
+    out = []
+    for source, problems, tests, kinds in rows:
+        by_kind: dict[str, int] = {}
+        for k in kinds:
+            by_kind[k] = by_kind.get(k, 0) + 1
+        out.append((source, problems, tests, by_kind))
+    return out
+
+
+def program_pass_rates(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """(source, group, pass_rate) per executed program; group = model, else origin. Rate = passed / executed tests."""
+    return con.execute(f"""
+        WITH v AS ({LATEST_VERDICTS})
+        SELECT pb.source, coalesce(pr.model, pr.origin) AS grp,
+               count(*) FILTER (WHERE v.status = 'pass') / count(*) AS rate
+        FROM v JOIN silver.programs pr USING (program_id) JOIN silver.problems pb USING (problem_id)
+        GROUP BY pb.source, grp, v.program_id ORDER BY 1, 2, 3""").fetchall()
+
+
+def test_validity(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """(source, tests run by references, tests every reference passed) per source."""
+    return con.execute(f"""
+        WITH v AS ({LATEST_VERDICTS}), per_test AS (
+            SELECT v.test_id, bool_and(v.status = 'pass') AS ok
+            FROM v JOIN silver.programs pr USING (program_id)
+            WHERE pr.origin = 'reference' GROUP BY v.test_id)
+        SELECT pb.source, count(*), count(*) FILTER (WHERE ok)
+        FROM per_test JOIN silver.tests t USING (test_id) JOIN silver.problems pb USING (problem_id)
+        GROUP BY pb.source ORDER BY 1""").fetchall()
+
+
+def difficulty(con: duckdb.DuckDBPyConnection) -> list[tuple] | None:
+    """(source, pass_rate, potential) from gold.difficulty, or None when the lake has no such table."""
+    cols = existing_columns(con).get("gold.difficulty", {})
+    if not {"pass_rate", "potential", "source"} <= cols.keys():
+        return None
+    return con.execute("SELECT source, pass_rate, potential FROM gold.difficulty "
+                       "WHERE pass_rate IS NOT NULL ORDER BY source, problem_id").fetchall()
+
+
+def funnel(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], dict[str, dict[str, int]]]:
+    """Net rows per table from ops.runs row_counts in pipeline (catalog) order as (table, last writing stage,
+    rows), empty tables left out, and {stage: {status: runs}}."""
+    catalog = default_catalog()
+    net: dict[str, int] = {}
+    producer: dict[str, str] = {}
+    runs: dict[str, dict[str, int]] = {}
+    for stage, status, counts in con.execute(
+            "SELECT stage, status, row_counts::VARCHAR FROM ops.runs ORDER BY started_at, run_id").fetchall():
+        runs.setdefault(stage, {}).setdefault(status, 0)
+        runs[stage][status] += 1
+        if status != "success":
+            continue
+        for table, c in json.loads(counts or "{}").items():
+            if "rows" in c:  # materialized transform: its size after this run
+                net[table] = c["rows"]
+            else:
+                net[table] = net.get(table, 0) + c.get("inserted", 0) - c.get("deleted", 0)
+            producer[table] = stage
+    order = {name: i for i, name in enumerate(catalog.tables)}
+    layers = {"bronze": 0, "silver": 1, "gold": 2, "ops": 3}
+    tables = sorted(net, key=lambda t: (layers.get(t.split(".")[0], 9), order.get(t, 999), t))
+    return [(t, producer[t], net[t]) for t in tables if not t.startswith("ops.") and net[t]], runs

@@ -1,0 +1,118 @@
+"""Matplotlib (Agg) figures of the report; each returns the PNG it wrote, or None with a note for the page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def sources(rows: list[tuple], path: Path) -> Path | None:
+    if not rows:
+        return None
+    names = [r[0] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.4 * len(rows) + 1.5)))
+    a.barh(names, [r[1] for r in rows], color="tab:blue")
+    a.set_title("problems per source")
+    a.invert_yaxis()
+    kinds = sorted({k for r in rows for k in r[3]})
+    left = [0] * len(rows)
+    for k in kinds:
+        vals = [r[3].get(k, 0) for r in rows]
+        b.barh(names, vals, left=left, label=k)
+        left = [x + y for x, y in zip(left, vals)]
+    b.set_title("tests per source (by kind)")
+    b.invert_yaxis()
+    b.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def pass_rates(rows: list[tuple], path: Path) -> Path | None:
+    if not rows:
+        return None
+    by_source: dict[str, dict[str, list[float]]] = {}
+    for source, grp, rate in rows:
+        by_source.setdefault(source, {}).setdefault(grp, []).append(rate)
+    n = len(by_source)
+    cols = min(3, n)
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.5 * cols, 3.2 * nrows), squeeze=False)
+    bins = [i / 10 for i in range(11)]
+    for ax, (source, groups) in zip(axes.flat, by_source.items()):
+        for grp, rates in sorted(groups.items()):
+            ax.hist(rates, bins=bins, histtype="step", linewidth=1.5, label=f"{grp} (n={len(rates)})")
+        ax.set_title(source)
+        ax.set_xlabel("pass rate (passed / executed tests)")
+        ax.set_ylabel("programs")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return _save(fig, path)
+
+
+def validity(rows: list[tuple], path: Path) -> Path | None:
+    if not rows:
+        return None
+    names = [r[0] for r in rows]
+    frac = [r[2] / r[1] if r[1] else 0.0 for r in rows]
+    fig, ax = plt.subplots(figsize=(8, max(3, 0.4 * len(rows) + 1.5)))
+    bars = ax.barh(names, frac, color="tab:green")
+    for bar, r in zip(bars, rows):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r[2]}/{r[1]}", va="center", fontsize=8)
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel("fraction of tests passed by every reference solution")
+    ax.invert_yaxis()
+    return _save(fig, path)
+
+
+def difficulty(rows: list[tuple], path: Path) -> Path | None:
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 5))
+    xs = [i / 100 for i in range(101)]
+    ax.plot(xs, [4 * x * (1 - x) for x in xs], color="grey", linewidth=1, label="4p(1-p)")
+    by_source: dict[str, list[tuple]] = {}
+    for source, p, pot in rows:
+        by_source.setdefault(source, []).append((p, pot))
+    for source, pts in sorted(by_source.items()):
+        ax.scatter([p for p, _ in pts], [q for _, q in pts], s=12, alpha=0.6, label=f"{source} (n={len(pts)})")
+    ax.set_xlabel("pass rate p (difficulty model)")
+    ax.set_ylabel("potential")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def funnel(rows: list[tuple], runs: dict, path: Path) -> Path | None:
+    if not rows:
+        return None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3.5, 0.35 * len(rows) + 1.5)),
+                               gridspec_kw={"width_ratios": [3, 1]})
+    labels = [f"{t} ({s})" for t, s, _ in rows]
+    colors = ["tab:brown" if t.startswith("bronze") else "silver" if t.startswith("silver") else "gold"
+              for t, _, _ in rows]
+    bars = a.barh(labels, [n for _, _, n in rows], color=colors, edgecolor="black", linewidth=0.5)
+    for bar, (_, _, n) in zip(bars, rows):
+        a.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {n}", va="center", fontsize=8)
+    a.set_xscale("symlog")
+    a.invert_yaxis()
+    a.set_title("rows per table after the recorded stage runs")
+    stages = sorted(runs)
+    ok = [runs[s].get("success", 0) for s in stages]
+    bad = [sum(v for k, v in runs[s].items() if k != "success") for s in stages]
+    b.bar(stages, ok, color="tab:green", label="success")
+    b.bar(stages, bad, bottom=ok, color="tab:red", label="failed")
+    b.set_title("stage runs")
+    b.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    b.tick_params(axis="x", rotation=45)
+    b.legend(fontsize=8)
+    return _save(fig, path)

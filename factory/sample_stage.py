@@ -1,0 +1,134 @@
+"""`factory sample`: n programs per problem from an LLM (AceCoder prompt layout) -> silver.programs.
+
+Every request goes through the lake ledger `silver.llm_calls`: an identical request (same backend, model,
+messages and sampling params) is answered from the ledger, so a crashed run resumes where it stopped and a
+re-run costs nothing. Work is committed per chunk of problems (one transaction each); program ids hash the
+request, so re-runs never duplicate programs.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+from factory.errors import FactoryError
+from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
+from factory.generation.sample import build_sample_messages, extract_code
+from factory.ingest.normalize import stable_hash
+from factory.lake import connect
+from factory.stage import stage_run, utcnow
+
+
+class LakeCallCache:
+    """GenerationCache backed by silver.llm_calls; new results are buffered until the chunk commits."""
+
+    def __init__(self, lake, backend: str, model: str, purpose: str):
+        con = connect(lake, read_only=True)
+        rows = con.execute("SELECT request_hash, response, finish_reasons, prompt_tokens, completion_tokens, latency_s "
+                           "FROM silver.llm_calls WHERE backend = ? AND model = ? AND error IS NULL",
+                           [backend, model]).fetchall()
+        con.close()
+        self.known = {r[0]: GenerationResult(json.loads(r[1]), r[3] or 0, r[4] or 0, r[5] or 0.0, None,
+                                             json.loads(r[2]) if r[2] else []) for r in rows}
+        self.pending: dict[str, dict] = {}
+        self.backend, self.model, self.purpose = backend, model, purpose
+
+    def get(self, request_hash: str) -> GenerationResult | None:
+        return self.known.get(request_hash)
+
+    def put(self, request_hash: str, request: ChatRequest, result: GenerationResult) -> None:
+        self.known[request_hash] = result
+        self.pending[request_hash] = {
+            "request_hash": request_hash, "backend": self.backend, "model": self.model, "purpose": self.purpose,
+            "params": json.dumps(request.params.to_dict()), "prompt": json.dumps(list(request.messages)),
+            "response": json.dumps(result.completions), "finish_reasons": json.dumps(result.finish_reasons),
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "latency_s": result.latency_s, "error": result.error, "created_at": utcnow()}
+
+    def flush(self, run) -> int:
+        rows = list(self.pending.values())
+        self.pending = {}
+        return run.write("silver.llm_calls", rows)
+
+
+def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None) -> list[dict]:
+    con = connect(lake, read_only=True)
+    clauses, params = ["true"], []
+    if source:
+        clauses.append("p.source = ?")
+        params.append(source)
+    if problem_ids:
+        clauses.append("list_contains(?, p.problem_id)")
+        params.append(problem_ids)
+    rows = con.execute(f"""
+        SELECT p.problem_id, p.question, p.starter_code, p.entry_point, p.test_format,
+               list(t.code ORDER BY t.ordinal) FILTER (WHERE t.kind = 'assert') AS asserts
+        FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
+        WHERE {' AND '.join(clauses)} GROUP BY ALL ORDER BY p.source, p.source_id
+        {f'LIMIT {int(limit)}' if limit else ''}""", params).to_arrow_table().to_pylist()
+    con.close()
+    if not rows:
+        raise FactoryError(f"no problems to sample (source={source!r})")
+    return rows
+
+
+def run_sample(lake=None, *, backend: str = "transformers", model: str | None = None, source: str | None = None,
+               limit: int | None = None, n: int = 4, temperature: float = 0.7, top_p: float = 1.0,
+               max_tokens: int = 384, seed: int = 0, chunk: int = 4, budget_tokens: int | None = None,
+               budget_calls: int | None = None, problem_ids: list[str] | None = None, **backend_kw) -> dict:
+    """Sample n programs for each selected problem; returns counts (programs, extraction statuses, calls)."""
+    problems = _problems(lake, source, limit, problem_ids)
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+    budget = Budget(max_tokens=budget_tokens, max_calls=budget_calls) if (budget_tokens or budget_calls) else None
+    engine = make_backend(backend, model, budget=budget, **backend_kw)
+    model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
+    cache = LakeCallCache(lake, backend, model_name, "sample")
+    engine.cache = cache
+    report = {"problems": 0, "programs": 0, "cached_calls": 0, "new_calls": 0, "statuses": {}, "stopped": None}
+    t0 = time.perf_counter()
+    try:
+        for start in range(0, len(problems), chunk):
+            part = problems[start:start + chunk]
+            requests = [ChatRequest(build_sample_messages(p["question"], None if p["asserts"] else p["starter_code"],
+                                                          p["asserts"] or []), params) for p in part]
+            try:
+                results = engine.generate(requests)
+            except BudgetExhausted as exc:
+                results = exc.args[1] if len(exc.args) > 1 else []
+                report["stopped"] = str(exc.args[0])
+            config = {"backend": backend, "model": model_name, "params": params.to_dict(), "source": source}
+            with stage_run("sample", config, lake=lake) as run:
+                cache.flush(run)
+                existing = {r[0] for r in run.con.execute(
+                    "SELECT program_id FROM silver.programs WHERE origin = 'sample' AND model = ?",
+                    [model_name]).fetchall()}
+                rows = []
+                for prob, req, res in zip(part, requests, results):
+                    if res is None:
+                        continue
+                    report["cached_calls" if res.cached else "new_calls"] += 1
+                    rhash = engine.request_hash(req)
+                    for i, completion in enumerate(res.completions):
+                        reason = res.finish_reasons[i] if i < len(res.finish_reasons) else None
+                        code, status = extract_code(completion, prob["entry_point"], finish_reason=reason)
+                        report["statuses"][status] = report["statuses"].get(status, 0) + 1
+                        pid = stable_hash(prob["problem_id"], "sample", model_name, rhash, i)
+                        if pid in existing:
+                            continue
+                        rows.append({"program_id": pid, "problem_id": prob["problem_id"], "origin": "sample",
+                                     "model": model_name, "sample_index": i, "code": code,
+                                     "raw_completion": completion, "extraction_status": status,
+                                     "reported_pass_rate": None, "parent_program_id": None,
+                                     "metadata": json.dumps({"request_hash": rhash, "temperature": temperature,
+                                                             "greedy": temperature == 0, "finish_reason": reason}),
+                                     "created_at": utcnow()})
+                run.write("silver.programs", rows)
+                report["programs"] += len(rows)
+                report["problems"] += sum(1 for r in results if r is not None)
+            if report["stopped"]:
+                break
+    finally:
+        engine.close()
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    total = sum(report["statuses"].values())
+    report["extraction_rate"] = round(report["statuses"].get("ok", 0) / total, 3) if total else 0.0
+    return report

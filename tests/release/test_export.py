@@ -1,0 +1,129 @@
+"""Exports from a release: each format loads back with `datasets` and matches its documented schema."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from factory.errors import FactoryError
+from factory.release.export import MESSAGES, export_release, validate_export
+
+from .conftest import factory_cli
+
+
+def load(path, tmp_path):
+    return datasets.load_dataset("parquet", data_files={"train": str(path)}, split="train",
+                                 cache_dir=str(tmp_path / "hf"))
+
+
+def test_verl(releases, tmp_path):
+    out = tmp_path / "verl"
+    meta = export_release("r2", "verl", out, releases_dir=releases.root)
+    assert meta["validation"]["loader"] == "datasets"
+    rows = releases.r2["views"]["gold.rl_problems"]["rows"]
+    assert sum(meta["files"].values()) == rows and set(meta["files"]) == {"train.parquet", "test.parquet"}
+    schema = pq.read_schema(out / "train.parquet")
+    assert schema.field("prompt").type == MESSAGES
+    assert schema.field("reward_model").type == pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
+    by_source, splits, apps = {}, {}, []
+    for name in ("train", "test"):
+        for r in load(out / f"{name}.parquet", tmp_path):
+            by_source.setdefault(r["data_source"], r)
+            splits.setdefault(r["data_source"], set()).add(name)
+            if r["data_source"] == "apps":
+                apps.append(json.loads(r["reward_model"]["ground_truth"]))
+    assert set(by_source) == {"humaneval", "mbpp-sanitized", "apps"}
+    assert splits["humaneval"] == {"test"}  # all of HumanEval is split 'test' -> test.parquet
+    he = by_source["humaneval"]
+    assert he["ability"] == "code" and he["prompt"][0]["role"] == "user"
+    assert he["reward_model"]["style"] == "rule"
+    gt = json.loads(he["reward_model"]["ground_truth"])
+    assert gt["tests"] and gt["assert_case"][0].startswith(f"assert {he['extra_info']['entry_point']}(")
+    stdio = [g for g in apps if set(g) == {"inputs", "outputs"}]  # verl/prime APPS shape
+    call = [g for g in apps if set(g) == {"inputs", "outputs", "fn_name"}]
+    assert stdio and len(stdio) + len(call) == len(apps) == releases.apps_problems
+    assert all(len(g["inputs"]) == len(g["outputs"]) > 0 and isinstance(g["inputs"][0], str) for g in stdio)
+    assert all(isinstance(g["inputs"][0], list) for g in call)
+    assert he["extra_info"]["problem_id"] and he["extra_info"]["split"] == "test"
+
+
+def test_trl_pairs_and_grpo(releases, tmp_path):
+    meta = export_release("r1", "trl", tmp_path / "trl", releases_dir=releases.root)
+    assert meta["files"] == {"train.parquet": len(releases.pair_ids)}
+    ds = load(tmp_path / "trl" / "train.parquet", tmp_path)
+    row = ds[0]
+    assert row["prompt"][0]["role"] == "user"
+    assert row["chosen"][0]["role"] == row["rejected"][0]["role"] == "assistant"
+    assert row["margin"] == 1.0 and "return None" in row["rejected"][0]["content"]
+
+    meta = export_release("r1", "trl-grpo", tmp_path / "grpo", releases_dir=releases.root)
+    ds = load(tmp_path / "grpo" / "train.parquet", tmp_path)
+    assert {"prompt", "ground_truth"} <= set(ds.column_names) and ds.num_rows == meta["files"]["train.parquet"]
+    assert isinstance(ds[0]["prompt"], list) and json.loads(ds[0]["ground_truth"])
+
+
+def test_openrlhf(releases, tmp_path):
+    out = tmp_path / "orlhf"
+    meta = export_release("r2", "openrlhf", out, releases_dir=releases.root)
+    assert meta["files"]["rm/train.parquet"] == len(releases.pair_ids)
+    rm = load(out / "rm" / "train.parquet", tmp_path)
+    assert {"prompt", "chosen", "rejected"} <= set(rm.column_names) and isinstance(rm[0]["chosen"], str)
+    prompts = load(out / "prompts" / "test.parquet", tmp_path)
+    assert {"input", "label"} <= set(prompts.column_names)
+    assert isinstance(prompts[0]["input"], str) and json.loads(prompts[0]["label"])
+
+
+def test_acecode(releases, tmp_path):
+    out = tmp_path / "ace"
+    meta = export_release("r2", "acecode", out, releases_dir=releases.root)
+    ds = load(out / "train.parquet", tmp_path)
+    assert set(ds.column_names) == {"id", "source", "question", "test_cases", "inferences", "context_messages"}
+    assert "apps" not in set(ds["source"])  # stdio tests are not assert-convertible
+    assert ds.num_rows == meta["files"]["train.parquet"] > 500
+    with_inf = [r for r in ds if r["inferences"]]
+    assert len(with_inf) == len(releases.pair_ids)
+    inf = with_inf[0]["inferences"]
+    assert {i["pass_rate"] for i in inf} == {0.0, 1.0} and [i["completion_id"] for i in inf] == [0, 1]
+    for r in ds:
+        for c in r["test_cases"]:
+            compile(c, "<test_case>", "exec")
+            assert "assert" in c
+    # the converted test cases really test: the chosen reference passes them all, the stub fails
+    for r in with_inf:
+        by_rate = {i["pass_rate"]: i["completion"] for i in r["inferences"]}
+        script = "\n\n".join(r["test_cases"])
+        ok = subprocess.run([sys.executable, "-c", by_rate[1.0] + "\n\n" + script], capture_output=True, timeout=60)
+        bad = subprocess.run([sys.executable, "-c", by_rate[0.0] + "\n\n" + script], capture_output=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        assert bad.returncode != 0 and b"AssertionError" in bad.stderr
+
+
+def test_validate_export_rejects_a_wrong_schema(releases, tmp_path):
+    out = tmp_path / "trl"
+    export_release("r1", "trl", out, releases_dir=releases.root)
+    table = pq.read_table(out / "train.parquet")
+    bad = table.set_column(table.schema.get_field_index("chosen"), "chosen",
+                           pa.array([str(x) for x in table.column("chosen").to_pylist()]))
+    pq.write_table(bad, out / "train.parquet")
+    with pytest.raises(FactoryError, match="chosen"):
+        validate_export(out, "trl")
+    with pytest.raises(FactoryError, match="not 'verl'"):
+        validate_export(out, "verl")
+
+
+def test_export_errors_and_cli(releases, tmp_path):
+    with pytest.raises(FactoryError, match="unknown export format"):
+        export_release("r1", "nope", tmp_path / "x", releases_dir=releases.root)
+    with pytest.raises(FactoryError, match="unknown release"):
+        export_release("nope", "verl", tmp_path / "x", releases_dir=releases.root)
+    out = factory_cli("export", "r1", "--format", "verl", "--out", str(tmp_path / "cli"), lake=releases.lake,
+                      releases=releases.root)
+    assert out.returncode == 0 and "validated with datasets" in out.stdout, out.stderr
+    out = factory_cli("export", "r1", "--format", "verl", "--out", str(tmp_path / "cli"), lake=releases.lake,
+                      releases=releases.root)
+    assert out.returncode == 2 and "not empty" in out.stderr
