@@ -60,7 +60,7 @@ def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str
         clauses.append("list_contains(?, p.problem_id)")
         params.append(problem_ids)
     rows = con.execute(f"""
-        SELECT p.problem_id, p.question, p.starter_code, p.entry_point, p.test_format,
+        SELECT p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_format,
                list(t.code ORDER BY t.ordinal) FILTER (WHERE t.kind = 'assert') AS asserts
         FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
         WHERE {' AND '.join(clauses)} GROUP BY ALL ORDER BY p.source, p.source_id

@@ -109,6 +109,8 @@ class StageRun:
     def write(self, table: str, data: Any) -> int:
         """Append rows (Arrow table, Polars frame or list of dicts) after checking them against the catalog."""
         spec = self._spec(table)
+        if isinstance(data, list) and not data:
+            return 0
         arrow = _to_arrow(data)
         if "run_id" in spec.column_names and "run_id" not in arrow.column_names:
             arrow = arrow.append_column("run_id", pa.array([self.run_id] * arrow.num_rows, pa.string()))

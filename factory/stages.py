@@ -27,6 +27,15 @@ def register(sub, add_lake) -> None:
     p.add_argument("--config", help="YAML file of parameter overrides")
     p.set_defaults(fn=cmd_curate)
 
+    p = sub.add_parser("demo", help="the whole factory end to end on embedded defaults (the README's main job)")
+    p.add_argument("--out", default="demo", help="folder for the demo lake, releases, RM, report")
+    p.add_argument("--data-dir", help="also ingest every known dataset here (e.g. ../shared/data)")
+    p.add_argument("--sample-problems", type=int, default=3)
+    p.add_argument("--n-samples", type=int, default=2)
+    p.add_argument("--rm-steps", type=int, default=12)
+    p.add_argument("--rm-model", default="smollm2", help="smollm2 | tiny | HF model dir")
+    p.set_defaults(fn=cmd_demo)
+
     p = sub.add_parser("sample", help="n programs per problem from an LLM (cached in silver.llm_calls)")
     add_lake(p)
     p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
@@ -212,3 +221,10 @@ def cmd_sample(args) -> None:
                         n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
                         budget_tokens=args.budget_tokens, budget_calls=args.budget_calls, **kw)
     print(json.dumps(report))
+
+
+def cmd_demo(args) -> None:
+    from factory.demo import check_data_dir, run_demo
+
+    run_demo(args.out, check_data_dir(args.data_dir), sample_problems=args.sample_problems, n_samples=args.n_samples,
+             rm_steps=args.rm_steps, rm_model=args.rm_model)
