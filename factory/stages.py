@@ -74,6 +74,19 @@ def register(sub, add_lake) -> None:
     p.add_argument("--holdout-fraction", type=float, default=0.0, help="problems kept out for best-of-N eval")
     p.set_defaults(fn=cmd_train_rm)
 
+    p = train.add_parser("rl", help="small on-policy GRPO loop on CPU, or --launcher verl|trl hand-off")
+    add_lake(p)
+    p.add_argument("--release", required=True)
+    p.add_argument("--releases-dir")
+    p.add_argument("--launcher", default="local", choices=["local", "verl", "trl"])
+    p.add_argument("--out", help="hand-off folder (verl/trl)")
+    p.add_argument("--model", default="smollm2", help="policy: smollm2 | tiny | HF model dir")
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--n", type=int, default=4, help="samples per prompt")
+    p.add_argument("--problems", type=int, default=8)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.set_defaults(fn=cmd_train_rl)
+
     evals = sub.add_parser("eval", help="evaluation on a release").add_subparsers(dest="eval_command", required=True)
     p = evals.add_parser("bon", help="best-of-N with a reward model (greedy / average / bon / oracle rows)")
     add_lake(p)
@@ -228,3 +241,13 @@ def cmd_demo(args) -> None:
 
     run_demo(args.out, check_data_dir(args.data_dir), sample_problems=args.sample_problems, n_samples=args.n_samples,
              rm_steps=args.rm_steps, rm_model=args.rm_model)
+
+
+def cmd_train_rl(args) -> None:
+    from factory.rl_stage import run_train_rl
+
+    out = run_train_rl(args.lake, args.release, launcher=args.launcher, out_dir=args.out, model=args.model,
+                       steps=args.steps, n=args.n, problems=args.problems, max_new_tokens=args.max_new_tokens,
+                       releases_dir=args.releases_dir)
+    out.pop("history", None)
+    print(json.dumps(out, indent=1, default=str))
