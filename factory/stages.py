@@ -51,6 +51,18 @@ def register(sub, add_lake) -> None:
     p.add_argument("--budget-calls", type=int, help="stop cleanly after this many calls")
     p.set_defaults(fn=cmd_sample)
 
+    p = sub.add_parser("synth", help="AceCoder synthesis: seed programs -> question + ~20 assert tests")
+    add_lake(p)
+    p.add_argument("--backend", default="transformers")
+    p.add_argument("--model")
+    p.add_argument("--base-url")
+    p.add_argument("--source", help="seed programs: reference programs of this source")
+    p.add_argument("--limit", type=int, default=20, help="number of seeds")
+    p.add_argument("--n-tests", type=int, default=20)
+    p.add_argument("--max-tokens", type=int, default=768)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.set_defaults(fn=cmd_synth)
+
     p = sub.add_parser("mutate", help="deterministic AST mutants of reference programs (origin=mutant)")
     add_lake(p)
     p.add_argument("--source", action="append", help="only these sources (repeatable)")
@@ -251,3 +263,12 @@ def cmd_train_rl(args) -> None:
                        releases_dir=args.releases_dir)
     out.pop("history", None)
     print(json.dumps(out, indent=1, default=str))
+
+
+def cmd_synth(args) -> None:
+    from factory.synth_stage import run_synth
+
+    kw = {"base_url": args.base_url} if args.base_url else {}
+    report = run_synth(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
+                       n_tests=args.n_tests, max_tokens=args.max_tokens, temperature=args.temperature, **kw)
+    print(json.dumps(report))

@@ -1,0 +1,209 @@
+"""Value serialization shared by the sandboxed child and the trusted parent.
+
+Format: compact JSON text.  JSON-native values map directly (``None``, ``bool``, ``int``, finite
+``float``, ``str``, ``list``, and ``dict`` whose keys are all ``str`` not starting with ``$``).
+Everything else is a *tagged* object, i.e. a JSON object with exactly one key starting with ``$``:
+
+=====================  ==============================================
+``{"$f": "nan"}``       float nan / ``"inf"`` / ``"-inf"`` / ``"-0.0"``
+``{"$ih": "0x.."}``     int too large for JSON decimal conversion (hex)
+``{"$t": [...]}``       tuple
+``{"$s": [...]}``       set (elements sorted by their serialized text)
+``{"$fs": [...]}``      frozenset (sorted likewise)
+``{"$b": "base64"}``    bytes; ``{"$ba": ...}`` bytearray
+``{"$c": [re, im]}``    complex
+``{"$d": [[k, v],..]}`` dict with non-str or ``$``-prefixed keys
+``{"$nd": [...]}``      numpy array (``tolist()``; deserializes to a list)
+``{"$o": "TypeName"}``  opaque (unsupported type, cycle, too deep) -> never equal to anything
+=====================  ==============================================
+
+Serialization is purely structural: subclasses of builtins are read through the base-class slots
+and no user-defined method (``__eq__``, ``__iter__``, ``__repr__`` ...) is ever called, so a rigged
+object serializes as opaque (or as the plain value it really holds) and cannot fake equality.
+"""
+from __future__ import annotations
+
+import sys
+
+import base64
+import json
+import math
+
+_MAX_DEPTH = 400
+_BIG_INT_BITS = 12000
+
+
+def _stdlib_truth(v) -> str:
+    """'|truthy' / '|falsy' for instances of standard-library types (e.g. re.Match), whose truth value a test
+    may assert (`assert re.search(...)`); program-defined classes get nothing, so a rigged __bool__ never passes."""
+    module = (getattr(type(v), "__module__", "") or "").split(".")[0]
+    if module != "builtins" and module not in sys.stdlib_module_names:
+        return ""
+    try:
+        return "|truthy" if bool(v) else "|falsy"
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+class Opaque:
+    """Deserialized stand-in for a value that could not be serialized; equal to nothing.
+
+    ``truth`` is the value's truthiness when it is a standard-library object (else None: unknown)."""
+    __slots__ = ("type_name", "truth")
+
+    def __init__(self, type_name: str):
+        name, _, truth = type_name.partition("|")
+        self.type_name = name
+        self.truth = {"truthy": True, "falsy": False}.get(truth)
+
+    def __eq__(self, other):
+        return False
+
+    def __ne__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"<opaque {self.type_name}>"
+
+
+def _type_name(v) -> str:
+    try:
+        return str(type.__dict__["__qualname__"].__get__(type(v)))[:80]
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def _float(x: float):
+    if x != x:
+        return {"$f": "nan"}
+    if x in (math.inf, -math.inf):
+        return {"$f": "inf" if x > 0 else "-inf"}
+    if x == 0.0 and math.copysign(1.0, x) < 0:
+        return {"$f": "-0.0"}
+    return x
+
+
+def _numpy_tree(v, depth, stack):
+    np = __import__("sys").modules.get("numpy")
+    if np is None:
+        return None
+    if isinstance(v, np.generic):
+        return _tree(v.item(), depth, stack)
+    if type(v) is np.ndarray:
+        return {"$nd": _tree(v.tolist(), depth, stack)}
+    return None
+
+
+def _tree(v, depth=0, stack=None):
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v if v.bit_length() < _BIG_INT_BITS else {"$ih": hex(v)}
+    if t is float:
+        return _float(v)
+    if depth > _MAX_DEPTH:
+        return {"$o": "too-deep"}
+    if stack is None:
+        stack = set()
+    if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
+        return bool(v)
+    if isinstance(v, int):
+        return _tree(int.__int__(v), depth, stack)
+    if isinstance(v, float):
+        return _float(float.__float__(v))
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, (bytes, bytearray)):
+        tag = "$b" if isinstance(v, bytes) else "$ba"
+        return {tag: base64.b64encode(bytes(memoryview(v))).decode()}
+    if isinstance(v, complex):
+        c = complex.__complex__(v) if hasattr(complex, "__complex__") else complex(v.real, v.imag)
+        return {"$c": [_float(c.real), _float(c.imag)]}
+    key = id(v)
+    if key in stack:
+        return {"$o": "cycle"}
+    stack.add(key)
+    try:
+        if isinstance(v, list):
+            return [_tree(x, depth + 1, stack) for x in list.__iter__(v)]
+        if isinstance(v, tuple):
+            return {"$t": [_tree(x, depth + 1, stack) for x in tuple.__iter__(v)]}
+        if isinstance(v, (set, frozenset)):
+            it = set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v)
+            items = sorted((_tree(x, depth + 1, stack) for x in it), key=_dumps)
+            return {("$s" if isinstance(v, set) else "$fs"): items}
+        if isinstance(v, dict):
+            pairs = [(k, x) for k, x in dict.items(v)]
+            if all(type(k) is str and not k.startswith("$") for k, _ in pairs):
+                return {k: _tree(x, depth + 1, stack) for k, x in pairs}
+            return {"$d": [[_tree(k, depth + 1, stack), _tree(x, depth + 1, stack)] for k, x in pairs]}
+        got = _numpy_tree(v, depth + 1, stack)
+        if got is not None:
+            return got
+        return {"$o": _type_name(v) + _stdlib_truth(v)}
+    finally:
+        stack.discard(key)
+
+
+def _dumps(tree) -> str:
+    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def serialize_value(value) -> str:
+    """Serialize ``value`` to the tagged-JSON text described in the module docstring."""
+    try:
+        return _dumps(_tree(value))
+    except (RecursionError, ValueError, TypeError, OverflowError) as exc:
+        return _dumps({"$o": f"unserializable:{type(exc).__name__}"})
+
+
+_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "-0.0": -0.0}
+
+
+def _hashable(x):
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return Opaque("unhashable")
+
+
+def _untree(t):
+    if isinstance(t, list):
+        return [_untree(x) for x in t]
+    if not isinstance(t, dict):
+        return t
+    if len(t) == 1:
+        (k, x), = t.items()
+        if k.startswith("$"):
+            if k == "$f":
+                return _FLOATS[x]
+            if k == "$ih":
+                return int(x, 16)
+            if k == "$t":
+                return tuple(_untree(e) for e in x)
+            if k == "$s":
+                return {_hashable(_untree(e)) for e in x}
+            if k == "$fs":
+                return frozenset(_hashable(_untree(e)) for e in x)
+            if k in ("$b", "$ba"):
+                raw = base64.b64decode(x)
+                return raw if k == "$b" else bytearray(raw)
+            if k == "$c":
+                return complex(_untree(x[0]), _untree(x[1]))
+            if k == "$d":
+                return {_hashable(_untree(a)): _untree(b) for a, b in x}
+            if k == "$nd":
+                return _untree(x)
+            if k == "$o":
+                return Opaque(str(x))
+            raise ValueError(f"unknown tag {k!r}")
+    return {k: _untree(x) for k, x in t.items()}
+
+
+def deserialize_value(text: str):
+    """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`)."""
+    return _untree(json.loads(text))

@@ -1,0 +1,230 @@
+"""Trusted parent side: split jobs into child payloads and turn raw child reports into Verdicts."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+from .compare import call_equal, stdio_equal, values_equal
+from .serialize import Opaque, deserialize_value
+from .transform import rewrite_asserts
+from .types import COMPARISONS, KINDS, Job, TestSpec, Verdict
+
+MODE_OF = {"assert": "func", "check": "func", "call": "func", "stdio": "stdio",
+           "pytest": "pytest", "unittest": "unittest"}
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+
+
+class SubJob:
+    """Tests of one job that share a mode (one sandboxed child sequence)."""
+
+    def __init__(self, job: Job, mode: str):
+        self.job, self.mode = job, mode
+        self.specs: list[TestSpec] = []
+        self.expects: list[list] = []
+        self.payload_tests: list[dict] = []
+
+    def add(self, spec: TestSpec) -> None:
+        code, expects = spec.code, []
+        if spec.kind in ("assert", "check") and code:
+            code, expects = rewrite_asserts(code)
+        i = len(self.specs)
+        self.specs.append(spec)
+        self.expects.append(expects)
+        self.payload_tests.append({"i": i, "kind": spec.kind, "code": code, "input": spec.input})
+
+    def payload(self) -> dict:
+        program = (self.job.preamble + "\n" if self.job.preamble else "") + self.job.code
+        return {"mode": self.mode, "program": program, "entry_point": self.job.entry_point,
+                "tests": self.payload_tests}
+
+
+def _invalid(job: Job, spec: TestSpec | None, why: str, meta: str, limits: str) -> Verdict:
+    return Verdict(job.program_id, spec.test_id if spec else None, "infra_error", error_type="InvalidTest",
+                   error_message=why, sandbox_meta=meta, limits=limits)
+
+
+def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verdict]]:
+    """Group tests by mode; tests that cannot run become immediate 'invalid' verdicts."""
+    if not job.tests:
+        return [], [Verdict(job.program_id, None, "infra_error", error_type="InvalidJob",
+                            error_message="job has zero tests (never a pass)", sandbox_meta=meta, limits=limits)]
+    subs: dict[str, SubJob] = {}
+    bad = []
+    for spec in job.tests:
+        why = None
+        if spec.kind not in KINDS:
+            why = f"unknown test kind {spec.kind!r}"
+        elif spec.comparison not in COMPARISONS:
+            why = f"unknown comparison {spec.comparison!r}"
+        elif spec.kind in ("call", "check") and not job.entry_point:
+            why = f"kind {spec.kind!r} needs Job.entry_point"
+        elif spec.kind in ("assert", "check", "pytest", "unittest") and not (spec.code or "").strip():
+            why = "empty test code"
+        elif spec.kind == "call" and spec.input is None:
+            why = "call test without input"
+        if why:
+            bad.append(_invalid(job, spec, why, meta, limits))
+            continue
+        mode = MODE_OF[spec.kind]
+        subs.setdefault(mode, SubJob(job, mode)).add(spec)
+    return list(subs.values()), bad
+
+
+def _text(b: bytes, cap: int) -> str:
+    return b[:cap].decode("utf-8", "replace")
+
+
+def _status_for_exc(etype: str | None) -> str:
+    if etype == "MemoryError":
+        return "memory_limit"
+    if etype == "AssertionError":
+        return "fail"
+    return "runtime_error"
+
+
+def _check_expects(expects, reported, completed: bool):
+    """Return (ok, actual, message) for rewritten asserts; parent-side comparison."""
+    seen = set()
+    for item in reported:
+        try:
+            k, ser = int(item[0]), str(item[1])
+            exp = expects[k]
+            val = deserialize_value(ser)
+        except (ValueError, TypeError, IndexError, KeyError):
+            return False, None, "malformed expectation report"
+        seen.add(k)
+        if exp.mode == "eq":
+            good = values_equal(val, exp.value)
+        elif exp.mode == "is":
+            good = not isinstance(val, Opaque) and val is exp.value
+        elif exp.mode == "truthy":
+            good = val.truth is True if isinstance(val, Opaque) else bool(val)
+        else:
+            good = val.truth is False if isinstance(val, Opaque) else not bool(val)
+        if not good:
+            want = repr(exp.value)[:300] if exp.mode in ("eq", "is") else exp.mode
+            return False, ser, f"assertion #{k} failed: expected {want}, got {ser[:300]}"
+    if completed:
+        missing = [k for k, e in enumerate(expects) if e.required and k not in seen]
+        if missing:
+            return False, None, f"assertions {missing[:5]} were never evaluated"
+    return True, None, None
+
+
+def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json: str) -> list[Verdict]:
+    out = []
+    cap = limits.capture_bytes
+    for i, (spec, raw) in enumerate(zip(sub.specs, raws)):
+        v = Verdict(sub.job.program_id, spec.test_id, "infra_error", sandbox_meta=meta, limits=limits_json,
+                    cpu_ms=round(float(raw.get("cpu_ms", 0.0)), 3), wall_ms=round(float(raw.get("wall_ms", 0.0)), 3),
+                    peak_memory_kb=raw.get("peak_kb"), stdout=_text(raw.get("stdout", b""), cap),
+                    stderr=_text(raw.get("stderr", b""), cap))
+        out.extend(_judge(sub, i, spec, raw, v))
+    return out
+
+
+def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[Verdict]:
+    outcome = raw.get("outcome")
+    simple = {"infra": "infra_error", "timeout": "timeout", "memory": "memory_limit",
+              "output": "output_limit", "protocol": "runtime_error", "crash": "runtime_error"}
+    if outcome in simple:
+        v.status = simple[outcome]
+        v.error_type = {"timeout": "Timeout", "memory": "MemoryLimit", "output": "OutputLimit",
+                        "protocol": "ProtocolViolation", "crash": "ProcessExit", "infra": "InfraError"}[outcome]
+        v.error_message = raw.get("emsg") or ("during program load" if raw.get("load_phase") else None)
+        return [v]
+    if outcome == "load_error":
+        v.status = "memory_limit" if raw.get("mem") else _status_for_exc(raw.get("etype"))
+        if v.status == "fail":
+            v.status = "runtime_error"
+        v.error_type, v.error_message = raw.get("etype"), f"program failed to load: {raw.get('emsg')}"
+        return [v]
+    msg = raw.get("msg") or {}
+    kind = spec.kind
+    if kind in ("pytest", "unittest"):
+        return _judge_files(sub, spec, msg, v)
+    if kind == "stdio":
+        return [_judge_stdio(spec, raw, msg, v)]
+    if not msg.get("ok"):
+        v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
+        if msg.get("where"):
+            v.error_message = f"{v.error_message or ''} (at {msg['where']})".strip()
+        v.status = "output_limit" if msg.get("output_limit") else _status_for_exc(msg.get("etype"))
+        if msg.get("mem"):
+            v.status = "memory_limit"
+        if kind in ("assert", "check"):
+            ok, actual, why = _check_expects(sub.expects[i], msg.get("expects") or [], completed=False)
+            if not ok:
+                v.status, v.actual, v.error_type, v.error_message = "fail", actual, "AssertionError", why
+        return [v]
+    if kind == "call":
+        v.actual = msg.get("value")
+        if spec.expected is None:
+            v.status = "no_expected"
+            return [v]
+        try:
+            good = call_equal(deserialize_value(v.actual), deserialize_value(spec.expected), spec.atol, spec.rtol)
+        except (ValueError, TypeError, KeyError):
+            good = False
+        v.status = "pass" if good else "fail"
+        if not good:
+            v.error_type, v.error_message = "WrongAnswer", f"expected {spec.expected[:300]}"
+        return [v]
+    ok, actual, why = _check_expects(sub.expects[i], msg.get("expects") or [], completed=True)
+    v.status = "pass" if ok else "fail"
+    if not ok:
+        v.actual, v.error_type, v.error_message = actual, "AssertionError", why
+    return [v]
+
+
+def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
+    status = msg.get("status", 0)
+    stdout_b = raw.get("stdout", b"")
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        v.status = "memory_limit" if (msg.get("oom") and sig == signal.SIGKILL) else "runtime_error"
+        v.error_type, v.error_message = "Signal", f"killed by signal {sig}"
+        return v
+    code = os.WEXITSTATUS(status)
+    if code != 0:
+        last = [ln for ln in raw.get("stderr", b"").decode("utf-8", "replace").splitlines() if ln.strip()]
+        m = _EXC_LINE.match(last[-1]) if last else None
+        v.error_type = m.group(1).rsplit(".", 1)[-1] if m else "NonZeroExit"
+        v.error_message = (m.group(2) if m else None) or f"exit code {code}"
+        v.status = "memory_limit" if v.error_type == "MemoryError" else "runtime_error"
+        return v
+    if raw.get("out_total", 0) > len(stdout_b) + len(raw.get("stderr", b"")):
+        v.status, v.error_type = "output_limit", "OutputLimit"
+        return v
+    actual = stdout_b.decode("utf-8", "replace")
+    if spec.expected is None:
+        v.status, v.actual = "no_expected", actual
+        return v
+    good = stdio_equal(actual, spec.expected, spec.comparison, spec.atol, spec.rtol)
+    v.status = "pass" if good else "fail"
+    if not good:
+        v.error_type = "WrongAnswer"
+    return v
+
+
+def _judge_files(sub: SubJob, spec: TestSpec, msg: dict, v: Verdict) -> list[Verdict]:
+    if not msg.get("ok"):
+        v.status = _status_for_exc(msg.get("etype"))
+        if v.status == "fail":
+            v.status = "runtime_error"
+        v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
+        return [v]
+    subs = msg.get("subs") or []
+    if not subs:
+        v.status, v.error_type, v.error_message = "infra_error", "NoTestsCollected", "test file defines no tests"
+        return [v]
+    out = []
+    for name, outcome, err in subs:
+        w = Verdict(**{**v.as_dict(), "test_id": f"{spec.test_id}::{name}"})
+        w.status = {"passed": "pass", "failed": "fail", "error": "runtime_error"}.get(outcome, "fail")
+        if outcome != "passed":
+            w.error_type = {"skipped": "Skipped", "error": "TestError"}.get(outcome, "TestFailure")
+            w.error_message = err
+        out.append(w)
+    return out
