@@ -86,12 +86,12 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     if data_dir:
         steps.run("decontam", lambda: run_decontam(lake),
                   lambda r: f"contaminated problems by source {r['contaminated_by_source']}")
-    steps.run("mutate", lambda: run_mutate(lake, sources, max_per_program=mutants_per_program),
+    steps.run("mutate", lambda: run_mutate(lake, ["humaneval"], max_per_program=mutants_per_program),
               lambda r: f"{r['mutants_added']} mutants")
     steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", limit=sample_problems, n=n_samples,
                                                      max_tokens=sample_tokens, temperature=0.7),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
-    limits = Limits(cpu_s=2.0, wall_min_s=6.0)
+    limits = Limits(cpu_s=6.0, wall_min_s=10.0)  # one limit for all programs: verdicts are comparable
     for select in ("reference", "mutants", "samples"):
         steps.run(f"execute {select}", lambda s=select: execute(lake, selection=s, sources=sources, limits=limits),
                   lambda r: f"{r.programs} programs, {r.verdicts} verdicts {dict(r.status_counts)}")

@@ -108,13 +108,16 @@ def mbpp(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     task_id = require(rec, "task_id", ctx, int)
     code = require(rec, "code", ctx)
     asserts = require(rec, "test_list", ctx, list)
-    tests = [TestRow("assert", code=a) for a in asserts]
-    tests += [TestRow("assert", code=a, subset="challenge") for a in rec.get("challenge_test_list") or []]
+    # test_setup_code uses names the program defines, so it runs with each test, after the program
+    setup = (rec.get("test_setup_code") or "").strip()
+    with_setup = (lambda a: f"{setup}\n{a}") if setup else (lambda a: a)
+    tests = [TestRow("assert", code=with_setup(a)) for a in asserts]
+    tests += [TestRow("assert", code=with_setup(a), subset="challenge") for a in rec.get("challenge_test_list") or []]
     if not tests:
         raise InputError("no tests", file=ctx[0], line=ctx[1], field="test_list")
     return Normalized(
         source_id=str(task_id), question=require(rec, "text", ctx), entry_point=called_function(asserts, code),
-        test_preamble=rec.get("test_setup_code") or None, test_format="assert", tests=tests,
+        test_format="assert", tests=tests,
         programs=[ProgramRow(code)], split=mbpp_split(task_id),
     )
 

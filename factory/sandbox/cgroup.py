@@ -1,0 +1,266 @@
+"""Per-worker-slot cgroups (v2 when the unified hierarchy has the controllers, else v1).
+
+A slot is created once per zygote, nested under the zygote's own cgroup, reused for every program
+(it is empty between programs) and removed at exit.  Provides memory/pids/CPU limits, CPU-time
+accounting of the whole process tree, peak memory, OOM-kill detection and kill-everything.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+ROOT = "/sys/fs/cgroup"
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: str, value) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def _own_paths() -> dict[str, str]:
+    out = {}
+    for line in _read("/proc/self/cgroup").splitlines():
+        _, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(",") if ctrls else [""]:
+            out[c] = path
+    return out
+
+
+class Slot:
+    version = None
+    controllers: tuple = ()
+    self_inside = False  # the zygote itself lives in the slot (children are born in it)
+
+    def attach(self, pid: int) -> None: ...
+    def adopt_self(self) -> None: ...
+    def reset_peak(self) -> None: ...
+    def cpu_ns(self) -> int | None: return None
+    def peak_bytes(self) -> int | None: return None
+    def oom_kills(self) -> int: return 0
+    def pids(self) -> list[int]: return []
+
+    def kill_all(self) -> None:
+        me = os.getpid()
+        for _ in range(50):
+            pids = [p for p in self.pids() if p != me]
+            if not pids:
+                return
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.002)
+
+    def remove(self) -> None: ...
+
+
+class V1Slot(Slot):
+    version = "v1"
+
+    def __init__(self, name: str, limits: dict):
+        own = _own_paths()
+        self.dirs = {}
+        for ctrl in ("memory", "pids", "cpuacct", "cpu"):
+            base = os.path.join(ROOT, ctrl)
+            if not os.path.isdir(base) or ctrl not in own:
+                continue
+            d = os.path.join(base, own[ctrl].lstrip("/"), name)
+            os.makedirs(d, exist_ok=True)
+            self.dirs[ctrl] = d
+        if not {"memory", "pids", "cpuacct"} <= self.dirs.keys():
+            self.remove()
+            raise OSError("cgroup v1: memory/pids/cpuacct not all available")
+        mem = limits["memory_mb"] << 20
+        _write(self._p("memory", "memory.limit_in_bytes"), mem)
+        try:
+            _write(self._p("memory", "memory.memsw.limit_in_bytes"), mem)
+        except OSError:
+            pass
+        _write(self._p("memory", "memory.swappiness"), 0) if os.path.exists(
+            self._p("memory", "memory.swappiness")) else None
+        _write(self._p("pids", "pids.max"), limits["max_procs"] + 1)  # +1: the zygote
+        if "cpu" in self.dirs:  # at most one core per slot
+            _write(self._p("cpu", "cpu.cfs_period_us"), 100000)
+            _write(self._p("cpu", "cpu.cfs_quota_us"), 100000)
+        self.controllers = tuple(sorted(self.dirs))
+
+    def adopt_self(self) -> None:
+        """Move the calling zygote in once (v1 migrations cost ~ms, so not per program); pages it
+        already owns stay charged to its old cgroup."""
+        try:  # the OOM killer must pick the sandboxed child (adj 1000), never the zygote
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")
+        except OSError:
+            pass
+        for ctrl in self.dirs:
+            _write(self._p(ctrl, "cgroup.procs"), os.getpid())
+        self.self_inside = True
+
+    def _p(self, ctrl, fname):
+        return os.path.join(self.dirs[ctrl], fname)
+
+    def attach(self, pid):
+        if not self.self_inside:
+            for ctrl in self.dirs:
+                _write(self._p(ctrl, "cgroup.procs"), pid)
+
+    def reset_peak(self):
+        try:
+            _write(self._p("memory", "memory.max_usage_in_bytes"), 0)
+        except OSError:
+            pass
+
+    def cpu_ns(self):
+        return int(_read(self._p("cpuacct", "cpuacct.usage")))
+
+    def peak_bytes(self):
+        return int(_read(self._p("memory", "memory.max_usage_in_bytes")))
+
+    def oom_kills(self):
+        for line in _read(self._p("memory", "memory.oom_control")).splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return int(_read(self._p("memory", "memory.failcnt")))
+
+    def pids(self):
+        return [int(x) for x in _read(self._p("pids", "cgroup.procs")).split()]
+
+    def remove(self):
+        if self.self_inside:  # move back out before rmdir
+            for ctrl, d in self.dirs.items():
+                try:
+                    _write(os.path.join(os.path.dirname(d), "cgroup.procs"), os.getpid())
+                except OSError:
+                    pass
+        for d in self.dirs.values():
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+class V2Slot(Slot):
+    version = "v2"
+
+    def __init__(self, name: str, limits: dict):
+        base = os.path.join(ROOT, "unified") if os.path.exists(os.path.join(ROOT, "unified",
+                                                                            "cgroup.controllers")) else ROOT
+        own = _own_paths().get("", "/")
+        parent = os.path.join(base, own.lstrip("/"))
+        avail = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
+        if not {"memory", "pids"} <= avail:
+            raise OSError("cgroup v2: memory/pids not delegated to our subtree")
+        self.dir = os.path.join(parent, name)
+        os.makedirs(self.dir, exist_ok=True)
+        mem = limits["memory_mb"] << 20
+        _write(self._p("memory.max"), mem)
+        if os.path.exists(self._p("memory.swap.max")):
+            _write(self._p("memory.swap.max"), 0)
+        _write(self._p("pids.max"), limits["max_procs"])
+        if os.path.exists(self._p("cpu.max")):
+            _write(self._p("cpu.max"), "100000 100000")
+        self.controllers = tuple(sorted(avail))
+        self._peak_base = 0
+
+    def _p(self, fname):
+        return os.path.join(self.dir, fname)
+
+    def attach(self, pid):
+        _write(self._p("cgroup.procs"), pid)
+
+    def reset_peak(self):
+        try:
+            _write(self._p("memory.peak"), "reset")
+        except OSError:
+            pass
+
+    def cpu_ns(self):
+        for line in _read(self._p("cpu.stat")).splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1]) * 1000
+        return None
+
+    def peak_bytes(self):
+        p = self._p("memory.peak")
+        return int(_read(p)) if os.path.exists(p) else None
+
+    def oom_kills(self):
+        for line in _read(self._p("memory.events")).splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
+
+    def pids(self):
+        return [int(x) for x in _read(self._p("cgroup.procs")).split()]
+
+    def kill_all(self):
+        if os.path.exists(self._p("cgroup.kill")):
+            _write(self._p("cgroup.kill"), 1)
+        super().kill_all()
+
+    def remove(self):
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def remove_stale(prefix: str = "factory-sbx-") -> int:
+    """Remove slots left behind by dead pools (name ``factory-sbx-<pool pid>-...``)."""
+    own = _own_paths()
+    n = 0
+    for ctrl in ("memory", "pids", "cpuacct", "cpu", ""):
+        base = os.path.join(ROOT, ctrl or "unified", own.get(ctrl, "/").lstrip("/"))
+        try:
+            names = [x for x in os.listdir(base) if x.startswith(prefix)]
+        except OSError:
+            continue
+        for x in names:
+            try:
+                pid = int(x[len(prefix):].split("-")[0])
+            except ValueError:
+                continue
+            if _alive(pid):
+                continue
+            d = os.path.join(base, x)
+            try:
+                for p in _read(os.path.join(d, "cgroup.procs")).split():
+                    os.kill(int(p), signal.SIGKILL)
+                time.sleep(0.01)
+                os.rmdir(d)
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+def make_slot(name: str, limits: dict) -> tuple[Slot | None, list[str]]:
+    """Best cgroup slot available (v2, then v1), plus notes on what was tried and failed."""
+    notes = []
+    try:
+        remove_stale()
+    except OSError:
+        pass
+    for cls in (V2Slot, V1Slot):
+        try:
+            return cls(name, limits), notes
+        except (OSError, ValueError, KeyError) as exc:
+            notes.append(f"{cls.version}: {exc}")
+    return None, notes

@@ -1,0 +1,272 @@
+"""Linux isolation primitives (ctypes), applied before any untrusted code runs.
+
+* Once per zygote (:func:`enter_namespaces` + :func:`setup_worker_mounts`): new mount, pid, net,
+  ipc and uts namespaces (plus a user namespace when not root); private mount propagation; the
+  whole tree read-only (``mount_setattr``, else per-mount remount); a fresh ``/proc``; directories
+  the sandbox uid cannot traverse (e.g. ``/root`` holding the interpreter) hidden behind an empty
+  tmpfs with only the interpreter paths bind-mounted back.
+* Per program (:func:`program_scratch` in the zygote, :func:`setup_program` in the child): fresh
+  tmpfs ``/tmp`` and ``/dev/shm``, own IPC namespace, scrubbed environment, rlimits, own uid
+  (root) or all capabilities dropped (user namespace), ``no_new_privs``, non-dumpable.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "TZ": "UTC"}
+
+
+def _err(what: str) -> OSError:
+    e = ctypes.get_errno()
+    return OSError(e, f"{what}: {os.strerror(e)}")
+
+
+def unshare(flags: int) -> None:
+    if _libc.unshare(flags) != 0:
+        raise _err("unshare")
+
+
+def mount(src, target, fstype, flags, data=None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    if _libc.mount(enc(src), enc(target), enc(fstype), flags, enc(data)) != 0:
+        raise _err(f"mount {target}")
+
+
+def prctl(option: int, arg: int) -> None:
+    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+        raise _err(f"prctl {option}")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Clear effective/permitted/inheritable capability sets (capset, version 3)."""
+    hdr = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    if _libc.capset(ctypes.byref(hdr), data) != 0:
+        raise _err("capset")
+
+
+def ns_flags(plan: dict) -> int:
+    flags = 0
+    for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
+                     ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS)):
+        if plan.get(key):
+            flags |= bit
+    return flags
+
+
+def enter_namespaces(plan: dict) -> None:
+    """In C: unshare; inside a new user namespace map our uid/gid to 0."""
+    uid, gid = os.geteuid(), os.getegid()
+    flags = ns_flags(plan)
+    if flags:
+        unshare(flags)
+    if plan.get("userns"):
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"0 {uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"0 {gid} 1")
+
+
+_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+MNT_DETACH = 2
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def blocked_roots(paths, uid: int | None) -> dict[str, list[str]]:
+    """Map each non-traversable ancestor dir (e.g. ``/root`` with mode 700) to the needed paths below it.
+
+    The sandbox uid could not reach the interpreter there; :func:`setup_mounts` then hides the
+    ancestor behind an empty tmpfs and bind-mounts back only the needed paths.
+    """
+    out: dict[str, set] = {}
+    if uid is None:
+        return {}
+    for p in paths:
+        p = os.path.realpath(p)
+        if not os.path.exists(p):
+            continue
+        parts = p.strip("/").split("/")
+        for k in range(1, len(parts)):
+            a = "/" + "/".join(parts[:k])
+            if not os.stat(a).st_mode & 0o001:
+                out.setdefault(a, set()).add(p)
+                break
+    res = {}
+    for a, ps in out.items():
+        keep = sorted(ps)
+        res[a] = [p for p in keep if not any(p != q and p.startswith(q + "/") for q in keep)]
+    return res
+
+
+def _expose(blocked: dict) -> None:
+    n = 0
+    for a, ps in blocked.items():
+        stash = []
+        for p in ps:
+            s = f"/tmp/.sbx-stash-{n}"
+            n += 1
+            os.mkdir(s)
+            mount(p, s, None, MS_BIND | MS_REC)
+            stash.append((s, p))
+        mount("tmpfs", a, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+        for s, p in stash:
+            os.makedirs(p, 0o755, exist_ok=True)
+            mount(s, p, None, MS_BIND | MS_REC)
+            _libc.umount2(s.encode(), MNT_DETACH)
+            os.rmdir(s)
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    """(mount point, locked flag bits to keep) from /proc/self/mountinfo."""
+    out = []
+    bits = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            mp = parts[4].encode().decode("unicode_escape")
+            opts = parts[5].split(",")
+            out.append((mp, sum(bits[o] for o in opts if o in bits)))
+    return out
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _mount_setattr(path: str, set_: int, clr: int, recursive: bool) -> None:
+    """mount_setattr(2) (Linux >= 5.12): one call makes a whole mount tree read-only."""
+    attr = _MountAttr(set_, clr, 0, 0)
+    rc = _libc.syscall(ctypes.c_long(442), ctypes.c_int(-100), ctypes.c_char_p(path.encode()),
+                       ctypes.c_uint(0x8000 if recursive else 0), ctypes.byref(attr),
+                       ctypes.c_size_t(ctypes.sizeof(attr)))
+    if rc != 0:
+        raise _err("mount_setattr")
+
+
+def _ro_remount_each(keep_rw=()) -> None:
+    failed = 0
+    rw = {mp for mp, t in _mounts_by_type() if t in keep_rw}
+    for mp, keep in _mount_points():
+        if mp in _WRITABLE or mp == "/proc" or mp.startswith("/proc/") or mp in rw:
+            continue
+        try:
+            mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+        except OSError:
+            failed += 1
+            if mp == "/":
+                raise
+
+
+def umount(target: str) -> None:
+    _libc.umount2(target.encode(), MNT_DETACH)
+
+
+def setup_worker_mounts(plan: dict) -> None:
+    """In the zygote (pid 1 of its namespaces): private propagation, read-only tree, fresh /proc.
+
+    ``/tmp`` and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
+    _expose(plan.get("blocked") or {})
+    umount("/tmp")
+    if os.path.isdir("/var/tmp") and not os.path.islink("/var/tmp"):
+        mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=1m,mode=755")
+    try:
+        _mount_setattr("/", 1, 0, True)
+        if plan.get("cgroup_rw"):  # root-owned files: the zygote manages its slot, the sandbox uid cannot
+            for mp, fstype in _mounts_by_type():
+                if fstype in ("cgroup", "cgroup2"):
+                    _mount_setattr(mp, 0, 1, False)
+    except OSError:
+        _ro_remount_each(keep_rw=("cgroup", "cgroup2") if plan.get("cgroup_rw") else ())
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _mounts_by_type() -> list[tuple[str, str]]:
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            out.append((left.split()[4].encode().decode("unicode_escape"), right.split()[0]))
+    return out
+
+
+def program_scratch(tmpfs_mb: int, mount_it: bool) -> None:
+    """Fresh private /tmp and /dev/shm for the next program (previous ones are discarded)."""
+    for d in ("/tmp", "/dev/shm"):
+        umount(d)
+        if mount_it and os.path.isdir(d):
+            size = tmpfs_mb if d == "/tmp" else 16
+            mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
+
+
+def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None) -> None:
+    """In G (forked from a zygote already inside its namespaces): own IPC ns, cwd, env, limits, privileges."""
+    if plan.get("worker_ns"):
+        unshare(CLONE_NEWIPC)
+        os.chdir("/tmp")
+    else:
+        os.chdir(workdir or "/tmp")
+    os.environ.clear()
+    os.environ.update(SAFE_ENV)
+    if not plan.get("worker_ns") and workdir:
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+    set_rlimits(plan, limits, n_tests)
+    drop_privileges(plan)
+
+
+def set_rlimits(plan: dict, limits: dict, n_tests: int) -> None:
+    R = resource
+    mb = 1 << 20
+    R.setrlimit(R.RLIMIT_CORE, (0, 0))
+    R.setrlimit(R.RLIMIT_NOFILE, (limits["max_open_files"],) * 2)
+    R.setrlimit(R.RLIMIT_FSIZE, (limits["max_file_mb"] * mb,) * 2)
+    cpu_cap = int((n_tests + 1) * limits["cpu_s"] * 1.5 + 2)
+    R.setrlimit(R.RLIMIT_CPU, (cpu_cap, cpu_cap))
+    if plan.get("nproc_rlimit"):
+        n = limits["max_procs"] + (0 if plan.get("sandbox_uid") else plan.get("nproc_base", 0))
+        R.setrlimit(R.RLIMIT_NPROC, (n, n))
+    if plan.get("as_rlimit"):  # only without a memory cgroup: budget on top of the current size
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        cap = vm + limits["memory_mb"] * mb
+        R.setrlimit(R.RLIMIT_AS, (cap, cap))
+
+
+def drop_privileges(plan: dict) -> None:
+    uid = plan.get("sandbox_uid")
+    if uid:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if plan.get("userns") or plan.get("drop_caps"):
+        drop_capabilities()
+    prctl(PR_SET_DUMPABLE, 0)

@@ -1,0 +1,83 @@
+"""Public dataclasses of the sandbox: limits, test specs, jobs and verdicts."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+SANDBOX_VERSION = "0.1.0"
+
+KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
+COMPARISONS = ("exact", "token", "float", "casefold")
+STATUSES = ("pass", "fail", "timeout", "runtime_error", "memory_limit", "output_limit",
+            "infra_error", "no_expected")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-test resource limits.  CPU time decides timeouts; wall time is only a backstop."""
+    cpu_s: float = 4.0            # CPU seconds per test (and for loading the program)
+    wall_factor: float = 10.0     # wall backstop = max(wall_factor * cpu_s, wall_min_s)
+    wall_min_s: float = 10.0
+    memory_mb: int = 1024         # cgroup memory limit (RLIMIT_AS on top of the zygote if no cgroup)
+    max_procs: int = 64           # pids.max / RLIMIT_NPROC (processes + threads)
+    max_open_files: int = 256     # RLIMIT_NOFILE
+    max_file_mb: int = 64         # RLIMIT_FSIZE
+    tmpfs_mb: int = 256           # size of the private writable /tmp
+    max_output_bytes: int = 16 << 20   # stdout/stderr/return value cap per test -> output_limit
+    capture_bytes: int = 4096     # how much stdout/stderr a Verdict keeps
+
+    @property
+    def wall_s(self) -> float:
+        return max(self.wall_factor * self.cpu_s, self.wall_min_s)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def hash(self) -> str:
+        blob = json.dumps(self.as_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass
+class TestSpec:
+    __test__ = False  # not a pytest test class
+    """One test.  See the package docstring for the semantics of each kind."""
+    test_id: str
+    kind: str
+    code: str | None = None
+    input: str | None = None
+    expected: str | None = None
+    comparison: str = "exact"
+    atol: float | None = None
+    rtol: float | None = None
+
+
+@dataclass
+class Job:
+    """A program plus its tests; all tests of one job run in one sandboxed child (per mode)."""
+    program_id: str
+    code: str
+    tests: list[TestSpec] = field(default_factory=list)
+    entry_point: str | None = None
+    preamble: str = ""
+
+
+@dataclass
+class Verdict:
+    program_id: str
+    test_id: str | None
+    status: str
+    cpu_ms: float = 0.0
+    wall_ms: float = 0.0
+    peak_memory_kb: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error_type: str | None = None
+    error_message: str | None = None
+    actual: str | None = None
+    sandbox_meta: str = "{}"
+    limits: str = "{}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
