@@ -37,3 +37,46 @@ def test_sampling_is_cached_resumable_and_budgeted(tmp_path):
     assert q(lake, "SELECT count(*), sum(completion_tokens) > 0 FROM silver.llm_calls") == [(3, True)]
     statuses = q(lake, "SELECT count(*) FROM silver.programs WHERE origin = 'sample' AND extraction_status IS NULL")
     assert statuses == [(0,)]
+
+
+def test_kill_9_mid_sampling_then_rerun(tmp_path):
+    """A sampling run killed mid-way keeps its committed chunks; the re-run reuses cached calls, no duplicates."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from factory.generation.tiny import build_tiny_model
+
+    model_dir = tmp_path / "tiny"
+    model, tok = build_tiny_model(seed=0)
+    model.save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    lake = tmp_path / "lake"
+    with stage_run("init", {}, lake=lake, create=True) as run:
+        run.materialize()
+    ingest_source("humaneval", None, lake=lake)
+    cmd = [sys.executable, "-m", "factory.cli", "sample", "--model", str(model_dir), "--source", "humaneval",
+           "--limit", "24", "--n", "2", "--max-tokens", "16"]
+    env = dict(os.environ, FACTORY_LAKE=str(lake))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if q(lake, "SELECT count(*) FROM silver.llm_calls")[0][0] >= 6:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "sampling finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    calls_before = q(lake, "SELECT count(*) FROM silver.llm_calls")[0][0]
+    programs_before = q(lake, "SELECT count(*) FROM silver.programs WHERE origin = 'sample'")[0][0]
+    assert 6 <= calls_before < 24 and programs_before == 2 * calls_before  # only whole chunks were committed
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["cached_calls"] == calls_before and report["new_calls"] == 24 - calls_before
+    assert q(lake, "SELECT count(*), count(DISTINCT program_id) FROM silver.programs WHERE origin = 'sample'") == \
+        [(48, 48)]
+    assert q(lake, "SELECT count(*) FROM silver.llm_calls") == [(24,)]
