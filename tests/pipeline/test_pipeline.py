@@ -15,6 +15,7 @@ from factory.sandbox import Limits
 from factory.stage import stage_run
 
 LIMITS = Limits(cpu_s=6.0, wall_min_s=10.0)  # sanitized MBPP 123 needs ~3.6 s of CPU
+MUTANT_LIMITS = Limits(cpu_s=1.0, wall_min_s=4.0)  # mutants that loop forever should not cost 6 s each
 
 
 def q(lake, sql, params=None):
@@ -41,7 +42,7 @@ def scored_lake(tmp_path_factory, shared_data):
     run_mutate(lake, ["humaneval"], max_per_program=3)
     some = [r[0] for r in q(lake, "SELECT program_id FROM silver.programs WHERE origin = 'mutant' ORDER BY "
                                   "problem_id, program_id LIMIT 120")]
-    execute(lake, selection="mutants", limits=LIMITS, program_ids=some)
+    execute(lake, selection="mutants", limits=MUTANT_LIMITS, program_ids=some)
     curate(lake)
     return lake
 
