@@ -91,9 +91,12 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", limit=sample_problems, n=n_samples,
                                                      max_tokens=sample_tokens, temperature=0.7),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
-    limits = Limits(cpu_s=6.0, wall_min_s=10.0)  # one limit for all programs: verdicts are comparable
+    # references get room for legitimately slow solutions (sanitized MBPP 123 needs ~3.6 s of CPU); mutants and
+    # samples that loop forever should not cost that much each
+    limits = {"reference": Limits(cpu_s=6.0, wall_min_s=10.0), "mutants": Limits(cpu_s=1.0, wall_min_s=4.0),
+              "samples": Limits(cpu_s=2.0, wall_min_s=6.0)}
     for select in ("reference", "mutants", "samples"):
-        steps.run(f"execute {select}", lambda s=select: execute(lake, selection=s, sources=sources, limits=limits),
+        steps.run(f"execute {select}", lambda s=select: execute(lake, selection=s, sources=sources, limits=limits[s]),
                   lambda r: f"{r.programs} programs, {r.verdicts} verdicts {dict(r.status_counts)}")
     steps.run("curate", lambda: curate(lake),
               lambda c: ", ".join(f"{k.split('.')[-1]}={v}" for k, v in c.items() if "filter" not in k))
