@@ -7,6 +7,7 @@ disappeared are removed in the same transaction; those of unchanged problems (sa
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from tqdm import tqdm
 
 from factory.errors import FactoryError, InputError
 from factory.ingest.adapters import (
-    ADAPTERS, KNOWN_DATASETS, adapter_options, default_source_name,
+    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, adapter_options, default_source_name,
 )
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
 from factory.ingest.readers import files_sha256, read_records
@@ -161,7 +162,8 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
     for f in files:
         if not f.is_file():
             raise InputError("file not found", file=str(f))
-    sha = files_sha256(files)
+    # the digest covers the input files and the adapter version, so a fixed adapter re-ingests unchanged files
+    sha = hashlib.sha256(f"{files_sha256(files)}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
     opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format}
     config = {"source": source, "adapter": adapter_name, "files": [f.name for f in files], "sha256": sha,
               "mapping": mapping, "test_format": test_format}

@@ -18,6 +18,7 @@ from factory.ingest.normalize import (
 )
 
 Ctx = tuple[str, int]  # (file, line)
+ADAPTER_VERSION = 2  # bump when an adapter's output changes: unchanged files are then re-ingested
 
 
 @dataclass(frozen=True)
