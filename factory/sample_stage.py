@@ -88,8 +88,10 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
     try:
         for start in range(0, len(problems), chunk):
             part = problems[start:start + chunk]
+            # OpenAI-compatible servers do not continue an assistant prefix, so the prefix is only sent locally
             requests = [ChatRequest(build_sample_messages(p["question"], None if p["asserts"] else p["starter_code"],
-                                                          p["asserts"] or []), params) for p in part]
+                                                          p["asserts"] or [], assistant_prefix=backend != "openai"),
+                                    params) for p in part]
             try:
                 results = engine.generate(requests)
             except BudgetExhausted as exc:
