@@ -89,7 +89,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
 
 def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_fraction: float = 0.0,
                  ks: list[int] | None = None, max_problems: int | None = None, max_length: int = 512,
-                 releases_dir=None) -> list[dict]:
+                 min_candidates: int = 4, releases_dir=None) -> list[dict]:
     """Best-of-N on a release's gold.bon_candidates (held-out problems only when holdout_fraction > 0).
 
     Every candidate is scored by the reward model `rm` (checkpoint dir or 'smollm2'); rows: greedy / average
@@ -103,13 +103,19 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     cands = pq.read_table(release_view_dir(release, "gold.bon_candidates", releases_dir)).to_pylist()
     if holdout_fraction > 0:
         cands = [c for c in cands if is_heldout(c["problem_id"], holdout_fraction)]
-    problems = sorted({c["problem_id"] for c in cands})[:max_problems] if max_problems else None
-    if problems is not None:
-        cands = [c for c in cands if c["problem_id"] in set(problems)]
+    per_problem: dict[str, int] = {}
+    for c in cands:
+        per_problem[c["problem_id"]] = per_problem.get(c["problem_id"], 0) + 1
+    # best-of-N needs a choice: problems with fewer than min_candidates programs are left out
+    problems = sorted(p for p, k in per_problem.items() if k >= min_candidates)
+    if max_problems:
+        problems = problems[:max_problems]
+    keep = set(problems)
+    cands = [c for c in cands if c["problem_id"] in keep]
     if not cands:
         raise FactoryError(f"release {release!r}: no best-of-N candidates to evaluate")
     config = {"release": release, "rm": rm, "holdout_fraction": holdout_fraction, "ks": ks,
-              "max_problems": max_problems}
+              "max_problems": max_problems, "min_candidates": min_candidates}
     with stage_run("eval-bon", config, lake=lake) as run:
         scores = score([c["prompt"] + c["response"] for c in cands], model=rm, max_length=max_length)
         samples = [(c["problem_id"], c["program_id"], s, bool(c["passed"]), bool(c["is_greedy"]))
