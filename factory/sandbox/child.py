@@ -6,6 +6,8 @@ tests), ``E`` all done.  Anything missing (early exit, crash, kill) is judged by
 """
 from __future__ import annotations
 
+import atexit
+
 import builtins
 import io
 import json
@@ -131,6 +133,7 @@ def _exit_code(e: SystemExit) -> int:
 
 def _run_script(code) -> int:
     fresh_stdio()
+    atexit._clear()  # this forked child only runs the program's own exit handlers
     try:
         exec(code, _namespace("__main__"))
         rc = 0
@@ -142,6 +145,10 @@ def _run_script(code) -> int:
         except BaseException:  # noqa: BLE001
             pass
         rc = 1
+    try:  # as at interpreter exit: programs that buffer output often write it from an atexit handler
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        rc = rc or 1
     flush_stdio()
     return rc
 
