@@ -188,10 +188,24 @@ def umount(target: str) -> None:
     _libc.umount2(target.encode(), MNT_DETACH)
 
 
+_TMP_KEEP: list[tuple[str, int]] = []  # (path under /tmp the interpreter needs, O_PATH fd to it)
+
+
+def tmp_keep_paths(paths) -> list[str]:
+    """Interpreter paths (venv, site-packages, the project) that live under /tmp, outermost first.
+
+    Each program gets a fresh tmpfs on /tmp; these are bind-mounted back read-only into it, so a project
+    checked out under /tmp (as CI may do) still imports its packages inside the sandbox."""
+    found = sorted({os.path.realpath(p) for p in paths if p and os.path.realpath(p).startswith("/tmp/")
+                    and os.path.isdir(os.path.realpath(p))})
+    return [p for p in found if not any(p != q and p.startswith(q + "/") for q in found)]
+
+
 def setup_worker_mounts(plan: dict) -> None:
     """In the zygote (pid 1 of its namespaces): private propagation, read-only tree, fresh /proc.
 
     ``/tmp`` and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
+    _TMP_KEEP[:] = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.get("tmp_keep") or []]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
     _expose(plan.get("blocked") or {})
@@ -225,6 +239,11 @@ def program_scratch(tmpfs_mb: int, mount_it: bool) -> None:
         if mount_it and os.path.isdir(d):
             size = tmpfs_mb if d == "/tmp" else 16
             mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
+            if d == "/tmp":
+                for path, fd in _TMP_KEEP:
+                    os.makedirs(path, 0o755, exist_ok=True)
+                    mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+                    mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None) -> None:

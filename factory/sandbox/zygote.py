@@ -110,16 +110,21 @@ class Zygote:
         return True
 
     def _blocked_plan(self) -> dict:
+        keep = {"tmp_keep": self.isolate.tmp_keep_paths(self._needed_paths())}
         if not self.root:
-            return {}
+            return keep
         if self.slot:
-            return {"blocked": self._blocked(), "cgroup_rw": True}
-        return {"blocked": self._blocked()}
+            return {"blocked": self._blocked(), "cgroup_rw": True, **keep}
+        return {"blocked": self._blocked(), **keep}
 
-    def _blocked(self) -> dict:
+    @staticmethod
+    def _needed_paths() -> list[str]:
         need = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [p for p in sys.path if p]
         need.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-        return self.isolate.blocked_roots(need, self._uid())
+        return need
+
+    def _blocked(self) -> dict:
+        return self.isolate.blocked_roots(self._needed_paths(), self._uid())
 
     def _uid(self):
         return 100000 + self.outer_pid if self.root else None
