@@ -62,6 +62,8 @@ class TransformersBackend(Backend):
 
     def __init__(self, model: str | None = None, *, model_obj=None, tokenizer=None, device: str | None = None,
                  batch_size: int = 8, dtype=None, cache=None, budget=None):
+        if model_obj is not None and not model:
+            raise ValueError("pass model=<name> with model_obj: the name keys the cache")
         super().__init__(model or DEFAULT_MODEL, cache=cache, budget=budget)
         import torch
 
