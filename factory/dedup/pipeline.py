@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from .cluster import clusters
 from .exact import exact_hashes, exact_pairs
 from .lsh import _conn, candidate_pairs, cross_candidate_pairs
-from .minhash import MinHashParams, band_hashes, band_table, signatures
+from .minhash import MinHashParams, band_table, signatures
 from .shingle import WordHasher
 from .verify import verify_pairs
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import atexit
 
 import builtins
-import io
 import json
 import os
 import signal
