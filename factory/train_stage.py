@@ -47,6 +47,13 @@ def is_heldout(problem_id: str, fraction: float) -> bool:
     return int(hashlib.sha256(problem_id.encode()).hexdigest()[:8], 16) / 2**32 < fraction
 
 
+def _print_step(row: dict) -> None:
+    """Progress line per RM step / evaluation."""
+    keys = ("loss", "accuracy", "margin", "step_time_s")
+    parts = " ".join(f"{k}={row[k]:.4f}" for k in keys if isinstance(row.get(k), (int, float)))
+    print(f"[rm] {row.get('split', 'train'):<5} step {row.get('step', 0):>4} {parts}", flush=True)
+
+
 def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_dir: str | None = None,
                  epochs: int = 1, max_steps: int | None = None, batch_size: int = 4, max_length: int = 512,
                  lr: float = 1e-5, eval_fraction: float = 0.2, seed: int = 0, holdout_fraction: float = 0.0,
@@ -76,7 +83,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
         pq.write_table(pairs.select(["prompt", "chosen", "rejected"]), pairs_path)
         result = train_rm(pairs_path, model=model, out_dir=out, epochs=epochs, lr=lr, batch_size=batch_size,
                           max_length=max_length, eval_fraction=eval_fraction, seed=seed, max_steps=max_steps,
-                          run_id=run.run_id)
+                          run_id=run.run_id, log_fn=_print_step)
         run.write("ops.train_metrics", metric_rows(result["metrics"], run.run_id))
         summary = {"release": release, "checkpoint": result["checkpoint"], "n_train": result["n_train"],
                    "n_eval": result["n_eval"], "step_time_s": result["step_time_s"],
