@@ -1,15 +1,12 @@
 """Fixtures for lake tests: a lake with every shared dataset ingested, built once per session."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from factory.ingest import ingest_all
-from factory.stage import stage_run
+from tests.lakeutil import init_lake
 
 EXPECTED_PROBLEMS = {
     "humaneval": 164, "humanevalplus": 164, "mbpp": 974, "mbpp-sanitized": 427, "mbppplus": 378,
@@ -18,19 +15,6 @@ EXPECTED_PROBLEMS = {
 }
 # raw records per source: the APPS file repeats 22 records verbatim (kept in bronze, collapsed in silver)
 EXPECTED_RAW = {**EXPECTED_PROBLEMS, "apps": 150}
-
-
-def init_lake(path: Path) -> Path:
-    with stage_run("init", {}, lake=path, create=True) as run:
-        run.materialize()
-    return path
-
-
-def factory_cli(*args: str, lake: Path, check: bool = False, **kw) -> subprocess.CompletedProcess:
-    """Run the real `factory` CLI in a subprocess."""
-    env = dict(os.environ, FACTORY_LAKE=str(lake))
-    return subprocess.run([sys.executable, "-m", "factory.cli", *args], capture_output=True, text=True,
-                          env=env, check=check, **kw)
 
 
 @pytest.fixture(scope="session")

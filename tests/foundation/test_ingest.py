@@ -5,17 +5,10 @@ import gzip
 import json
 
 from factory.ingest import ingest_source
-from factory.lake import connect, current_snapshot
+from tests.lakeutil import init_lake, snapshot_id
+from tests.lakeutil import query as q
 
 from .conftest import EXPECTED_PROBLEMS, EXPECTED_RAW
-
-
-def q(lake, sql, params=None):
-    con = connect(lake, read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def test_problem_counts_per_source(full_lake):
@@ -64,9 +57,9 @@ def test_reingest_is_noop_and_changed_file_replaces(tmp_path, empty_lake, shared
     src = shared_data / "mbpp" / "mbpp.jsonl"
     first = ingest_source("mbpp", [src], lake=empty_lake)
     assert first.status == "ingested" and first.problems == 974
-    snap = _snapshot(empty_lake)
+    snap = snapshot_id(empty_lake)
     again = ingest_source("mbpp", [src], lake=empty_lake)
-    assert again.status == "unchanged" and _snapshot(empty_lake) == snap
+    assert again.status == "unchanged" and snapshot_id(empty_lake) == snap
 
     lines = src.read_text().splitlines()
     edited = json.loads(lines[0])
@@ -84,8 +77,6 @@ def test_reingest_is_noop_and_changed_file_replaces(tmp_path, empty_lake, shared
 
 
 def test_problem_ids_are_stable_content_hashes(tmp_path, shared_data):
-    from .conftest import init_lake
-
     ids = []
     for name in ("a", "b"):
         lake = init_lake(tmp_path / name)
@@ -136,11 +127,3 @@ def test_generic_formats(tmp_path, empty_lake):
                       mapping={"id": "key", "question": "prompt", "tests": "asserts", "solution": "sol"},
                       test_format="assert")
     assert (r.problems, r.tests, r.programs) == (1, 1, 1)
-
-
-def _snapshot(lake):
-    con = connect(lake, read_only=True)
-    try:
-        return current_snapshot(con)
-    finally:
-        con.close()

@@ -16,24 +16,11 @@ from factory.errors import FactoryError
 from factory.ingest import ingest_source
 from factory.lake import connect, current_snapshot, existing_columns
 from factory.stage import stage_run
-
-from .conftest import factory_cli
+from tests.lakeutil import factory_cli, query, snapshot_id
 
 
 def counts(lake, snapshot=None):
-    con = connect(lake, read_only=True, snapshot=snapshot)
-    try:
-        return dict(con.execute("SELECT source, count(*) FROM silver.problems GROUP BY source").fetchall())
-    finally:
-        con.close()
-
-
-def snapshot_id(lake):
-    con = connect(lake, read_only=True)
-    try:
-        return current_snapshot(con)
-    finally:
-        con.close()
+    return dict(query(lake, "SELECT source, count(*) FROM silver.problems GROUP BY source", snapshot=snapshot))
 
 
 def test_lake_schema_matches_catalog(full_lake):

@@ -9,27 +9,13 @@ from factory.curate import curate
 from factory.dedup_stage import run_decontam, run_dedup
 from factory.execute import add_samples, execute
 from factory.ingest import ingest_source
-from factory.lake import connect
 from factory.mutate_stage import run_mutate
 from factory.sandbox import Limits
-from factory.stage import stage_run
+from tests.lakeutil import init_lake
+from tests.lakeutil import query as q
 
 LIMITS = Limits(cpu_s=6.0, wall_min_s=10.0)  # sanitized MBPP 123 needs ~3.6 s of CPU
 MUTANT_LIMITS = Limits(cpu_s=1.0, wall_min_s=4.0)  # mutants that loop forever should not cost 6 s each
-
-
-def q(lake, sql, params=None):
-    con = connect(lake, read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
-def init_lake(path):
-    with stage_run("init", {}, lake=path, create=True) as run:
-        run.materialize()
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,14 @@ from factory.ingest import ingest_source
 from factory.lake import connect
 from factory.release import create_release
 from factory.rl_stage import run_train_rl
-from factory.stage import stage_run
+from tests.lakeutil import init_lake
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory, shared_data):
     root = tmp_path_factory.mktemp("rl")
     lake, releases = root / "lake", root / "releases"
-    with stage_run("init", {}, lake=lake, create=True) as run:
-        run.materialize()
+    init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
     ingest_source("mbpp-sanitized", [shared_data / "mbpp_sanitized" / "sanitized-mbpp.json"], lake=lake)
     create_release("rl-v1", ["gold.rl_problems"], lake=lake, releases_dir=releases)

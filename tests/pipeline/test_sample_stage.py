@@ -2,17 +2,9 @@
 from __future__ import annotations
 
 from factory.ingest import ingest_source
-from factory.lake import connect
 from factory.sample_stage import run_sample
-from factory.stage import stage_run
-
-
-def q(lake, sql):
-    con = connect(lake, read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+from tests.lakeutil import init_lake
+from tests.lakeutil import query as q
 
 
 def test_sampling_is_cached_resumable_and_budgeted(tmp_path):
@@ -20,8 +12,7 @@ def test_sampling_is_cached_resumable_and_budgeted(tmp_path):
 
     model, tok = build_tiny_model(seed=0)
     lake = tmp_path / "lake"
-    with stage_run("init", {}, lake=lake, create=True) as run:
-        run.materialize()
+    init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
     kw = dict(backend="transformers", model="tiny-test", model_obj=model, tokenizer=tok, source="humaneval",
               n=2, max_tokens=16, temperature=0.8)
@@ -54,8 +45,7 @@ def test_kill_9_mid_sampling_then_rerun(tmp_path):
     model.save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     lake = tmp_path / "lake"
-    with stage_run("init", {}, lake=lake, create=True) as run:
-        run.materialize()
+    init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
     cmd = [sys.executable, "-m", "factory.cli", "sample", "--model", str(model_dir), "--source", "humaneval",
            "--limit", "24", "--n", "2", "--max-tokens", "16"]

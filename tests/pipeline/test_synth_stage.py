@@ -6,7 +6,7 @@ import json
 from factory.execute import execute
 from factory.ingest import ingest_source
 from factory.lake import connect
-from factory.stage import stage_run
+from tests.lakeutil import init_lake
 from factory.synth_stage import run_synth
 from tests.generation.conftest import FakeOpenAIServer
 
@@ -17,8 +17,7 @@ GOOD = json.dumps({"question": "Given a list of integers, return the sum of the 
 
 def test_synth_records_parsed_and_failed_attempts(tmp_path):
     lake = tmp_path / "lake"
-    with stage_run("init", {}, lake=lake, create=True) as run:
-        run.materialize()
+    init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
     server = FakeOpenAIServer()
     calls = []

@@ -8,9 +8,6 @@ Timeline of the session lake (each step one snapshot or more):
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,22 +16,9 @@ import pytest
 from factory.ingest import ingest_source
 from factory.release import create_release
 from factory.stage import stage_run
+from tests.lakeutil import factory_cli, init_lake  # noqa: F401  (re-exported to the release tests)
 
 VIEWS = ["gold.rl_problems", "gold.rm_pairs"]
-
-
-def init_lake(path: Path) -> Path:
-    with stage_run("init", {}, lake=path, create=True) as run:
-        run.materialize()
-    return path
-
-
-def factory_cli(*args: str, lake: Path, releases: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the real `factory` CLI in a subprocess."""
-    env = dict(os.environ, FACTORY_LAKE=str(lake))
-    if releases is not None:
-        env["FACTORY_RELEASES"] = str(releases)
-    return subprocess.run([sys.executable, "-m", "factory.cli", *args], capture_output=True, text=True, env=env)
 
 
 def add_pairs(lake: Path, n: int = 6) -> list[str]:
