@@ -2,6 +2,8 @@
 
     python bench/train_bench.py                       # tiny models, CPU
     python bench/train_bench.py --rm-model smollm2 --rl-model smollm2 --device cuda
+    python bench/export_arch.py .gpu/smollm2-arch     # then, where the GGUF cannot travel (a lent GPU box):
+    python bench/train_bench.py --rm-model smollm2 --rl-model smollm2 --arch .gpu/smollm2-arch --device cuda
 
 Prints a table and writes bench/results/train_bench.json.
 """
@@ -36,9 +38,26 @@ def make_pairs(n: int) -> list[dict]:
     return rows
 
 
-def _load_rm(name: str, device: str):
+def _arch(arch_dir: str, head: str):
+    """Model with the architecture in ``arch_dir`` (config.json + tokenizer) and random weights: step time does
+    not depend on weight values, so a machine the weights cannot reach still measures the real model's shapes."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+    cfg = AutoConfig.from_pretrained(arch_dir)
+    tok = AutoTokenizer.from_pretrained(arch_dir)
+    torch.manual_seed(0)
+    if head == "rm":
+        cfg.num_labels = 1
+        return AutoModelForSequenceClassification.from_config(cfg, dtype=torch.float32), tok
+    return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32), tok
+
+
+def _load_rm(name: str, device: str, arch_dir: str | None = None):
     t = time.perf_counter()
-    model, tok = load_reward_model(name, device=device)
+    if arch_dir:
+        model, tok = _arch(arch_dir, "rm")
+        model, tok = load_reward_model(model, tokenizer=tok, device=device)
+    else:
+        model, tok = load_reward_model(name, device=device)
     return model, tok, time.perf_counter() - t
 
 
@@ -107,9 +126,13 @@ def _letters(completions, rows):
     return [sum(c.isascii() and c.isalpha() for c in t) / max(len(t), 1) for t in completions]
 
 
-def bench_grpo(rl_model, device, steps, n, max_new_tokens):
+def bench_grpo(rl_model, device, steps, n, max_new_tokens, arch_dir=None):
     t = time.perf_counter()
-    if rl_model == "tiny":
+    if arch_dir:
+        policy, tok = _arch(arch_dir, "lm")
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+    elif rl_model == "tiny":
         from train.tiny import tiny_causal_lm
         policy, tok = tiny_causal_lm(hidden_size=64)
     else:
@@ -148,6 +171,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (use 1 on a shared/oversubscribed box for stable timings)")
     ap.add_argument("--no-trl", action="store_true")
+    ap.add_argument("--arch", default=None, help="dir with config.json + tokenizer: that architecture with random "
+                    "weights for both RM and policy (see bench/export_arch.py; for machines without the weights)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "train_bench.json"))
     a = ap.parse_args(argv)
     torch.manual_seed(0)
@@ -161,7 +186,7 @@ def main(argv=None):
     rows = make_pairs(max(64, a.rm_steps * a.rm_batch + 8))
     pairs_path = Path(tempfile.mkdtemp()) / "pairs.parquet"
     pq.write_table(pa.Table.from_pylist(rows), pairs_path)
-    model, tok, load_s = _load_rm(a.rm_model, a.device)
+    model, tok, load_s = _load_rm(a.rm_model, a.device, a.arch)
     ours_s, n_ours = bench_rm_ours(model, tok, pairs_path, a.rm_steps + 1, a.rm_batch, a.rm_max_length)
     rm = {"model": a.rm_model, "load_s": load_s, "batch_pairs": a.rm_batch, "max_length": a.rm_max_length,
           "params": sum(p.numel() for p in model.parameters()), "ours_step_s": ours_s}
@@ -171,7 +196,9 @@ def main(argv=None):
     result["rm"] = rm
     del model
     result["rl_losses"] = bench_losses(a.device)
-    result["grpo"] = bench_grpo(a.rl_model, a.device, a.rl_steps + 1, a.rl_n, a.rl_max_new_tokens)
+    result["grpo"] = bench_grpo(a.rl_model, a.device, a.rl_steps + 1, a.rl_n, a.rl_max_new_tokens, a.arch)
+    if a.arch:
+        result["rm"]["model"] = result["grpo"]["model"] = f"{a.rm_model} architecture ({a.arch}), random weights"
 
     print(f"device={a.device} torch={torch.__version__} threads={result['threads']}")
     print(f"\nRM ({a.rm_model}, {rm['params'] / 1e6:.1f}M params, batch {a.rm_batch} pairs, max_len {a.rm_max_length})")

@@ -27,10 +27,19 @@ _dumps = json.dumps
 _OWNER = [None]
 
 
-def send(msg: dict) -> None:
+_HELD: list = []
+
+
+def send(msg: dict, hold: bool = False) -> None:
+    """Write one protocol line; ``hold`` keeps it for the next send (one write and one wake-up of the
+    zygote for e.g. ``R`` + next ``S``). Only hold right before a send that no user code precedes."""
     if _OWNER[0] is not None and os.getpid() != _OWNER[0]:
         return  # a fork of the runner (user code) must not speak for it
-    data = (_dumps(msg, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+    _HELD.append(_dumps(msg, ensure_ascii=False) + "\n")
+    if hold:
+        return
+    data = "".join(_HELD).encode("utf-8", "surrogatepass")
+    _HELD.clear()
     view = memoryview(data)
     while view:
         n = _write(RES_FD, view)
@@ -84,7 +93,7 @@ def run_func(job: dict, start: int) -> None:
         send({"t": "X", **exc_info(e)})
         return
     flush_stdio()
-    send({"t": "L"})
+    send({"t": "L"}, hold=True)
     cap = job["limits"]["max_output_bytes"]
     for t in job["tests"][start:]:
         send({"t": "S", "i": t["i"]})
@@ -112,7 +121,7 @@ def run_func(job: dict, start: int) -> None:
         msg["cpu"], msg["wall"] = time.process_time() - c0, time.perf_counter() - w0
         msg["expects"] = expects
         flush_stdio()
-        send(msg)
+        send(msg, hold=True)
     send({"t": "E"})
 
 

@@ -64,6 +64,39 @@ class Worker:
                 raise RuntimeError(f"zygote failure: {msg!r}"[:2000])
         raise AssertionError("unreachable")
 
+    def run_many(self, payloads: list[dict]) -> list[list[dict] | Exception]:
+        """Run several sub-jobs in one round trip; an entry is the raw results or the exception for it.
+
+        Falls back to :meth:`run` (restart + one retry each) for entries the batch could not finish."""
+        if len(payloads) == 1:
+            try:
+                return [self.run(payloads[0])]
+            except RuntimeError as exc:
+                return [exc]
+        replies = None
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            zproto.send(self.w, ("jobs", payloads))
+            msg = zproto.recv(self.r)
+            if msg and msg[0] == "done_many" and len(msg[1]) == len(payloads):
+                replies = msg[1]
+        except (OSError, RuntimeError, EOFError):
+            pass
+        if replies is None:
+            self.stop()
+            replies = [None] * len(payloads)
+        out: list = []
+        for payload, reply in zip(payloads, replies):
+            if reply and reply[0] == "done":
+                out.append(reply[1])
+                continue
+            try:
+                out.append(self.run(payload))
+            except RuntimeError as exc:
+                out.append(exc)
+        return out
+
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -84,11 +117,13 @@ class SandboxPool:
     """A reusable pool of warm zygotes.  Use as a context manager; :meth:`run` yields Verdicts.
 
     ``preload``: extra modules imported once in every zygote (e.g. ``("numpy",)``); the default
-    warm set is a stdlib list (see :data:`.zygote.WARM_MODULES`).
+    warm set is a stdlib list (see :data:`.zygote.WARM_MODULES`).  ``max_batch``: sub-jobs a worker takes
+    per round trip when the queue is long (each program still gets its own fresh sandboxed process).
     """
 
-    def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = ()):
-        self.limits = limits
+    def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),
+                 max_batch: int = 16):
+        self.limits, self.max_batch = limits, max(1, max_batch)
         self.limits_json = json.dumps(limits.as_dict(), sort_keys=True)
         n = workers or os.cpu_count() or 1
         tag = uuid.uuid4().hex[:8]
@@ -114,7 +149,7 @@ class SandboxPool:
         return self.workers[0].meta_json
 
     def run(self, jobs: Iterable[Job], progress: bool = False) -> Iterator[Verdict]:
-        tasks: queue.Queue = queue.Queue(maxsize=4 * len(self.workers))
+        tasks: queue.Queue = queue.Queue(maxsize=4 * self.max_batch * len(self.workers))
         results: queue.Queue = queue.Queue()
         stop = threading.Event()
         meta = self.meta_json
@@ -135,22 +170,42 @@ class SandboxPool:
                 for _ in self.workers:
                     tasks.put(None)
 
+        def take_batch() -> tuple[list[SubJob], bool]:
+            """One sub-job (blocking) plus what is queued, up to a fair share: fewer round trips."""
+            first = tasks.get()
+            if first is None:
+                return [], True
+            batch, cap = [first], max(1, min(self.max_batch, tasks.qsize() // len(self.workers)))
+            while len(batch) < cap:
+                try:
+                    nxt = tasks.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    return batch, True
+                batch.append(nxt)
+            return batch, False
+
         def work(w: Worker):
             while True:
-                sub: SubJob | None = tasks.get()
-                if sub is None:
+                batch, last = take_batch()
+                if batch and not stop.is_set():
+                    raws = w.run_many([sub.payload() for sub in batch])
+                    verdicts = []
+                    for sub, raw in zip(batch, raws):
+                        try:
+                            if isinstance(raw, Exception):
+                                raise raw
+                            verdicts += build_verdicts(sub, raw, self.limits, w.meta_json, self.limits_json)
+                        except Exception as exc:  # noqa: BLE001
+                            verdicts += [Verdict(sub.job.program_id, s.test_id, "infra_error",
+                                                 error_type="InfraError", error_message=str(exc)[:2000],
+                                                 sandbox_meta=w.meta_json, limits=self.limits_json)
+                                         for s in sub.specs]
+                    results.put(verdicts)
+                if last:
                     results.put(None)
                     return
-                if stop.is_set():
-                    continue
-                try:
-                    raws = w.run(sub.payload())
-                    verdicts = build_verdicts(sub, raws, self.limits, w.meta_json, self.limits_json)
-                except Exception as exc:  # noqa: BLE001
-                    verdicts = [Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
-                                        error_message=str(exc)[:2000], sandbox_meta=w.meta_json,
-                                        limits=self.limits_json) for s in sub.specs]
-                results.put(verdicts)
 
         threads = [threading.Thread(target=feed, daemon=True)]
         threads += [threading.Thread(target=work, args=(w,), daemon=True) for w in self.workers]

@@ -4,17 +4,21 @@ Every ``assert`` whose expected side is a literal (``assert f(x) == LIT``, ``ass
 ``assert f(x) is None/True/False``) or a bare truth test (``assert f(x)``, ``assert not f(x)``) is
 replaced by ``__sbx_expect__(k, <computed side>)``: the child only reports the serialized computed
 value; the literal never enters the sandbox, and the parent compares (see :mod:`.compare`).
-Other asserts stay in the child (their failure is reported as ``AssertionError``).
+
+The rewrite splices source text at the asserts' positions (statements only are walked, expressions
+never), so its cost is one ``ast.parse`` plus the literals; results are cached per test source, since
+RL runs the same tests against many sampled programs.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 
 EXPECT_FN = "__sbx_expect__"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Expect:
     mode: str          # 'eq' | 'is' | 'truthy' | 'falsy'
     value: object      # the literal (eq/is)
@@ -22,69 +26,91 @@ class Expect:
 
 
 def _literal(node):
+    if isinstance(node, ast.Name) and node.id not in ("None", "True", "False"):
+        return False, None  # fast path: a variable is never a literal
     try:
         return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
 
 
-class _Rewriter(ast.NodeTransformer):
-    def __init__(self):
-        self.expects: list[Expect] = []
-        self._nest = 0
+def _classify(t):
+    """(mode, literal, computed node) for an assert's test expression."""
+    if isinstance(t, ast.Compare) and len(t.ops) == 1:
+        op, left, right = t.ops[0], t.left, t.comparators[0]
+        if isinstance(op, ast.Eq):
+            ok, lit = _literal(right)
+            if ok:
+                return "eq", lit, left
+            ok, lit = _literal(left)
+            if ok:
+                return "eq", lit, right
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (None, True, False):
+            return "is", right.value, left
+    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
+        return "falsy", None, t.operand
+    return "truthy", None, t
 
-    def _expect(self, node, computed, mode, value):
-        k = len(self.expects)
-        self.expects.append(Expect(mode, value, self._nest == 0))
-        call = ast.Call(ast.Name(EXPECT_FN, ast.Load()), [ast.Constant(k), computed], [])
-        return ast.copy_location(ast.Expr(call), node)
 
-    def visit_Assert(self, node):
-        t = node.test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1:
-            op, left, right = t.ops[0], t.left, t.comparators[0]
-            if isinstance(op, ast.Eq):
-                ok, lit = _literal(right)
-                if ok:
-                    return self._expect(node, left, "eq", lit)
-                ok, lit = _literal(left)
-                if ok:
-                    return self._expect(node, right, "eq", lit)
-            if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (None, True, False):
-                return self._expect(node, left, "is", right.value)
-        if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
-            return self._expect(node, t.operand, "falsy", None)
-        return self._expect(node, t, "truthy", None)
+_NESTING = (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) + (
+            (ast.Match,) if hasattr(ast, "Match") else ())
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
-    def _nested(self, node):
-        self._nest += 1
-        try:
-            return self.generic_visit(node)
-        finally:
-            self._nest -= 1
 
-    visit_If = visit_For = visit_While = visit_Try = visit_With = visit_AsyncFor = _nested
-    visit_AsyncWith = visit_Match = visit_Lambda = _nested
-    if hasattr(ast, "TryStar"):
-        visit_TryStar = _nested
-
-    def visit_FunctionDef(self, node):  # helper functions other than check() may never be called
-        if node.name == "check":
-            return self.generic_visit(node)
-        return self._nested(node)
-
-    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+def _asserts(stmts, nest: int, out: list) -> None:
+    """Collect (assert node, nesting depth) in source order; helpers other than check() are nested."""
+    for s in stmts:
+        if isinstance(s, ast.Assert):
+            out.append((s, nest))
+            continue
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = nest if s.name == "check" else nest + 1
+        elif isinstance(s, _NESTING):
+            inner = nest + 1
+        else:
+            continue
+        for field in _BODIES:
+            for child in getattr(s, field, None) or ():
+                if isinstance(child, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
+                    _asserts(child.body, inner, out)
+                else:
+                    _asserts([child], inner, out)
 
 
 def rewrite_asserts(source: str) -> tuple[str, list[Expect]]:
     """Return (child source, expects).  Unparsable source is returned unchanged (it will fail)."""
+    code, expects = _rewrite_cached(source)
+    return code, list(expects)
+
+
+@lru_cache(maxsize=4096)
+def _rewrite_cached(source: str) -> tuple[str, tuple[Expect, ...]]:
     try:
         tree = ast.parse(source)
+        found: list = []
+        _asserts(tree.body, 0, found)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return source, []
-    rw = _Rewriter()
-    try:
-        tree = ast.fix_missing_locations(rw.visit(tree))
-        return ast.unparse(tree), rw.expects
-    except (RecursionError, ValueError):
-        return source, []
+        return source, ()
+    if not found:
+        return source, ()
+    raw = source.encode("utf-8")
+    starts, pos = [0], 0
+    for line in raw.splitlines(keepends=True):
+        pos += len(line)
+        starts.append(pos)
+
+    def off(lineno, col):
+        return starts[lineno - 1] + col
+
+    pieces, cursor, expects = [], 0, []
+    for k, (node, nest) in enumerate(found):
+        mode, value, computed = _classify(node.test)
+        expects.append(Expect(mode, value, nest == 0))
+        a, b = off(node.lineno, node.col_offset), off(node.end_lineno, node.end_col_offset)
+        expr = raw[off(computed.lineno, computed.col_offset):off(computed.end_lineno, computed.end_col_offset)]
+        if isinstance(computed, ast.GeneratorExp) and not expr.startswith(b"("):
+            expr = b"(" + expr + b")"
+        pieces += [raw[cursor:a], f"{EXPECT_FN}({k}, (".encode(), expr, b"))"]
+        cursor = b
+    pieces.append(raw[cursor:])
+    return b"".join(pieces).decode("utf-8"), tuple(expects)

@@ -13,6 +13,7 @@ length-prefixed pickles on two private pipes (trusted side only).
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import pickle
@@ -132,7 +133,7 @@ class Zygote:
     # ------------------------------------------------------------------ isolation probe
     def _full_plan(self) -> dict:
         plan = dict(worker_ns=self.worker_ns, drop_caps=not self.root, nproc_rlimit=True,
-                    as_rlimit=self.slot is None)
+                    as_rlimit=self.slot is None, env_is_safe=dict(os.environ) == self.isolate.SAFE_ENV)
         if self.root:
             plan["sandbox_uid"] = self._uid()
         else:
@@ -154,8 +155,9 @@ class Zygote:
         meta = {
             "sandbox_version": None, "euid": self.outer_euid,
             "userns": ns and not self.root, "pidns": ns, "netns": ns, "mntns": ns, "utsns": ns,
-            "ipcns": ns, "ns_scope": ("pid/net/mnt/uts per worker (no process survives a program); "
-                                      "ipc ns and /tmp,/dev/shm tmpfs per program") if ns else None,
+            "ipcns": ns, "ns_scope": ("pid/net/mnt/uts per worker (no process survives a program); ipc ns per "
+                                      "program; /tmp,/dev/shm tmpfs per program (kept only while no program "
+                                      "leaves an inode, block or mode change in them)") if ns else None,
             "fs": "read-only tree + private tmpfs /tmp,/dev/shm" if ns else "private-workdir-only",
             "uid_drop": bool(plan.get("sandbox_uid")),
             "caps_dropped": bool(plan.get("drop_caps") or plan.get("sandbox_uid")),
@@ -190,6 +192,12 @@ class Zygote:
             pos = _Run(self, job, pos, self.plan).supervise(results)
         return [results[t["i"]] for t in job["tests"]]
 
+    def _run_one(self, job: dict) -> tuple:
+        try:
+            return ("done", self.run_job(job))
+        except Exception:  # noqa: BLE001
+            return ("error", traceback.format_exc()[-3000:])
+
     def serve(self) -> None:
         try:
             send(self.ctl_out, ("ready", self.meta))
@@ -197,11 +205,10 @@ class Zygote:
                 msg = recv(self.ctl_in)
                 if msg is None or msg[0] == "quit":
                     break
-                try:
-                    reply = ("done", self.run_job(msg[1]))
-                except Exception:  # noqa: BLE001
-                    reply = ("error", traceback.format_exc()[-3000:])
-                send(self.ctl_out, reply)
+                if msg[0] == "jobs":  # a batch: one round trip for several programs
+                    send(self.ctl_out, ("done_many", [self._run_one(p) for p in msg[1]]))
+                else:
+                    send(self.ctl_out, self._run_one(msg[1]))
         except OSError:
             pass  # pool went away
         finally:
@@ -255,11 +262,12 @@ class _Run:
                     pass
                 if self.z.slot:
                     self.z.slot.attach(os.getpid())
-                with open("/proc/self/oom_score_adj", "w") as f:
-                    f.write("1000")  # first choice of the OOM killer, never the zygote
+                adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+                os.write(adj, b"1000")  # first choice of the OOM killer, never the zygote
+                os.close(adj)
                 self.z.isolate.setup_program(self.plan, self.lim, n_tests, self.workdir)
+                os.write(3, b'{"t": "I"}\n')
                 from . import child
-                child.send({"t": "I"})
                 if self.job["mode"] != "probe":
                     child.main(self.job, self.start_pos, self.plan)
                 code = 0
@@ -342,7 +350,7 @@ class _Run:
                     os.kill(target, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-        if self.z.slot:
+        if self.z.slot and not self.plan.get("worker_ns"):  # in a pid ns kill(-1) + reaping is complete
             self.z.slot.kill_all()
 
     def kill(self) -> None:
@@ -367,8 +375,8 @@ class _Run:
             except ChildProcessError:
                 break
         self.close()
-        if self.plan.get("worker_ns"):
-            self.z.isolate.program_scratch(0, False)
+        if self.plan.get("worker_ns"):  # root: the sandbox uid owns nothing on /tmp, so untouched = clean
+            self.z.isolate.program_scratch(0, False, reuse=bool(self.plan.get("sandbox_uid")))
         return status
 
     def close(self) -> None:
@@ -569,7 +577,7 @@ def main() -> None:
             __import__(name)
         except Exception:  # noqa: BLE001
             pass
-    from . import child, serialize, transform  # noqa: F401  (warm)
+    from . import child, serialize  # noqa: F401  (warm; transform runs in the trusted parent only)
     init = recv(ctl_in)
     if init is None:
         return
@@ -579,4 +587,7 @@ def main() -> None:
             __import__(name)
         except Exception:  # noqa: BLE001
             pass
-    Zygote(ctl_in, ctl_out, limits, slot_name).serve()
+    z = Zygote(ctl_in, ctl_out, limits, slot_name)
+    gc.collect()
+    gc.freeze()  # warm objects move to the permanent generation: a child's GC never touches (copies) them
+    z.serve()
