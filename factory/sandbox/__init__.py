@@ -21,9 +21,17 @@ enter the sandbox and the parent decides.  Isolation: :mod:`.isolate`, :mod:`.cg
 model: :mod:`.zygote`, :mod:`.child`, :mod:`.pool`.  Every Verdict records the active isolation
 mechanisms (and any degradation) in ``sandbox_meta``.
 """
-from .pool import SandboxPool, run_jobs
-from .serialize import deserialize_value, serialize_value
-from .types import SANDBOX_VERSION, Job, Limits, TestSpec, Verdict
-
 __all__ = ["Limits", "TestSpec", "Job", "Verdict", "run_jobs", "SandboxPool", "SANDBOX_VERSION",
            "serialize_value", "deserialize_value"]
+
+_LAZY = {"SandboxPool": "pool", "run_jobs": "pool", "serialize_value": "serialize", "deserialize_value": "serialize",
+         **{name: "types" for name in ("SANDBOX_VERSION", "Job", "Limits", "TestSpec", "Verdict")}}
+
+
+def __getattr__(name: str):
+    """Trusted-side modules load on first use: the zygote imports only what a sandboxed child needs
+    (every extra module it holds is page-table work on each fork and exit)."""
+    if name in _LAZY:
+        from importlib import import_module
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

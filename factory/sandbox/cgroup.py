@@ -94,7 +94,7 @@ class V1Slot(Slot):
 
     def __init__(self, name: str, limits: dict):
         own = _own_paths()
-        self.dirs = {}
+        self.dirs, self._paths = {}, {}
         for ctrl in ("memory", "pids", "cpuacct", "cpu"):
             base = os.path.join(ROOT, ctrl)
             if not os.path.isdir(base) or ctrl not in own:
@@ -132,7 +132,11 @@ class V1Slot(Slot):
         self.self_inside = True
 
     def _p(self, ctrl, fname):
-        return os.path.join(self.dirs[ctrl], fname)
+        key = (ctrl, fname)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = os.path.join(self.dirs[ctrl], fname)
+        return path
 
     def attach(self, pid):
         if not self.self_inside:

@@ -18,17 +18,17 @@ import json
 import os
 import pickle
 import select
-import shutil
 import signal
 import struct
 import sys
-import tempfile
 import time
 import traceback
 
-WARM_MODULES = ("array bisect collections copy dataclasses datetime decimal enum fractions functools "
-                "hashlib heapq io itertools json math operator random re statistics string textwrap "
-                "typing unittest").split()  # numpy is opt-in (preload=): it triples fork cost
+# What HumanEval/MBPP/LeetCode programs and their preambles import.  Every module held here is page-table work on
+# each fork and exit (~0.1 ms per MB), so heavier, rarer ones (unittest, decimal, statistics, hashlib, numpy) are
+# imported by the programs that use them, or opted in with SandboxPool(preload=...).
+WARM_MODULES = ("array bisect collections copy datetime enum functools heapq io itertools json math operator random "
+                "re string typing").split()
 
 _HDR = struct.Struct("!I")
 
@@ -241,6 +241,7 @@ class _Run:
         if ns:
             self.z.isolate.program_scratch(self.lim["tmpfs_mb"], True)
         else:
+            import tempfile  # only without namespaces (kept out of the zygote otherwise)
             self.workdir = tempfile.mkdtemp(prefix="sbx-")
             if self.plan.get("sandbox_uid"):
                 os.chown(self.workdir, self.plan["sandbox_uid"], self.plan["sandbox_uid"])
@@ -389,6 +390,7 @@ class _Run:
                     pass
                 setattr(self, name, None)
         if self.workdir:
+            import shutil
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 

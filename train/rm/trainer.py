@@ -134,7 +134,9 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
     if not use_margin:
         for b in train_set + eval_set:
             b["margin"] = None
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
+    params = [p for p in model.parameters() if p.requires_grad]
+    fused = dev.type == "cuda" and all(p.dtype in (torch.float32, torch.float16, torch.bfloat16) for p in params)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused or None)  # HF Trainer's default
     history, times, step = [], [], 0
     untrained = {}
     if eval_set:  # the untrained head's held-out accuracy: the baseline training must beat
