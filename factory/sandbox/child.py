@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 
 import builtins
+import gc
 import json
 import os
 import signal
@@ -142,8 +143,9 @@ def _exit_code(e: SystemExit) -> int:
 def _run_script(code) -> int:
     fresh_stdio()
     atexit._clear()  # this forked child only runs the program's own exit handlers
+    ns = _namespace("__main__")
     try:
-        exec(code, _namespace("__main__"))
+        exec(code, ns)
         rc = 0
     except SystemExit as e:
         rc = _exit_code(e)
@@ -157,6 +159,13 @@ def _run_script(code) -> int:
         atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001
         rc = rc or 1
+    flush_stdio()
+    atexit._clear()
+    try:  # ... then __main__ goes away: its cyclic garbage is collected with the globals still intact, so
+        del ns  # finalizers such as IOBase.__del__ -> flush() write what FastIO-style wrappers buffered
+        gc.collect()
+    except BaseException:  # noqa: BLE001
+        pass
     flush_stdio()
     return rc
 

@@ -109,6 +109,13 @@ CASES = {
     "H4_large_output": (IO("H4", "import sys\nsys.stdout.write('x' * 100 + '\\n')\n" +
                            "for i in range(60000): print(i)", "", "x" * 100 + "\n" + "\n".join(map(str, range(60000)))),
                         "pass"),
+    # FastIO-style wrapper (CodeContests 288_C): its buffer reaches stdout only when teardown collects it
+    "H2_finalizer_flush": (IO("H2b", "import os\nfrom io import IOBase\nclass W(IOBase):\n"
+                              "    def __init__(self):\n        self.buf = []\n        self.write = self.buf.append\n"
+                              "        self.me = lambda: self\n"
+                              "    def flush(self):\n        os.write(1, ''.join(self.buf).encode())\n"
+                              "        self.buf.clear()\nout = W()\nprint('first')\nout.write('second\\n')\n",
+                              "", "first\nsecond\n"), "pass"),
     "H7_crlf_trailing": (IO("H7", "print('1 2  ', end='\\r\\n')\nprint(3, end='')", "", "1 2\n3\n"), "pass"),
     "H7_non_utf8": (IO("H7b", "import sys\nsys.stdout.buffer.write(b'\\xff\\xfeok')", "", "\ufffd\ufffdok"),
                     "pass"),
