@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Callable
 
 from factory.errors import InputError
+from factory.ingest.evalplus_inputs import mbppplus_args
+from factory.sandbox.serialize import serialize_value
 from factory.ingest.normalize import (
     Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
     split_pytest, unquote,
 )
 
 Ctx = tuple[str, int]  # (file, line)
-ADAPTER_VERSION = 2  # bump when an adapter's output changes: unchanged files are then re-ingested
+ADAPTER_VERSION = 3  # bump when an adapter's output changes: unchanged files are then re-ingested
 
 
 @dataclass(frozen=True)
@@ -61,13 +63,21 @@ def humaneval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     )
 
 
-def _evalplus_call_tests(rec: dict, ctx: Ctx) -> list[TestRow]:
+def _evalplus_call_tests(rec: dict, ctx: Ctx, restore: Callable[[list], list] | None = None) -> list[TestRow]:
+    """One call test per base/plus input; ``restore`` turns a JSON input back into the real argument types, which
+    the stored input keeps (tagged JSON of :func:`factory.sandbox.serialize_value`)."""
     atol = float(rec.get("atol") or 0.0)
     tests = []
     for subset in ("base_input", "plus_input"):
         inputs = require(rec, subset, ctx, list) if subset == "base_input" else rec.get(subset) or []
         for args in inputs:
-            tests.append(TestRow("call", input=json.dumps(args), expected=None,
+            if restore is not None:
+                try:
+                    args = restore(args)
+                except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+                    raise InputError(f"cannot restore argument types: {exc}", file=ctx[0], line=ctx[1],
+                                     field=subset) from exc
+            tests.append(TestRow("call", input=serialize_value(args), expected=None,
                                  comparison="float" if atol else "exact", atol=atol or None,
                                  subset=subset.removesuffix("_input")))
     if not tests:
@@ -92,7 +102,8 @@ def humanevalplus(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
 def mbppplus(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     return Normalized(
         source_id=require(rec, "task_id", ctx), question=require(rec, "prompt", ctx),
-        entry_point=require(rec, "entry_point", ctx), test_format="call", tests=_evalplus_call_tests(rec, ctx),
+        entry_point=require(rec, "entry_point", ctx), test_format="call",
+        tests=_evalplus_call_tests(rec, ctx, lambda args: mbppplus_args(rec["task_id"], args)),
         programs=[ProgramRow(require(rec, "canonical_solution", ctx))], split="test",
         metadata={"assertion": rec.get("assertion"), "contract": rec.get("contract")},
     )

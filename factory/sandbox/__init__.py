@@ -6,7 +6,7 @@ one :class:`Verdict` per (job, test).  Test kinds:
 * ``assert``  -- one assert statement run after the program;
 * ``check``   -- HumanEval style: test source defining ``check(candidate)``, called with
   ``eval(entry_point)`` (``Solution().fn`` gives a bound method);
-* ``call``    -- ``entry_point(*json.loads(input))``; the returned value is serialized
+* ``call``    -- ``entry_point(*deserialize_value(input))``; the returned value is serialized
   (:mod:`.serialize`) and compared by the parent (:func:`.compare.call_equal`, evalplus-like);
   ``expected=None`` yields status ``no_expected`` with ``actual`` filled in;
 * ``stdio``   -- program run as ``__main__`` with ``input`` on stdin; stdout compared by the parent

@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 
-from .serialize import serialize_value, _type_name
+from .serialize import _type_name, deserialize_value, serialize_value
 
 RES_FD = 3
 ACK_FD = 5
@@ -105,8 +105,7 @@ def run_func(job: dict, start: int) -> None:
         try:
             if t["kind"] == "call":
                 fn = eval(job["entry_point"], ns)
-                import json as _j
-                value = fn(*_j.loads(t["input"]))
+                value = fn(*deserialize_value(t["input"]))  # tagged JSON: tuples, sets, complex stay typed
                 msg["value"] = serialize_value(value)
                 if len(msg["value"]) > cap:
                     msg = {"t": "R", "i": t["i"], "ok": False, "etype": "OutputLimit",

@@ -14,6 +14,7 @@ Everything else is a *tagged* object, i.e. a JSON object with exactly one key st
 ``{"$c": [re, im]}``    complex
 ``{"$d": [[k, v],..]}`` dict with non-str or ``$``-prefixed keys
 ``{"$nd": [...]}``      numpy array (``tolist()``; deserializes to a list)
+``{"$m": [a, b, g]}``   ``re.Match``: span and matched text (deserializes to :class:`MatchValue`)
 ``{"$o": "TypeName"}``  opaque (unsupported type, cycle, too deep) -> never equal to anything
 =====================  ==============================================
 
@@ -66,6 +67,31 @@ class Opaque:
 
     def __repr__(self):
         return f"<opaque {self.type_name}>"
+
+
+class MatchValue:
+    """Deserialized ``re.Match``: equal to another match with the same span and matched text; always truthy."""
+    __slots__ = ("span", "text")
+
+    def __init__(self, span, text):
+        self.span, self.text = tuple(span), text
+
+    def __eq__(self, other):
+        return type(other) is MatchValue and (self.span, self.text) == (other.span, other.text)
+
+    def __hash__(self):
+        return hash((self.span, self.text))
+
+    def __repr__(self):
+        return f"<re.Match object; span={self.span}, match={self.text!r}>"
+
+
+def _match_tree(v, depth, stack):
+    re_mod = sys.modules.get("re")
+    if re_mod is None or type(v) is not re_mod.Match:  # re.Match cannot be subclassed
+        return None
+    m = re_mod.Match
+    return {"$m": [m.start(v), m.end(v), _tree(m.group(v, 0), depth, stack)]}
 
 
 def _type_name(v) -> str:
@@ -141,6 +167,8 @@ def _tree(v, depth=0, stack=None):
                 return {k: _tree(x, depth + 1, stack) for k, x in pairs}
             return {"$d": [[_tree(k, depth + 1, stack), _tree(x, depth + 1, stack)] for k, x in pairs]}
         got = _numpy_tree(v, depth + 1, stack)
+        if got is None:
+            got = _match_tree(v, depth + 1, stack)
         if got is not None:
             return got
         return {"$o": _type_name(v) + _stdlib_truth(v)}
@@ -198,6 +226,8 @@ def _untree(t):
                 return {_hashable(_untree(a)): _untree(b) for a, b in x}
             if k == "$nd":
                 return _untree(x)
+            if k == "$m":
+                return MatchValue(x[:2], _untree(x[2]))
             if k == "$o":
                 return Opaque(str(x))
             raise ValueError(f"unknown tag {k!r}")

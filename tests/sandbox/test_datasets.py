@@ -111,6 +111,32 @@ def test_humanevalplus_call_expected_roundtrip(default_pool, shared_data):
     assert sum(v.status == "pass" for v in default_pool.run(wrong)) < len(second) // 10
 
 
+def test_mbppplus_typed_inputs_and_match_values(default_pool, shared_data):
+    """MBPP+ inputs get their tuple/complex types back (EvalPlus's per-task restoration); re.Match results compare
+    by span and text. Mbpp/106, 124 and 720 raise on every JSON-typed input."""
+    from factory.ingest.evalplus_inputs import mbppplus_args
+    from factory.sandbox import serialize_value
+
+    rows = {r["task_id"]: r for r in _jsonl(shared_data / "mbppplus" / "MbppPlus.jsonl.gz")}
+    chosen = ["Mbpp/106", "Mbpp/124", "Mbpp/720", "Mbpp/737", "Mbpp/794"]  # the last two return re.Match
+
+    def jobs(restore: bool):
+        return [Job(t, rows[t]["canonical_solution"], [TestSpec(f"b{k}", "call", input=serialize_value(
+            mbppplus_args(t, a) if restore else a)) for k, a in enumerate(rows[t]["base_input"])],
+            entry_point=rows[t]["entry_point"]) for t in chosen]
+    plain = Counter(v.status for v in default_pool.run(jobs(False)) if v.program_id in chosen[:3])
+    assert plain["runtime_error"] > 0  # the JSON-typed inputs break these references
+    typed = jobs(True)
+    first = list(default_pool.run(typed))
+    assert {v.status for v in first} == {"no_expected"}, Counter(v.status for v in first)
+    exp = {(v.program_id, v.test_id): v.actual for v in first}
+    assert any('"$m"' in a for a in exp.values())  # a re.Match result, not an opaque value
+    for j in typed:
+        for t in j.tests:
+            t.expected = exp[(j.program_id, t.test_id)]
+    assert {v.status for v in default_pool.run(typed)} == {"pass"}
+
+
 def test_leetcode_check_sample(default_pool, shared_data):
     rows = _jsonl(shared_data / "leetcodedataset" / "LeetCodeDataset-v0.3.1-test.jsonl.gz")[:8]
     jobs = [Job(r["task_id"], r["completion"], [TestSpec("check", "check", r["test"])], entry_point=r["entry_point"],

@@ -88,3 +88,15 @@ def test_package_imports_without_duckdb():
     root = Path(__file__).resolve().parents[2]
     code = "import sys, factory.sandbox; assert 'duckdb' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
+
+
+def test_re_match_compares_by_span_and_text():
+    """MBPP+ references return re.Match objects: same span + matched text is equal, anything else is not."""
+    import re
+
+    got = deserialize_value(serialize_value(re.search("b+", "abbbc")))
+    assert values_equal(got, deserialize_value(serialize_value(re.search("b+", "abbbd"))))
+    assert not values_equal(got, deserialize_value(serialize_value(re.search("b+", "xabbbc"))))  # other span
+    assert not values_equal(got, deserialize_value(serialize_value(re.search("b+", "abbc"))))     # other text
+    assert not values_equal(got, (1, 4)) and not values_equal(got, "bbb")
+    assert bool(got)

@@ -1,0 +1,123 @@
+"""Bradley-Terry RM sweep on a release's real pairs: held-out pair accuracy (trained vs untrained head) and
+best-of-N on held-out problems, per learning rate.
+
+Problems are held out with the same rule as ``factory train rm --holdout-fraction`` / ``factory eval bon``, so the
+RM never sees a held-out problem's pairs. Works on CPU (slow) and CUDA; reads only release Parquet files (no lake).
+
+    python bench/rm_sweep.py --release-dir releases/rm-v1 --model smollm2 --device cuda --lr 1e-5 3e-5 1e-4
+
+Prints a table and writes JSON (default bench/results/rm_sweep.json).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval.bon import bon_table  # noqa: E402
+from train.rm import load_reward_model, score, train_rm  # noqa: E402
+from train.rm.trainer import evaluate_pairs, tokenize_pairs  # noqa: E402
+
+
+def is_heldout(problem_id: str, fraction: float) -> bool:  # same rule as factory.train_stage.is_heldout
+    return int(hashlib.sha256(problem_id.encode()).hexdigest()[:8], 16) / 2**32 < fraction
+
+
+def _view(release_dir: Path, view: str) -> list[dict]:
+    path = release_dir / view
+    if not path.exists():
+        raise SystemExit(f"{path}: no such release view (cut the release with --view {view})")
+    return pq.read_table(path).to_pylist()
+
+
+def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict], cands: list[dict], lr: float,
+            a) -> dict:
+    t0 = time.perf_counter()
+    model, tok = load_reward_model(model_name, device=device)
+    load_s = time.perf_counter() - t0
+    held_tok = tokenize_pairs(heldout, tok, a.max_length, "truncate")
+    before = evaluate_pairs(model, held_tok, tok, a.batch_size)
+    res = train_rm(train_path, model=model, tokenizer=tok, out_dir=tempfile.mkdtemp(), epochs=a.epochs, lr=lr,
+                   batch_size=a.batch_size, max_length=a.max_length, eval_fraction=0.0, seed=a.seed, save=False,
+                   overlong="truncate")
+    after = evaluate_pairs(model, held_tok, tok, a.batch_size)
+    row = {"lr": lr, "epochs": a.epochs, "steps": sum(h["split"] == "train" for h in res["history"]),
+           "n_train_pairs": res["n_train"], "n_heldout_pairs": len(held_tok), "load_s": round(load_s, 2),
+           "step_time_s": round(res["step_time_s"], 4), "heldout_acc_untrained": before["accuracy"],
+           "heldout_acc_trained": after["accuracy"], "heldout_loss_trained": after["loss"]}
+    if cands:
+        scores = score([c["prompt"] + c["response"] for c in cands], model=model, tokenizer=tok,
+                       batch_size=a.batch_size * 2, max_length=a.max_length)
+        samples = [(c["problem_id"], c["program_id"], s, bool(c["passed"]), bool(c["is_greedy"]))
+                   for c, s in zip(cands, scores)]
+        row["bon"] = bon_table(samples, ks=a.ks)
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return row
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--release-dir", required=True, help="a release directory (holds gold.rm_pairs, ...)")
+    ap.add_argument("--model", default="smollm2", help="smollm2 | .gguf file | HF dir")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--lr", type=float, nargs="+", default=[1e-5, 3e-5])
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--holdout-fraction", type=float, default=0.2)
+    ap.add_argument("--min-candidates", type=int, default=4)
+    ap.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rm_sweep.json"))
+    a = ap.parse_args(argv)
+    rel = Path(a.release_dir)
+    pairs = _view(rel, "gold.rm_pairs")
+    cols = ("problem_id", "prompt", "chosen", "rejected")  # no margin column: plain BT loss in both halves
+    train = [{k: p[k] for k in cols} for p in pairs if not is_heldout(p["problem_id"], a.holdout_fraction)]
+    heldout = [{k: p[k] for k in cols} for p in pairs if is_heldout(p["problem_id"], a.holdout_fraction)]
+    train_path = Path(tempfile.mkdtemp()) / "train_pairs.parquet"
+    pq.write_table(pa.Table.from_pylist([{k: p[k] for k in ("prompt", "chosen", "rejected")} for p in train]),
+                   train_path)
+    cands = []
+    if (rel / "gold.bon_candidates").exists():
+        cands = [c for c in _view(rel, "gold.bon_candidates") if is_heldout(c["problem_id"], a.holdout_fraction)]
+        count: dict[str, int] = {}
+        for c in cands:
+            count[c["problem_id"]] = count.get(c["problem_id"], 0) + 1
+        cands = [c for c in cands if count[c["problem_id"]] >= a.min_candidates]
+    print(f"pairs: {len(train)} train / {len(heldout)} held-out "
+          f"({len({p['problem_id'] for p in heldout})} problems); BoN candidates: {len(cands)} "
+          f"on {len({c['problem_id'] for c in cands})} held-out problems", flush=True)
+    rows = [run_one(a.model, a.device, train_path, heldout, cands, lr, a) for lr in a.lr]
+    print(f"\n{'lr':>8} {'steps':>5} {'s/step':>7} {'held-out acc untrained':>23} {'trained':>8}")
+    for r in rows:
+        print(f"{r['lr']:8.0e} {r['steps']:5d} {r['step_time_s']:7.3f} {r['heldout_acc_untrained']:23.3f} "
+              f"{r['heldout_acc_trained']:8.3f}")
+    for r in rows:
+        if r.get("bon"):
+            print(f"\nbest-of-N on held-out problems, lr={r['lr']:.0e}")
+            for b in r["bon"]:
+                print(f"  {b['method']:<8} k={b['k']:<3} {b['value']:.3f}")
+    meta = {"release_dir": str(rel), "model": a.model, "device": a.device, "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0) if a.device == "cuda" else None, "rows": rows}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(meta, indent=1))
+    print(f"\nwrote {a.out}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
