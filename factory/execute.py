@@ -115,6 +115,8 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
             r["expected"] = actual.get(r["test_id"])
         run.delete("silver.tests", "list_contains(?, test_id)", [ids])
         run.write("silver.tests", pa.Table.from_pylist(rows, schema=table.schema).drop_columns(["run_id"]))
+        # verdicts recorded for these tests were judged against another (or no) expected value: stale
+        run.delete("silver.executions", "list_contains(?, test_id)", [ids])
         report.expected_filled += sum(1 for r in rows if r["expected"] is not None)
         report.expected_failed += sum(1 for r in rows if r["expected"] is None)
         run.summary = f"expected outputs: {report.expected_filled} computed, {report.expected_failed} reference failures"

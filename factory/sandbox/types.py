@@ -5,7 +5,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-SANDBOX_VERSION = "0.1.0"
+SANDBOX_VERSION = "0.2.0"
 
 KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
 COMPARISONS = ("exact", "token", "float", "casefold")
