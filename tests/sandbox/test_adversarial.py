@@ -230,6 +230,19 @@ def test_no_persistence_between_runs():
         assert run(pool, [first])[("p1", "t0")].status == "pass"
         v = run(pool, [second])[("p2", "c")]
         assert v.status == "pass", v
+        # /tmp and /dev/shm are kept for the next program only when untouched: empty files, dirs, links, FIFOs,
+        # /dev/shm and files created then deleted must not leak (the first four force a fresh tmpfs)
+        kinds = {"empty": "open('/tmp/e', 'w').close()", "dir": "os.mkdir('/tmp/.d')",
+                 "link": "os.symlink('/etc', '/tmp/l')", "fifo": "os.mkfifo('/tmp/f')",
+                 "shm": "open('/dev/shm/s', 'w').write('x')", "gone": "open('/tmp/g', 'w').write('x' * 9999)"}
+        seen = "[p for p in ('/tmp/e', '/tmp/.d', '/tmp/l', '/tmp/f', '/dev/shm/s', '/tmp/g') if os.path.lexists(p)]"
+        for name, make in kinds.items():
+            if name == "gone":
+                make += "; os.remove('/tmp/g')"
+            vs = run(pool, [A(f"w-{name}", "import os\n" + OK, make),
+                            CALL(f"r-{name}", f"import os\ndef f():\n    return {seen}\n", [])])
+            assert vs[(f"w-{name}", "t0")].status == "pass", vs
+            assert vs[(f"r-{name}", "c")].status == "pass", (name, vs[(f"r-{name}", "c")])
 
 
 def test_no_orphans_left_on_host(fast_pool):
