@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 EXECUTED_SOURCES = ("humaneval", "mbpp-sanitized")
+HOLDOUT = 0.2  # fraction of problems kept out of RM training; best-of-N is evaluated on them
 RELEASE_VIEWS = ["gold.rl_problems", "gold.rm_pairs", "gold.bon_candidates", "gold.difficulty",
                  "gold.problem_validation"]
 
@@ -60,7 +61,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     from factory.sample_stage import run_sample
     from factory.sandbox import Limits
     from factory.stage import stage_run
-    from factory.train_stage import run_eval_bon, run_train_rm
+    from factory.train_stage import is_heldout, run_eval_bon, run_train_rm
 
     out = Path(out_dir).resolve()
     if fresh:
@@ -88,7 +89,17 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                   lambda r: f"contaminated problems by source {r['contaminated_by_source']}")
     steps.run("mutate", lambda: run_mutate(lake, ["humaneval"], max_per_program=mutants_per_program),
               lambda r: f"{r['mutants_added']} mutants")
-    steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", limit=sample_problems, n=n_samples,
+    # samples go to held-out problems (the ones best-of-N is evaluated on, first in its order): one greedy
+    # completion each for AceCoder's "greedy" row, plus n_samples at temperature 0.7
+    con = connect(lake, read_only=True)
+    humaneval_ids = [r[0] for r in con.execute("SELECT problem_id FROM silver.problems WHERE source = 'humaneval'")
+                     .fetchall()]
+    con.close()
+    sampled = sorted(p for p in humaneval_ids if is_heldout(p, HOLDOUT))[:sample_problems]
+    steps.run("sample greedy (SmolLM2)", lambda: run_sample(lake, source="humaneval", problem_ids=sampled, n=1,
+                                                            max_tokens=sample_tokens, temperature=0.0),
+              lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
+    steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", problem_ids=sampled, n=n_samples,
                                                      max_tokens=sample_tokens, temperature=0.7),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
     # references get room for legitimately slow solutions (sanitized MBPP 123 needs ~3.6 s of CPU); mutants and
@@ -108,10 +119,11 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                   lambda r: json.dumps(r.get("files", r))[:120])
     rm = steps.run("train RM", lambda: run_train_rm(lake, "demo-v1", model=rm_model, out_dir=out / "rm",
                                                     max_steps=rm_steps, batch_size=4, max_length=384,
-                                                    holdout_fraction=0.2, releases_dir=releases),
+                                                    holdout_fraction=HOLDOUT, releases_dir=releases),
                    lambda r: f"held-out pair accuracy {r['heldout_accuracy']} (untrained {r['untrained_accuracy']}), "
                              f"{r['step_time_s']:.2f}s/step")
-    bon = steps.run("best-of-N eval", lambda: run_eval_bon(lake, "demo-v1", rm=rm["checkpoint"], holdout_fraction=0.2,
+    bon = steps.run("best-of-N eval", lambda: run_eval_bon(lake, "demo-v1", rm=rm["checkpoint"],
+                                                           holdout_fraction=HOLDOUT,
                                                            max_problems=bon_problems, max_length=384,
                                                            releases_dir=releases),
                     lambda rows: "; ".join(f"{r['method']}@{r['k']}={r['value']:.3f}" for r in rows))
