@@ -34,16 +34,24 @@ def is_heldout(problem_id: str, fraction: float) -> bool:  # same rule as factor
     return int(hashlib.sha256(problem_id.encode()).hexdigest()[:8], 16) / 2**32 < fraction
 
 
+def _view_dir(release_dir: Path, view: str) -> Path | None:
+    """Folder of a view's Parquet shards, from the release manifest (no lake or DuckDB needed)."""
+    views = json.loads((release_dir / "manifest.json").read_text()).get("views", {})
+    files = views.get(view, {}).get("files") or []
+    return (release_dir / files[0]["path"]).parent if files else None
+
+
 def _view(release_dir: Path, view: str) -> list[dict]:
-    path = release_dir / view
-    if not path.exists():
-        raise SystemExit(f"{path}: no such release view (cut the release with --view {view})")
+    path = _view_dir(release_dir, view)
+    if path is None:
+        raise SystemExit(f"{release_dir}: release has no {view} (cut it with --view {view})")
     return pq.read_table(path).to_pylist()
 
 
 def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict], cands: list[dict], lr: float,
             a) -> dict:
     t0 = time.perf_counter()
+    torch.manual_seed(a.seed)  # the fresh score head: the same initial (untrained) RM for every learning rate
     model, tok = load_reward_model(model_name, device=device)
     load_s = time.perf_counter() - t0
     held_tok = tokenize_pairs(heldout, tok, a.max_length, "truncate")
@@ -92,7 +100,7 @@ def main(argv=None) -> list[dict]:
     pq.write_table(pa.Table.from_pylist([{k: p[k] for k in ("prompt", "chosen", "rejected")} for p in train]),
                    train_path)
     cands = []
-    if (rel / "gold.bon_candidates").exists():
+    if _view_dir(rel, "gold.bon_candidates") is not None:
         cands = [c for c in _view(rel, "gold.bon_candidates") if is_heldout(c["problem_id"], a.holdout_fraction)]
         count: dict[str, int] = {}
         for c in cands:
