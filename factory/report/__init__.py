@@ -1,8 +1,8 @@
 """`factory report`: one HTML page with PNG plots (matplotlib, Agg) of what the lake holds.
 
 Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
-reference passes), difficulty vs potential (when gold.difficulty has rows) and the stage funnel from
-ops.runs. A figure whose data is absent is replaced by a note saying what to run.
+reference passes), difficulty vs potential (when gold.difficulty has rows), the stage funnel from
+ops.runs, and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is absent is replaced by a note saying what to run.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         valid = data.test_validity(con)
         diff = data.difficulty(con)
         fun, runs = data.funnel(con)
+        curves = data.train_curves(con)
     finally:
         con.close()
     sections = [
@@ -40,6 +41,8 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
          "gold.difficulty is not in the lake" if diff is None else
          "gold.difficulty is empty: run `factory curate` after sampling or mutating programs"),
         ("Stage funnel (from ops.runs)", plots.funnel(fun, runs, out / "funnel.png"), "no stage runs recorded"),
+        ("Training and best-of-N (latest runs, from ops.train_metrics)", plots.training(curves, out / "training.png"),
+         "no training runs yet: run `factory train rm`, `factory eval bon` or `factory train rl`"),
     ]
     page = out / "index.html"
     page.write_text(_html(snap, src, sections))

@@ -84,3 +84,16 @@ def funnel(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], dict[str, dict[
     layers = {"bronze": 0, "silver": 1, "gold": 2, "ops": 3}
     tables = sorted(net, key=lambda t: (layers.get(t.split(".")[0], 9), order.get(t, 999), t))
     return [(t, producer[t], net[t]) for t in tables if not t.startswith("ops.") and net[t]], runs
+
+
+def train_curves(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
+    """{stage: [(step, metric, value), ...]} of the latest successful train-rm, train-rl and eval-bon run."""
+    rows = con.execute("""
+        WITH latest AS (SELECT stage, arg_max(run_id, started_at) AS run_id FROM ops.runs
+                        WHERE stage IN ('train-rm', 'train-rl', 'eval-bon') AND status = 'success' GROUP BY stage)
+        SELECT l.stage, m.step, m.metric, m.value FROM latest l JOIN ops.train_metrics m USING (run_id)
+        WHERE m.value IS NOT NULL ORDER BY l.stage, m.step, m.metric""").fetchall()
+    out: dict[str, list[tuple]] = {}
+    for stage, step, metric, value in rows:
+        out.setdefault(stage, []).append((step, metric, value))
+    return out

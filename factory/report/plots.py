@@ -116,3 +116,38 @@ def funnel(rows: list[tuple], runs: dict, path: Path) -> Path | None:
     b.tick_params(axis="x", rotation=45)
     b.legend(fontsize=8)
     return _save(fig, path)
+
+
+def training(curves: dict[str, list[tuple]], path: Path) -> Path | None:
+    """RM loss/accuracy per step, RL mean reward per step, best-of-N value vs k (latest run of each)."""
+    panels = [k for k in ("train-rm", "train-rl", "eval-bon") if curves.get(k)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, stage in zip(axes[0], panels):
+        by: dict[str, list[tuple]] = {}
+        for step, metric, value in curves[stage]:
+            by.setdefault(metric, []).append((step, value))
+        if stage == "eval-bon":
+            for method, style in (("oracle", "k--"), ("bon", "o-"), ("average", "s:"), ("greedy", "^")):
+                pts = sorted((int(m.split("@")[1]), v) for m, vals in by.items() if m.startswith(method + "@")
+                             for _, v in vals)
+                if pts:
+                    ax.plot([k for k, _ in pts], [v for _, v in pts], style, label=method)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("k (candidates)")
+            ax.set_ylabel("pass rate of the chosen program")
+            ax.set_title("best-of-N on held-out problems")
+        else:
+            keys = ("loss", "accuracy", "eval/accuracy") if stage == "train-rm" else (
+                "reward_mean", "entropy", "clip_frac")
+            for key in keys:
+                pts = sorted(by.get(key, []))
+                if pts:
+                    ax.plot([s for s, _ in pts], [v for _, v in pts], "o-" if key.startswith("eval") else "-",
+                            label=key)
+            ax.set_xlabel("step")
+            ax.set_title("reward model (Bradley-Terry)" if stage == "train-rm" else "GRPO")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    return _save(fig, path)

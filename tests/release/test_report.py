@@ -27,6 +27,7 @@ def test_report_on_ingested_lake(releases, tmp_path):
     assert f"<tr><td>apps</td><td>{releases.apps_problems}</td>" in text
     assert f"Lake snapshot {releases.r2['snapshot_id']}" in text
     assert "no executions yet" in text  # the pass-rate figure is skipped with a note, not faked
+    assert "no training runs yet" in text
 
 
 def test_report_with_executions(releases, tmp_path):
