@@ -140,7 +140,7 @@ def training(curves: dict[str, list[tuple]], path: Path) -> Path | None:
             ax.set_title("best-of-N on held-out problems")
         else:
             keys = ("loss", "accuracy", "eval/accuracy") if stage == "train-rm" else (
-                "reward_mean", "entropy", "clip_frac")
+                "reward_mean", "solve_rate", "entropy", "pg_clipfrac")
             for key in keys:
                 pts = sorted(by.get(key, []))
                 if pts:
