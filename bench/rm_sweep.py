@@ -11,7 +11,6 @@ Prints a table and writes JSON (default bench/results/rm_sweep.json).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import tempfile
@@ -26,12 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.bon import bon_table  # noqa: E402
+from eval.holdout import is_heldout  # noqa: E402
 from train.rm import load_reward_model, score, train_rm  # noqa: E402
 from train.rm.trainer import evaluate_pairs, tokenize_pairs  # noqa: E402
-
-
-def is_heldout(problem_id: str, fraction: float) -> bool:  # same rule as factory.train_stage.is_heldout
-    return int(hashlib.sha256(problem_id.encode()).hexdigest()[:8], 16) / 2**32 < fraction
 
 
 def _view_dir(release_dir: Path, view: str) -> Path | None:

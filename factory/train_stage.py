@@ -4,13 +4,13 @@ Metrics land in ops.train_metrics (one transaction per run); checkpoints in the 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
 
 import pyarrow as pa
 
+from eval.holdout import is_heldout  # noqa: F401  (re-exported)
 from factory.errors import FactoryError
 from factory.release.create import load_manifest
 from factory.stage import stage_run, utcnow
@@ -40,11 +40,6 @@ def metric_rows(records: list[dict], run_id: str) -> list[dict]:
                                    "value": value if math.isfinite(value) else None, "split": split,
                                    "logged_at": now}
     return list(rows.values())
-
-
-def is_heldout(problem_id: str, fraction: float) -> bool:
-    """Deterministic problem-level hold-out: the same problems are held out from RM training and used in BoN eval."""
-    return int(hashlib.sha256(problem_id.encode()).hexdigest()[:8], 16) / 2**32 < fraction
 
 
 def _print_step(row: dict) -> None:

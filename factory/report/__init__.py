@@ -2,7 +2,8 @@
 
 Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
 reference passes), difficulty vs potential (when gold.difficulty has rows), the stage funnel from
-ops.runs, and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is absent is replaced by a note saying what to run.
+ops.runs, and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is
+absent is replaced by a note saying what to run.
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@
   the sandbox uid cannot traverse (e.g. ``/root`` holding the interpreter) hidden behind an empty
   tmpfs with only the interpreter paths bind-mounted back.
 * Per program (:func:`program_scratch` in the zygote, :func:`setup_program` in the child): fresh
-  tmpfs ``/tmp`` and ``/dev/shm`` (kept only if the previous program left no trace in them), own IPC namespace, scrubbed environment, rlimits, own uid
-  (root) or all capabilities dropped (user namespace), ``no_new_privs``, non-dumpable.
+  tmpfs ``/tmp`` and ``/dev/shm`` (kept only if the previous program left no trace in them), own IPC
+  namespace, scrubbed environment, rlimits, own uid (root) or all capabilities dropped (user namespace),
+  ``no_new_privs``, non-dumpable.
 """
 from __future__ import annotations
 
@@ -245,16 +246,16 @@ def _scratch_state() -> tuple:
     return tuple(out)
 
 
-def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> bool:
-    """Fresh private /tmp and /dev/shm for the next program; returns True if they were (re)mounted.
+def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
+    """Fresh private /tmp and /dev/shm for the next program.
 
     ``mount_it=False`` discards them after a program, unless ``reuse`` and the program left them exactly as
     mounted (same free inode and block counts, same mode/owner: nothing was created or kept), in which case
     the next program gets the same, still empty, tmpfs.  Only used where the sandbox uid owns nothing there."""
     if mount_it and _SCRATCH["mounted"]:
-        return False
+        return
     if not mount_it and reuse and _SCRATCH["mounted"] and _scratch_state() == _SCRATCH["baseline"]:
-        return False
+        return
     for d in ("/tmp", "/dev/shm"):
         umount(d)
         if mount_it and os.path.isdir(d):
@@ -267,7 +268,6 @@ def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> bool:
                     mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _SCRATCH["mounted"] = mount_it
     _SCRATCH["baseline"] = _scratch_state() if mount_it else None
-    return True
 
 
 def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None) -> None:

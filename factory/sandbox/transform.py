@@ -26,7 +26,7 @@ class Expect:
 
 
 def _literal(node):
-    if isinstance(node, ast.Name) and node.id not in ("None", "True", "False"):
+    if isinstance(node, ast.Name):
         return False, None  # fast path: a variable is never a literal
     try:
         return True, ast.literal_eval(node)
