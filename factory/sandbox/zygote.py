@@ -68,8 +68,9 @@ class Zygote:
         self.slot, cg_notes = cgroup.make_slot(slot_name, limits) if self.root else (None, ["not root"])
         self.outer_euid, self.outer_pid = os.geteuid(), os.getpid()
         self.worker_ns = self._enter_worker_ns()
-        if self.slot:
+        if self.slot and not self.slot.self_inside:
             self.slot.adopt_self()
+            self.slot.prepare()
         self.plan, self.meta = self._probe(cg_notes)
 
     def _enter_worker_ns(self) -> bool:
@@ -97,10 +98,19 @@ class Zygote:
                     break
                 except InterruptedError:
                     continue
+            if self.slot:  # the zygote's own view has no /sys: the slot is removed from out here
+                try:
+                    self.slot.kill_all()
+                    self.slot.remove()
+                except OSError:
+                    pass
             os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
         iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_IGN)
+        if self.slot:  # join the slot and open every cgroup file we poll, before /sys leaves our view
+            self.slot.adopt_self()
+            self.slot.prepare()
         try:
             __import__("socket").sethostname("sandbox")
             iso.setup_worker_mounts(self._blocked_plan())
@@ -111,7 +121,8 @@ class Zygote:
         return True
 
     def _blocked_plan(self) -> dict:
-        keep = {"tmp_keep": self.isolate.tmp_keep_paths(self._needed_paths())}
+        keep = {"tmp_keep": self.isolate.tmp_keep_paths(self._needed_paths()), "minimal_root": True,
+                "needed": self._needed_paths()}
         if not self.root:
             return keep
         if self.slot:
@@ -120,8 +131,11 @@ class Zygote:
 
     @staticmethod
     def _needed_paths() -> list[str]:
-        need = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [p for p in sys.path if p]
-        need.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # never the project checkout itself (it may hold ./lake, exports, data): only this package's code
+        need = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
+            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
+        need.append(os.path.dirname(os.path.abspath(__file__)))  # this package's code only, not the project
         return need
 
     def _blocked(self) -> dict:
@@ -133,9 +147,11 @@ class Zygote:
     # ------------------------------------------------------------------ isolation probe
     def _full_plan(self) -> dict:
         plan = dict(worker_ns=self.worker_ns, drop_caps=not self.root, nproc_rlimit=True,
-                    as_rlimit=self.slot is None, env_is_safe=dict(os.environ) == self.isolate.SAFE_ENV)
+                    as_rlimit=self.slot is None, env_is_safe=dict(os.environ) == self.isolate.SAFE_ENV,
+                    seccomp=True)
         if self.root:
             plan["sandbox_uid"] = self._uid()
+            plan["judge_uid"] = 5_000_000 + self.outer_pid
         else:
             plan["nproc_base"] = 4096
         return plan
@@ -151,6 +167,9 @@ class Zygote:
         if not ok:
             degraded.append(f"sandbox setup failed ({err}); running with rlimits only")
             plan = {"nproc_rlimit": False, "as_rlimit": self.slot is None}
+            ok, err2 = self._probe_one(plan)
+            if not ok:
+                raise RuntimeError(f"sandbox cannot start a child: {err} / {err2}")
         ns = bool(plan.get("worker_ns"))
         meta = {
             "sandbox_version": None, "euid": self.outer_euid,
@@ -158,10 +177,17 @@ class Zygote:
             "ipcns": ns, "ns_scope": ("pid/net/mnt/uts per worker (no process survives a program); ipc ns per "
                                       "program; /tmp,/dev/shm tmpfs per program (kept only while no program "
                                       "leaves an inode, block or mode change in them)") if ns else None,
-            "fs": "read-only tree + private tmpfs /tmp,/dev/shm" if ns else "private-workdir-only",
+            "fs": ("minimal read-only root (system dirs, interpreter, packages) + private tmpfs /tmp,/dev/shm" if ns else "private-workdir-only"),
             "uid_drop": bool(plan.get("sandbox_uid")),
             "caps_dropped": bool(plan.get("drop_caps") or plan.get("sandbox_uid")),
-            "no_new_privs": bool(plan.get("worker_ns") or plan.get("sandbox_uid")), "seccomp": False,
+            "no_new_privs": bool(plan.get("worker_ns") or plan.get("sandbox_uid")),
+            "seccomp": bool(plan.get("seccomp")),
+            "judge_split": "test code runs in a separate judge process; the program is reached over RPC "
+                           "with plain data only (kind 'unittest' is judged in-process and marked so)",
+            "judge_uid": plan.get("judge_uid"),
+            "minimal_root": bool(ns and self.isolate.MINIMAL_ROOT.get("on")),
+            "proc_hidepid": bool(ns and self.isolate.MINIMAL_ROOT.get("hidepid")),
+            "zygote_holds_job_data": False,
             "bwrap": False, "cgroup": self.slot.version if self.slot else None,
             "cgroup_controllers": list(self.slot.controllers) if self.slot else [],
             "cpu_accounting": "cgroup" if self.slot else "proc-stat",
@@ -173,30 +199,45 @@ class Zygote:
         return plan, meta
 
     def _probe_one(self, plan: dict):
-        job = {"mode": "probe", "program": "", "tests": [], "limits": self.limits}
+        """Start one sandboxed child with the full plan; it must report ``I`` on fd 3."""
+        r, w = os.pipe()
+        er, ew = os.pipe()
         try:
-            run = _Run(self, job, 0, plan)
-            ok = run.start() and run.wait_ready()
-            err = run.err_text()
-            run.finish_kill()
-            return ok, err[-300:]
+            pid = _spawn(self, "probe", {2: ew, 3: w}, None, -1, None, plan, 1)
         except OSError as exc:
             return False, str(exc)
+        os.close(w)
+        os.close(ew)
+        got = bytearray()
+        deadline = time.monotonic() + 10
+        while len(got) < _JHDR.size and time.monotonic() < deadline:
+            ready, _, _ = select.select([r], [], [], 0.1)
+            if r in ready:
+                chunk = os.read(r, _JHDR.size)
+                if not chunk:
+                    break
+                got += chunk
+        os.set_blocking(er, False)
+        try:
+            err = os.read(er, 4096).decode("utf-8", "replace")
+        except BlockingIOError:
+            err = ""
+        _kill_everything(self, plan, [pid])
+        _reap(plan, {pid: None})
+        os.close(r)
+        os.close(er)
+        return bytes(got[:1]) == b"I", err[-300:]
 
     # ------------------------------------------------------------------ jobs
-    def run_job(self, job: dict) -> list[dict]:
-        job["limits"] = self.limits
+    def run_job(self, idx: int, hdr: dict, memfd: int) -> list[dict]:
         results: dict[int, dict] = {}
-        pos, n = 0, len(job["tests"])
+        pos, n = 0, len(hdr["tests"])
         while pos < n:
-            pos = _Run(self, job, pos, self.plan).supervise(results)
-        return [results[t["i"]] for t in job["tests"]]
-
-    def _run_one(self, job: dict) -> tuple:
-        try:
-            return ("done", self.run_job(job))
-        except Exception:  # noqa: BLE001
-            return ("error", traceback.format_exc()[-3000:])
+            if hdr["mode"] == "stdio":
+                pos = _run_stdio_test(self, idx, hdr, memfd, pos, results)
+            else:
+                pos = _Run(self, idx, hdr, memfd, pos, self.plan).supervise(results)
+        return [results[t["i"]] for t in hdr["tests"]]
 
     def serve(self) -> None:
         try:
@@ -205,183 +246,408 @@ class Zygote:
                 msg = recv(self.ctl_in)
                 if msg is None or msg[0] == "quit":
                     break
-                if msg[0] == "jobs":  # a batch: one round trip for several programs
-                    send(self.ctl_out, ("done_many", [self._run_one(p) for p in msg[1]]))
-                else:
-                    send(self.ctl_out, self._run_one(msg[1]))
-        except OSError:
+                _, hdrs, body_len = msg
+                memfd = os.memfd_create("job", os.MFD_CLOEXEC)
+                try:  # the job's bytes go pipe -> memfd in the kernel: never into this process's heap
+                    left = body_len
+                    while left:
+                        moved = os.splice(self.ctl_in, memfd, min(left, 1 << 20))
+                        if not moved:
+                            raise EOFError("pool closed mid-job")
+                        left -= moved
+                    for idx, hdr in enumerate(hdrs):
+                        try:
+                            send(self.ctl_out, ("done", idx, self.run_job(idx, hdr, memfd)))
+                        except Exception:  # noqa: BLE001
+                            send(self.ctl_out, ("error", idx, traceback.format_exc()[-3000:]))
+                finally:
+                    os.close(memfd)
+                send(self.ctl_out, ("batch_done",))
+        except (OSError, EOFError):
             pass  # pool went away
         finally:
-            if self.slot:
-                self.slot.kill_all()
-                self.slot.remove()
+            if self.slot and not self.worker_ns:
+                try:
+                    self.slot.kill_all()
+                    self.slot.remove()
+                except OSError:
+                    pass
 
 
 def _set_nonblock(fd: int) -> None:
     os.set_blocking(fd, False)
 
 
-class _Run:
-    """One sandboxed child G running tests ``start..`` of a job."""
+class Router:
+    """Moves program output and judge reports to the pool with ``splice(2)``: framed by a small pickled
+    header, the bytes themselves never enter this process's memory (so no later program forked from the
+    zygote can find an earlier program's output, source or tests in its own address space)."""
 
-    def __init__(self, z: Zygote, job: dict, start: int, plan: dict):
-        self.z, self.job, self.start_pos, self.plan = z, job, start, plan
-        self.lim = z.limits
-        self.g = None
-        self.workdir = None
-        self.err_buf = bytearray()
+    def __init__(self, ctl_out: int):
+        self.ctl_out = ctl_out
+        self.tmp_r, self.tmp_w = os.pipe()
+        self.null = os.open("/dev/null", os.O_WRONLY)
 
-    # -- process creation ---------------------------------------------------------------
-    def start(self) -> bool:
-        self.out_r, out_w = os.pipe()
-        self.err_r, err_w = os.pipe()
-        self.res_r, res_w = os.pipe()
-        self.ack_r, self.ack_w = os.pipe()
-        ns = bool(self.plan.get("worker_ns"))
-        if ns:
-            self.z.isolate.program_scratch(self.lim["tmpfs_mb"], True)
-        else:
-            import tempfile  # only without namespaces (kept out of the zygote otherwise)
-            self.workdir = tempfile.mkdtemp(prefix="sbx-")
-            if self.plan.get("sandbox_uid"):
-                os.chown(self.workdir, self.plan["sandbox_uid"], self.plan["sandbox_uid"])
-        n_tests = len(self.job["tests"]) - self.start_pos
-        g = os.fork()
-        if g == 0:  # ---- G: the sandboxed runner
-            code = 111
+    def _move(self, src: int, n: int) -> None:
+        while n:
             try:
-                os.setsid()
-                hi = [os.dup(fd) for fd in (out_w, err_w, res_w, self.ack_r)]
-                null = os.open("/dev/null", os.O_RDWR)
-                os.dup2(null, 0)
-                for tgt, src in zip((1, 2, 3, 5), hi):
-                    os.dup2(src, tgt)
-                os.closerange(6, 1 << 16)
-                try:
-                    os.close(4)
-                except OSError:
-                    pass
-                if self.z.slot:
-                    self.z.slot.attach(os.getpid())
-                adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-                os.write(adj, b"1000")  # first choice of the OOM killer, never the zygote
-                os.close(adj)
-                self.z.isolate.setup_program(self.plan, self.lim, n_tests, self.workdir)
-                os.write(3, b'{"t": "I"}\n')
-                from . import child
-                if self.job["mode"] != "probe":
-                    child.main(self.job, self.start_pos, self.plan)
-                code = 0
-            except BaseException:  # noqa: BLE001
-                try:
-                    os.write(2, traceback.format_exc()[-2000:].encode())
-                except OSError:
-                    pass
-            finally:
-                os._exit(code)
-        for fd in (out_w, err_w, res_w, self.ack_r):
-            os.close(fd)
-        self.ack_r = None
-        for fd in (self.out_r, self.err_r, self.res_r):
-            _set_nonblock(fd)
-        self.g = g
-        try:
-            self.pidfd = os.pidfd_open(self.g)
-        except OSError:
-            self.pidfd = None
-        return True
+                moved = os.splice(src, self.ctl_out, n)
+            except BlockingIOError:
+                select.select([src], [], [], 1.0)
+                continue
+            if not moved:
+                raise EOFError("stream ended inside a frame")
+            n -= moved
 
-    def err_text(self) -> str:
-        return self.err_buf.decode("utf-8", "replace")
+    def frame(self, idx: int, i: int, stream: str, src: int, n: int) -> None:
+        """Forward exactly ``n`` bytes that ``src`` is about to deliver (a judge frame's payload)."""
+        send(self.ctl_out, ("seg", idx, i, stream, n))
+        self._move(src, n)
 
-    def wait_ready(self, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        buf = bytearray()
-        while time.monotonic() < deadline:
-            select.select([self.res_r, self.err_r], [], [], 0.05)
-            self._drain(self.err_r, self.err_buf, 1 << 16)
-            if self._drain(self.res_r, buf, 1 << 20) and not buf:
-                return False
-            if b'{"t": "I"}' in buf:
-                return True
-            if self._exited():
-                self._drain(self.res_r, buf, 1 << 20)
-                return b'{"t": "I"}' in buf
-        return False
-
-    def _exited(self) -> bool:
-        try:
-            pid, _ = os.waitpid(self.g, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if pid:
-            self.g_status = _
-            self.g_reaped = True
-        return bool(pid)
-
-    @staticmethod
-    def _drain(fd: int, buf: bytearray, cap: int, counter: list | None = None) -> bool:
-        """Read everything available; keep up to ``cap`` bytes.  Returns True on EOF."""
+    def pump(self, src: int, idx: int, i: int, stream: str, st: dict) -> bool:
+        """Forward what ``src`` has now, keeping at most ``st['keep']`` bytes per stream and test (the rest is
+        counted and discarded).  Returns True at EOF."""
         while True:
+            room = st["keep"] - st["kept"].get(stream, 0)
             try:
-                chunk = os.read(fd, 1 << 16)
+                if room > 0:
+                    n = os.splice(src, self.tmp_w, min(room, 1 << 16), flags=os.SPLICE_F_NONBLOCK)
+                else:
+                    n = os.splice(src, self.null, 1 << 16, flags=os.SPLICE_F_NONBLOCK)
             except BlockingIOError:
                 return False
             except OSError as e:
                 if e.errno == errno.EINTR:
                     continue
                 return True
-            if not chunk:
+            if not n:
                 return True
-            if counter is not None:
-                counter[0] += len(chunk)
-            room = cap - len(buf)
+            st["total"] += n
             if room > 0:
-                buf += chunk[:room]
+                st["kept"][stream] = st["kept"].get(stream, 0) + n
+                send(self.ctl_out, ("seg", idx, i, stream, n))
+                self._move(self.tmp_r, n)
+            if st["total"] > st["limit"]:
+                return False
 
-    def _kill_all(self) -> None:
-        if self.plan.get("worker_ns"):
+
+def _router(z) -> Router:
+    r = getattr(z, "_router_obj", None)
+    if r is None:
+        r = z._router_obj = Router(z.ctl_out)
+    return r
+
+
+_JHDR = struct.Struct("!cII")
+
+
+def _arrange_fds(mapping: dict[int, int]) -> None:
+    """In a fresh child: make exactly ``mapping`` (target fd -> current fd) open, close everything else."""
+    high = {tgt: os.dup(src) for tgt, src in mapping.items()}
+    for tgt, src in high.items():
+        os.dup2(src, tgt)
+    os.closerange(max(mapping) + 1 if mapping else 3, 1 << 16)
+    for fd in range(3, max(mapping) + 1 if mapping else 3):
+        if fd not in mapping:
             try:
-                os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
-            except ProcessLookupError:
+                os.close(fd)
+            except OSError:
                 pass
-        elif self.g is not None:
-            for target in (-self.g, self.g):
+
+
+def _spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict, n_tests: int) -> int:
+    """Fork one sandboxed child.  ``role``: 'judge' | 'candidate' | 'script' | 'inproc' | 'probe'.
+    ``blob``: (offset, length) of this child's part of the job in ``memfd``; ``body(data)`` runs after
+    isolation.  Never returns in the child."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 111
+    try:
+        os.setsid()
+        data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
+        if z.slot:
+            z.slot.attach(os.getpid())
+        null = os.open("/dev/null", os.O_RDWR)
+        fds = {0: null, 1: null, 2: null, **fds}
+        _arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(adj, b"500" if role == "judge" else b"1000")  # the OOM killer takes the program first
+        os.close(adj)
+        z.isolate.setup_program(plan, z.limits, n_tests, None, role)
+        if role == "probe":
+            os.write(3, _JHDR.pack(b"I", 0, 0))
+        else:
+            body(data)
+        code = 0
+    except BaseException:  # noqa: BLE001
+        try:
+            os.write(2, traceback.format_exc()[-2000:].encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def _judge_body(start: int, limits: dict):
+    def body(data: bytes):
+        from . import judge
+        judge.main(data, start, limits)
+    return body
+
+
+def _candidate_body(data: bytes) -> None:
+    from . import candidate
+    import pickle
+    job = pickle.loads(data)
+    del data
+    candidate.default_signals()
+    candidate.serve_program(job["program"])
+
+
+def _inproc_body(start: int):
+    def body(data: bytes):
+        from . import candidate
+        import pickle
+        job = pickle.loads(data)
+        del data
+        candidate.default_signals()
+        candidate.fresh_stdio()
+        candidate.run_unittest_in_process(job, start)
+    return body
+
+
+def _script_body(data: bytes) -> None:
+    from . import candidate
+    import pickle
+    job = pickle.loads(data)
+    del data
+    candidate.default_signals()
+    os._exit(candidate.run_script(job["program"]))
+
+
+def _kill_everything(z, plan: dict, pids) -> None:
+    if plan.get("worker_ns"):
+        try:
+            os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
+        except ProcessLookupError:
+            pass
+    else:
+        for pid in pids:
+            for target in (-pid, pid):
                 try:
                     os.kill(target, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-        if self.z.slot and not self.plan.get("worker_ns"):  # in a pid ns kill(-1) + reaping is complete
-            self.z.slot.kill_all()
+        if z.slot:
+            z.slot.kill_all()
 
-    def kill(self) -> None:
-        self._kill_all()
 
-    def finish_kill(self) -> int | None:
-        """Kill everything left, reap G (and orphans), release fds; returns G's wait status."""
-        self._kill_all()
-        status = getattr(self, "g_status", None)
-        if self.g is not None and not getattr(self, "g_reaped", False):
-            try:
-                _, status = os.waitpid(self.g, 0)
-            except ChildProcessError:
-                pass
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:  # reap reparented orphans (we are pid 1 / subreaper)
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    if not self.plan.get("worker_ns"):
-                        break
-                    time.sleep(0.0005)
-            except ChildProcessError:
+def _reap(plan: dict, statuses: dict) -> None:
+    """Reap everything (we are pid 1 / subreaper); wait statuses of the pids in ``statuses`` are kept."""
+    deadline = time.monotonic() + 2.0
+    pending = [p for p, st in statuses.items() if st is None]
+    for p in pending:
+        try:
+            _, st = os.waitpid(p, 0)
+            statuses[p] = st
+        except ChildProcessError:
+            pass
+    while time.monotonic() < deadline:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            if not plan.get("worker_ns"):
                 break
-        self.close()
-        if self.plan.get("worker_ns"):  # root: the sandbox uid owns nothing on /tmp, so untouched = clean
-            self.z.isolate.program_scratch(0, False, reuse=bool(self.plan.get("sandbox_uid")))
-        return status
+            time.sleep(0.0005)
+        elif pid in statuses and statuses[pid] is None:
+            statuses[pid] = st
+
+
+class _Meter:
+    """CPU (cgroup or /proc), wall time and peak memory of the current test."""
+
+    def __init__(self, z, pids):
+        self.z, self.pids = z, pids
+        self.reset()
+
+    def cpu_s(self) -> float:
+        if self.z.slot:
+            return self.z.slot.cpu_ns() / 1e9
+        total = 0.0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass
+        return total
+
+    def peak_kb(self):
+        if self.z.slot:
+            v = self.z.slot.peak_bytes()
+            return None if v is None else v // 1024
+        return None
+
+    def reset(self):
+        self.t0, self.c0 = time.monotonic(), self.cpu_s()
+        self.oom0 = self.z.slot.oom_kills() if self.z.slot else 0
+        if self.z.slot:
+            self.z.slot.reset_peak()
+
+    def used(self):
+        return self.cpu_s() - self.c0, time.monotonic() - self.t0
+
+    def oom(self) -> bool:
+        return bool(self.z.slot and self.z.slot.oom_kills() > self.oom0)
+
+    def numbers(self) -> dict:
+        cpu, wall = self.used()
+        return {"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "peak_kb": self.peak_kb()}
+
+
+def _budgets(z):
+    lim = z.limits
+    speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
+    return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
+
+
+def _run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict) -> int:
+    """One stdin/stdout test: a fresh candidate process per test; the zygote itself reads its stdout and exit
+    status (nothing in the sandbox reports anything)."""
+    t = hdr["tests"][pos]
+    i = t["i"]
+    off, length = hdr["inputs"][pos]
+    stdin = os.memfd_create("stdin")
+    if length:
+        copied = 0
+        while copied < length:  # kernel to kernel: the input never passes through this process's memory
+            got = os.copy_file_range(memfd, stdin, length - copied, off + copied)
+            if not got:
+                raise OSError("short copy of a test input")
+            copied += got
+        os.lseek(stdin, 0, 0)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    plan = z.plan
+    if plan.get("worker_ns"):
+        z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
+    pid = _spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, tuple(hdr["cand"]), memfd, _script_body, plan, 1)
+    for fd in (stdin, out_w, err_w):
+        os.close(fd)
+    for fd in (out_r, err_r):
+        _set_nonblock(fd)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        pidfd = None
+    router = _router(z)
+    lim = z.limits
+    st = {"keep": lim["max_output_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
+    meter = _Meter(z, [pid])
+    cpu_budget, wall_budget, speed = _budgets(z)
+    reason, status, eofs = None, None, set()
+    while True:
+        used_cpu, used_wall = meter.used()
+        if used_cpu > cpu_budget or used_wall > wall_budget:
+            reason = "timeout"
+            break
+        if st["total"] > lim["max_output_bytes"]:
+            reason = "output"
+            break
+        wait = max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
+        rd = [fd for fd in (out_r, err_r) if fd not in eofs] + [fd for fd in (pidfd, z.ctl_in) if fd is not None]
+        ready, _, _ = select.select(rd, [], [], wait)
+        if z.ctl_in in ready:
+            reason = "parent"
+            break
+        for fd, stream in ((out_r, "out"), (err_r, "err")):
+            if fd in ready and fd not in eofs and router.pump(fd, idx, i, stream, st):
+                eofs.add(fd)
+        exited = (pidfd in ready) if pidfd is not None else _exited(pid)
+        if exited:
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+                if not got:
+                    status = None
+            except ChildProcessError:
+                status = None
+            if status is not None:
+                break
+    for fd, stream in ((out_r, "out"), (err_r, "err")):
+        router.pump(fd, idx, i, stream, st)
+    info = meter.numbers()
+    oom = meter.oom()
+    _kill_everything(z, plan, [pid])
+    statuses = {pid: status}
+    _reap(plan, statuses)
+    for fd in (out_r, err_r, pidfd):
+        if fd is not None:
+            os.close(fd)
+    if plan.get("worker_ns"):
+        z.isolate.program_scratch(0, False, reuse=bool(plan.get("sandbox_uid")))
+    if reason is None and st["total"] > lim["max_output_bytes"]:
+        reason = "output"
+    if reason == "parent":
+        info.update(outcome="infra", emsg="pool closed")
+    elif reason:
+        info.update(outcome=reason)
+    else:
+        info.update(outcome="stdio", status=statuses[pid], oom=oom, out_total=st["total"])
+    results[i] = info
+    return pos + 1
+
+
+def _exited(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+class _Run:
+    """One judge (+ candidate) pair running tests ``start..`` of a job; a fresh pair continues after a test
+    that timed out, crashed or killed the candidate."""
+
+    def __init__(self, z, idx: int, hdr: dict, memfd: int, start: int, plan: dict):
+        self.z, self.idx, self.hdr, self.memfd, self.start_pos, self.plan = z, idx, hdr, memfd, start, plan
+        self.judge = self.cand = None
+
+    def start(self) -> None:
+        z, hdr, plan = self.z, self.hdr, self.plan
+        n_tests = len(hdr["tests"]) - self.start_pos
+        self.res_r, res_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        self.jerr_r, jerr_w = os.pipe()
+        if plan.get("worker_ns"):
+            z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
+        if hdr["mode"] == "unittest":  # judged in-process: one process, program and tests together
+            self.judge = _spawn(z, "inproc", {1: out_w, 2: err_w, 3: res_w}, tuple(hdr["judge"]), self.memfd,
+                                _inproc_body(self.start_pos), plan, n_tests)
+            opened = [res_w, out_w, err_w, jerr_w]
+        else:
+            req_r, req_w = os.pipe()
+            rep_r, rep_w = os.pipe()
+            self.cand = _spawn(z, "candidate", {1: out_w, 2: err_w, 3: req_r, 4: rep_w}, tuple(hdr["cand"]),
+                               self.memfd, _candidate_body, plan, n_tests)
+            self.judge = _spawn(z, "judge", {2: jerr_w, 3: res_w, 4: req_w, 5: rep_r}, tuple(hdr["judge"]),
+                                self.memfd, _judge_body(self.start_pos, z.limits), plan, n_tests)
+            opened = [res_w, out_w, err_w, jerr_w, req_r, req_w, rep_r, rep_w]
+        for fd in opened:
+            os.close(fd)
+        for fd in (self.res_r, self.out_r, self.err_r, self.jerr_r):
+            _set_nonblock(fd)
+        try:
+            self.pidfd = os.pidfd_open(self.judge)
+        except OSError:
+            self.pidfd = None
 
     def close(self) -> None:
-        for name in ("out_r", "err_r", "res_r", "pidfd", "ack_w"):
+        for name in ("res_r", "out_r", "err_r", "jerr_r", "pidfd"):
             fd = getattr(self, name, None)
             if fd is not None:
                 try:
@@ -389,186 +655,159 @@ class _Run:
                 except OSError:
                     pass
                 setattr(self, name, None)
-        if self.workdir:
-            import shutil
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
 
-    # -- accounting ---------------------------------------------------------------------
-    def cpu_s(self) -> float:
-        if self.z.slot:
-            return self.z.slot.cpu_ns() / 1e9
-        try:
-            with open(f"/proc/{self.g}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
-
-    def peak_kb(self) -> int | None:
-        if self.z.slot:
-            v = self.z.slot.peak_bytes()
-            return None if v is None else v // 1024
-        try:
-            with open(f"/proc/{self.g}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return None
-
-    # -- supervision --------------------------------------------------------------------
     def supervise(self, results: dict) -> int:
-        tests = self.job["tests"]
+        z, hdr, lim = self.z, self.hdr, self.z.limits
+        tests = hdr["tests"]
         idx_of = {t["i"]: k for k, t in enumerate(tests)}
         remaining = [t["i"] for t in tests[self.start_pos:]]
-        if not self.start():
-            for i in remaining:
-                results[i] = {"outcome": "infra", "emsg": "sandbox setup failed: " + self.err_text()[-1500:]}
-            return len(tests)
-        lim = self.lim
-        stdio = self.job["mode"] == "stdio"
-        keep = lim["max_output_bytes"] if stdio else lim["capture_bytes"]
-        cpu_budget, wall_budget = lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"])
-        speed = 1.0 if (self.z.slot and "cpu" in self.z.slot.controllers) else float(os.cpu_count() or 1)
+        self.start()
+        router = _router(z)
+        keep = lim["capture_bytes"]
+        st = {"keep": keep, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
+        jst = {"keep": 8192, "kept": {}, "total": 0, "limit": 1 << 62}
+        meter = _Meter(z, [p for p in (self.judge, self.cand) if p])
+        cpu_budget, wall_budget, speed = _budgets(z)
         phase, cur = "init", None
-        out, err, totals = bytearray(), bytearray(), [0]
-        linebuf = bytearray()
-        t0, c0 = time.monotonic(), self.cpu_s()
-        oom0 = self.z.slot.oom_kills() if self.z.slot else 0
-        reason = None
+        hbuf = bytearray()
+        reason, died_in = None, None
+        done = False
 
-        def reset(clear_output: bool = True):
-            nonlocal t0, c0, out, err
-            t0, c0 = time.monotonic(), self.cpu_s()
-            if clear_output:  # not on S: bytes read in the same batch already belong to the test
-                out, err = bytearray(), bytearray()
-                totals[0] = 0
-            if self.z.slot:
-                self.z.slot.reset_peak()
+        def tag():  # output outside a test belongs to the next one
+            return cur if cur is not None else (remaining[0] if remaining else -1)
 
         def record(i, **kw):
-            kw.setdefault("cpu_ms", (self.cpu_s() - c0) * 1000)
-            kw.setdefault("wall_ms", (time.monotonic() - t0) * 1000)
-            kw.setdefault("peak_kb", self.peak_kb())
-            kw["stdout"], kw["stderr"], kw["out_total"] = bytes(out), bytes(err), totals[0]
+            kw.update({k: v for k, v in meter.numbers().items() if k not in kw})
             results[i] = kw
 
-        state = {"done": False, "reason": None}
-
-        def process() -> None:
-            nonlocal phase, cur, linebuf, oom0
-            while b"\n" in linebuf and not state["done"] and not state["reason"]:
-                line, _, rest = bytes(linebuf).partition(b"\n")
-                linebuf = bytearray(rest)
-                try:
-                    msg = json.loads(line)
-                    kind = msg["t"]
-                except (ValueError, KeyError, TypeError):
-                    state["reason"] = "protocol"
-                    return
-                if kind == "I" and phase == "init":
-                    phase = "load"
-                    reset(clear_output=False)
-                elif kind == "L" and phase == "load":
-                    phase = "gap"
-                    reset(clear_output=False)
-                elif kind == "X" and phase == "load":
-                    for i in list(remaining):
-                        record(i, outcome="load_error", etype=msg.get("etype"), emsg=msg.get("emsg"),
-                               where=msg.get("where"), mem=bool(msg.get("mem")))
-                    remaining.clear()
-                    state["done"] = True
-                elif kind == "S" and phase == "gap" and msg.get("i") in remaining:
-                    phase, cur = "test", msg["i"]
-                    reset(clear_output=False)
-                    oom0 = self.z.slot.oom_kills() if self.z.slot else 0
-                elif kind == "R" and phase == "test" and msg.get("i") == cur:
-                    self._drain(self.out_r, out, keep, totals)
-                    self._drain(self.err_r, err, keep, totals)
-                    msg["oom"] = bool(self.z.slot and self.z.slot.oom_kills() > oom0)
-                    cpu_ms, wall_ms = (self.cpu_s() - c0) * 1000, (time.monotonic() - t0) * 1000
-                    try:
-                        cpu_ms = max(cpu_ms, float(msg.get("cpu") or 0) * 1000)
-                        wall_ms = max(wall_ms, float(msg.get("wall") or 0) * 1000)
-                    except (TypeError, ValueError):
-                        pass
-                    record(cur, outcome="msg", msg=msg, cpu_ms=cpu_ms, wall_ms=wall_ms)
-                    remaining.remove(cur)
-                    if stdio:  # G waits for this before the next test: exact stdout attribution
-                        try:
-                            os.write(self.ack_w, b"k")
-                        except OSError:
-                            pass
-                    phase, cur = "gap", None
-                    reset()
-                elif kind == "E" and not remaining:
-                    state["done"] = True
-                else:
-                    state["reason"] = "protocol"
+        def on_frame(kind: bytes, i: int, n: int) -> None:
+            nonlocal phase, cur, reason, died_in, done
+            if kind == b"I" and phase == "init":
+                phase = "load"
+                meter.reset()
+            elif kind == b"L" and phase == "load":
+                phase = "gap"
+                meter.reset()
+            elif kind == b"X" and phase == "load":
+                router.frame(self.idx, -1, "load", self.res_r, n)
+                n = 0
+                for k in list(remaining):
+                    record(k, outcome="load_error")
+                remaining.clear()
+                done = True
+            elif kind == b"S" and phase == "gap" and i in remaining:
+                phase, cur = "test", i
+                meter.reset()
+            elif kind == b"R" and phase == "test" and i == cur:
+                router.pump(self.out_r, self.idx, cur, "out", st)
+                router.pump(self.err_r, self.idx, cur, "err", st)
+                router.frame(self.idx, cur, "res", self.res_r, n)
+                n = 0
+                record(cur, outcome="msg", oom=meter.oom(), out_total=st["total"])
+                remaining.remove(cur)
+                phase, cur = "gap", None
+                st["kept"], st["total"] = {}, 0
+                meter.reset()
+            elif kind == b"D" and phase == "test" and i == cur:
+                reason, died_in = "candidate", cur
+            elif kind == b"E" and not remaining:
+                done = True
+            else:
+                reason = "protocol"
+            if n:  # a payload nobody expected: protocol error
+                reason = "protocol"
 
         eof = False
-        while not state["done"] and not state["reason"]:
-            used_cpu, used_wall = self.cpu_s() - c0, time.monotonic() - t0
+        while not done and not reason:
+            used_cpu, used_wall = meter.used()
             if used_cpu > cpu_budget or used_wall > wall_budget:
-                state["reason"] = "timeout"
+                reason = "timeout"
                 break
-            if totals[0] > lim["max_output_bytes"]:
-                state["reason"] = "output"
+            if st["total"] > lim["max_output_bytes"]:
+                reason = "output"
                 break
             wait = max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
-            rd = [fd for fd in (self.out_r, self.err_r, self.pidfd, self.z.ctl_in) if fd is not None]
+            rd = [fd for fd in (self.out_r, self.err_r, self.jerr_r, self.pidfd, z.ctl_in) if fd is not None]
             if not eof:
                 rd.append(self.res_r)
             ready, _, _ = select.select(rd, [], [], wait)
-            if self.z.ctl_in in ready:  # pool went away
-                state["reason"] = "parent"
+            if z.ctl_in in ready:
+                reason = "parent"
                 break
             if self.out_r in ready:
-                self._drain(self.out_r, out, keep, totals)
+                router.pump(self.out_r, self.idx, tag(), "out", st)
             if self.err_r in ready:
-                self._drain(self.err_r, err, keep, totals)
+                router.pump(self.err_r, self.idx, tag(), "err", st)
+            if self.jerr_r in ready:
+                router.pump(self.jerr_r, self.idx, -1, "jerr", jst)
             if self.res_r in ready and not eof:
-                eof = self._drain(self.res_r, linebuf, 1 << 62)
-                process()
-            if state["done"] or state["reason"]:
+                while not done and not reason:
+                    try:
+                        chunk = os.read(self.res_r, _JHDR.size - len(hbuf))
+                    except BlockingIOError:
+                        break
+                    if not chunk:
+                        eof = True
+                        break
+                    hbuf += chunk
+                    if len(hbuf) == _JHDR.size:
+                        kind, i, n = _JHDR.unpack(bytes(hbuf))
+                        hbuf.clear()
+                        on_frame(kind, i, n)
+            if done or reason:
                 break
-            if eof or (self.pidfd is not None and self.pidfd in ready) or (self.pidfd is None and self._exited()):
-                if not eof:
-                    self._drain(self.res_r, linebuf, 1 << 62)
-                    process()
-                if not state["done"] and not state["reason"]:
-                    state["reason"] = "died"
-        done, reason = state["done"], state["reason"]
+            if eof or (self.pidfd is not None and self.pidfd in ready) or (self.pidfd is None and _exited(self.judge)):
+                reason = "died"
         # ---- wind down
-        self._drain(self.out_r, out, keep, totals)
-        self._drain(self.err_r, err, keep, totals)
-        status = self.finish_kill()
+        router.pump(self.out_r, self.idx, tag(), "out", st)
+        router.pump(self.err_r, self.idx, tag(), "err", st)
+        router.pump(self.jerr_r, self.idx, -1, "jerr", jst)
+        oom = meter.oom()
+        numbers = meter.numbers()
+        statuses = {p: None for p in (self.judge, self.cand) if p}
+        if reason == "candidate":  # give the candidate a moment to finish dying (its status tells why)
+            deadline = time.monotonic() + 0.2
+            while time.monotonic() < deadline:
+                try:
+                    got, stt = os.waitpid(self.cand, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if got:
+                    statuses[self.cand] = stt
+                    break
+                time.sleep(0.002)
+        _kill_everything(z, self.plan, list(statuses))
+        _reap(self.plan, statuses)
+        self.close()
+        if self.plan.get("worker_ns"):
+            z.isolate.program_scratch(0, False, reuse=bool(self.plan.get("sandbox_uid")))
         if done or not remaining:
             return len(tests)
-        oom = bool(self.z.slot and self.z.slot.oom_kills() > oom0)
+        who = self.cand if reason == "candidate" else self.judge
+        status = statuses.get(who)
         sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
-        if reason == "died" and (oom and sig == signal.SIGKILL):
+        if reason in ("died", "candidate") and oom and sig == signal.SIGKILL:
             reason = "memory"
-        if reason == "died" and sig in (signal.SIGXCPU,):
+        if reason in ("died", "candidate") and sig == signal.SIGXCPU:
             reason = "timeout"
         info = {"outcome": reason if reason in ("timeout", "output", "memory", "protocol") else "crash",
-                "exit_status": status, "signal": sig}
-        if reason == "parent":
-            info = {"outcome": "infra", "emsg": "pool closed"}
-        if info["outcome"] == "crash":
+                "exit_status": status, "signal": sig, **numbers}
+        if reason == "candidate" and status is None:
+            info["emsg"] = "the program stopped answering (closed its end of the call channel)"
+        elif info["outcome"] == "crash":
             code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
             info["emsg"] = (f"process exited with code {code} before the test finished" if code is not None
                             else f"process killed by signal {sig}")
+        if reason == "parent":
+            info = {"outcome": "infra", "emsg": "pool closed", **numbers}
         if phase == "init":
-            info = {"outcome": "infra", "emsg": "sandbox init failed: " + bytes(err).decode("utf-8", "replace")[-1500:]}
+            info = {"outcome": "infra", "emsg": "sandbox init failed (judge did not start)", **numbers}
         if phase in ("init", "load") or reason == "parent":
-            for i in remaining:
-                record(i, load_phase=True, **info)
+            for k in remaining:
+                results[k] = dict(info, load_phase=True)
             return len(tests)
-        target = cur if cur is not None else remaining[0]
-        record(target, **info)
+        target = died_in if died_in is not None else (cur if cur is not None else remaining[0])
+        results[target] = info
         return idx_of[target] + 1
 
 
@@ -579,7 +818,7 @@ def main() -> None:
             __import__(name)
         except Exception:  # noqa: BLE001
             pass
-    from . import child, serialize  # noqa: F401  (warm; transform runs in the trusted parent only)
+    from . import candidate, judge, rpc, seccomp, serialize  # noqa: F401  (warm; transform runs in the parent)
     init = recv(ctl_in)
     if init is None:
         return

@@ -1,0 +1,216 @@
+"""The judge process: runs a job's test code (assert / check / call / pytest), never the program.
+
+It is forked from the zygote and sandboxed like the candidate, but the candidate cannot reach it (another
+uid, no shared descriptors but the RPC pipes).  It reaches the program only through :mod:`.rpc`, and it alone
+reports to the zygote, in binary frames on fd 3 (:func:`report`): ``I`` ready, ``L`` program loaded, ``X``
+load failed, ``S`` test i started, ``R`` test i result (JSON: raw values / exception; equality asserts are
+still decided by the trusted parent from ``expects``), ``D`` the candidate died during test i, ``E`` done.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import struct
+import sys
+import time
+
+from .rpc import (JUDGE_MODULE, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client, JudgeNamespace,
+                  OutputTooLarge, RemoteRef, _dumps, dumps, exception_info, loads, read_frame)
+from .serialize import Opaque, serialize_value
+
+RES_FD, RPC_W, RPC_R = 3, 4, 5
+_HDR = struct.Struct("!cII")
+
+
+def report(kind: bytes, i: int = 0, payload: bytes = b"") -> None:
+    view = memoryview(_HDR.pack(kind, i, len(payload)) + payload)
+    while view:
+        view = view[os.write(RES_FD, view):]
+
+
+def _exc(e: BaseException) -> dict:
+    info = exception_info(e)
+    where = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in ("<test>", "<preamble>"):
+            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return {"etype": info["type"], "emsg": info["msg"], "where": where, "mem": isinstance(e, MemoryError)}
+
+
+class _SolutionModule(type(sys)):
+    """``import solution`` in pytest files: attributes are the program's names, fetched over RPC."""
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        ns = object.__getattribute__(self, "_judge_ns")
+        try:
+            return ns[name]
+        except KeyError:
+            raise AttributeError(f"module 'solution' has no attribute {name!r}") from None
+
+
+def _call_value(client: Client, reply: dict) -> str:
+    """The returned value as the parent's plain tagged JSON (handles and objects become opaque)."""
+    text = _dumps(reply.get("v"))
+    if not reply.get("objs") and '"$h"' not in text and '"$r"' not in text:
+        return text
+    value, _ = client.value(reply)
+    return serialize_value(value)
+
+
+def main(judge_blob: bytes, start: int, limits: dict) -> None:
+    import pickle
+    job = pickle.loads(judge_blob)
+    del judge_blob
+    cap = int(limits["max_output_bytes"]) + (1 << 16)
+    client = Client(RPC_R, RPC_W, cap)
+    report(b"I")
+    try:
+        first = read_frame(RPC_R, cap)
+    except Exception:  # noqa: BLE001
+        first = b"not a frame"
+    load = None
+    if first is not None:
+        try:
+            load = loads(first)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            load = None
+    if first is None or not isinstance(load, dict):
+        why = "program exited while loading" if first is None else "program broke the judge protocol while loading"
+        report(b"X", 0, dumps({"etype": "ProcessExit", "emsg": why}))
+        return
+    if not load.get("ok"):
+        exc = load.get("exc") if isinstance(load.get("exc"), dict) else {}
+        report(b"X", 0, dumps({"etype": str(exc.get("type", "Exception"))[:100], "emsg": str(exc.get("msg", ""))[:2000],
+                               "mem": exc.get("type") == "MemoryError"}))
+        return
+    client.names = {str(k): str(v) for k, v in (load.get("names") or {}).items()} if isinstance(load.get("names"), dict) else {}
+    ns = JudgeNamespace(client, {"__name__": JUDGE_MODULE, "__builtins__": builtins})
+    try:
+        if job.get("preamble"):
+            exec(compile(job["preamble"], "<preamble>", "exec"), ns)
+        _register_classes(client, ns)
+        client.request({"op": "init", "struct": sorted(client.classes)})
+    except CandidateGone:
+        report(b"X", 0, dumps({"etype": "ProcessExit", "emsg": "program exited while loading"}))
+        return
+    except BaseException as e:  # noqa: BLE001
+        report(b"X", 0, dumps({"etype": "InvalidTest", "emsg": f"test preamble failed in the judge: {e!r}"[:2000],
+                               "infra": True}))
+        return
+    report(b"L")
+    if job["mode"] == "pytest":
+        _run_pytest(job, start, client, ns)
+    else:
+        _run_func(job, start, client, ns)
+    report(b"E")
+
+
+def _register_classes(client: Client, ns: dict) -> None:
+    client.classes = {k: v for k, v in list(ns.items())
+                      if isinstance(v, type) and getattr(v, "__module__", None) == JUDGE_MODULE}
+
+
+def _run_func(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
+    for t in job["tests"][start:]:
+        i = t["i"]
+        report(b"S", i)
+        expects: list = []
+        ns["__sbx_expect__"] = lambda k, v, _e=expects: _e.append([k, serialize_value(v)])
+        msg = {"ok": True}
+        c0, w0 = time.process_time(), time.perf_counter()
+        try:
+            if t["kind"] == "call":
+                fn = client.entry(job["entry_point"])
+                if type(fn) is not RemoteRef:
+                    raise TypeError(f"{job['entry_point']!r} is not callable in the program")
+                args = loads(t["input"].encode("utf-8", "surrogatepass"))
+                if isinstance(args, dict) and "$t" in args:
+                    args = args["$t"]
+                reply = client.request({"op": "call", "h": object.__getattribute__(fn, "_h"), "x": [args, {}],
+                                        "objs": [], "m": False})
+                msg["value"] = _call_value(client, reply)
+                if len(msg["value"]) > job["cap"]:
+                    msg = {"ok": False, "etype": "OutputLimit", "emsg": "returned value too large", "output_limit": True}
+            elif t["kind"] == "assert":
+                exec(compile(t["code"], "<test>", "exec"), ns)
+            else:  # check
+                exec(compile(t["code"], "<test>", "exec"), ns)
+                _register_classes(client, ns)
+                ns["check"](client.entry(job["entry_point"]))
+        except CandidateGone:
+            report(b"D", i)
+            os._exit(0)
+        except OutputTooLarge:
+            msg = {"ok": False, "etype": "OutputLimit", "emsg": "returned value too large", "output_limit": True}
+        except CandidateProtocolError as e:
+            msg = {"ok": False, "etype": "ProtocolViolation", "emsg": str(e)}
+        except BaseException as e:  # noqa: BLE001
+            msg.update(ok=False, **_exc(e))
+        msg["cpu"], msg["wall"] = time.process_time() - c0, time.perf_counter() - w0
+        msg["expects"] = expects
+        report(b"R", i, dumps(msg))
+
+
+class _Collector:
+    def __init__(self):
+        self.subs = []
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or (report.outcome != "passed" and report.when == "setup") or (
+                report.outcome == "failed" and report.when == "teardown"):
+            err = None
+            if report.outcome != "passed":
+                try:
+                    err = str(report.longreprtext)[-1500:]
+                except BaseException:  # noqa: BLE001
+                    err = "?"
+            self.subs.append([report.nodeid.split("::", 1)[-1], report.outcome, err])
+
+    def pytest_collectreport(self, report):
+        if report.outcome == "failed":
+            self.subs.append(["<collect>", "error", str(report.longreprtext)[-1500:]])
+
+
+def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
+    """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there)."""
+    sys.dont_write_bytecode = True
+    mod = _SolutionModule(PROGRAM_MODULE)
+    object.__setattr__(mod, "_judge_ns", ns)
+    mod.__all__ = [k for k in client.names if not k.startswith("_")]
+    sys.modules[PROGRAM_MODULE] = mod
+    workdir = "/tmp/judge"
+    os.makedirs(workdir, exist_ok=True)
+    os.chdir(workdir)
+    with open("pytest.ini", "w") as f:
+        f.write("[pytest]\n")
+    for t in job["tests"][start:]:
+        i = t["i"]
+        report(b"S", i)
+        name = f"test_sbx_{i}.py"
+        with open(name, "w") as f:
+            f.write(t["code"] or "")
+        col = _Collector()
+        msg = {"ok": True}
+        try:
+            import pytest
+            rc = pytest.main([name, "-q", "-p", "no:cacheprovider", "--rootdir=.", "-c", "pytest.ini",
+                              "--noconftest", "-o", "addopts=", "--import-mode=prepend"], plugins=[col])
+            msg["rc"] = int(rc)
+        except CandidateGone:
+            report(b"D", i)
+            os._exit(0)
+        except BaseException as e:  # noqa: BLE001
+            msg.update(ok=False, **_exc(e))
+        gone = [s for s in col.subs if s[2] and "CandidateGone" in s[2]]
+        if gone:
+            report(b"D", i)
+            os._exit(0)
+        msg["subs"] = col.subs
+        report(b"R", i, dumps(msg))
+
+
+__all__ = ["main", "report", "Opaque"]
