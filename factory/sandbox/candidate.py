@@ -138,6 +138,7 @@ def run_unittest_in_process(job: dict, start: int) -> None:
     import unittest
 
     from .judge import _exc, report
+    report(b"I")
     report(b"L")
     for t in job["tests"][start:]:
         report(b"S", t["i"])

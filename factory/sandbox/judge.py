@@ -43,9 +43,17 @@ class _SolutionModule(type(sys)):
     """``import solution`` in pytest files: attributes are the program's names, fetched over RPC."""
 
     def __getattr__(self, name):
+        ns = object.__getattribute__(self, "_judge_ns")
+        if name == "__all__":  # `from solution import *`: every public name in one round trip
+            found = ns.client.value(ns.client.request({"op": "getmany"}))[0]
+            found = found if isinstance(found, dict) else {}
+            for k, v in found.items():
+                if isinstance(k, str) and k not in self.__dict__:
+                    self.__dict__[k] = v
+            self.__dict__["__all__"] = [k for k in found if isinstance(k, str)]
+            return self.__dict__["__all__"]
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        ns = object.__getattribute__(self, "_judge_ns")
         try:
             return ns[name]
         except KeyError:
@@ -180,7 +188,6 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
     sys.dont_write_bytecode = True
     mod = _SolutionModule(PROGRAM_MODULE)
     object.__setattr__(mod, "_judge_ns", ns)
-    mod.__all__ = [k for k in client.names if not k.startswith("_")]
     sys.modules[PROGRAM_MODULE] = mod
     workdir = "/tmp/judge"
     os.makedirs(workdir, exist_ok=True)

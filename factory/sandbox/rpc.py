@@ -271,6 +271,13 @@ class Client:
                 raise ValueError
         except (ValueError, RecursionError, MemoryError, UnicodeDecodeError):
             raise CandidateProtocolError("undecodable reply from the program") from None
+        out = reply.get("out")
+        if out and type(out) is str:  # what the program printed during the call: capsys / redirect_stdout see it
+            try:
+                import sys
+                sys.stdout.write(out)
+            except Exception:  # noqa: BLE001
+                pass
         if not reply.get("ok"):
             exc = reply.get("exc") if isinstance(reply.get("exc"), dict) else {}
             mro = exc.get("mro") if isinstance(exc.get("mro"), list) else [str(exc.get("type", "Exception"))]
@@ -508,6 +515,8 @@ class Server:
         if op == "init":
             self.struct_names = set(map(str, req.get("struct") or ()))
             return {"ok": True, "v": None, "objs": []}
+        if op == "getmany":
+            return self._reply({k: v for k, v in list(self.ns.items()) if not k.startswith("_")})
         if op == "entry":
             return self._reply(eval(str(req.get("expr")), self.ns))
         obj = self.from_handle(req.get("h"))
@@ -580,8 +589,25 @@ def exception_info(e: BaseException) -> dict:
     return {"type": mro[0] if mro else "Exception", "mro": mro, "msg": msg}
 
 
+class _Tee:
+    """sys.stdout during a call: the real stream (the verdict's stdout) plus a copy sent back with the reply."""
+
+    def __init__(self, real, copy):
+        self.real, self.copy = real, copy
+
+    def write(self, s):
+        if self.copy.tell() < (1 << 20):
+            self.copy.write(s)
+        return self.real.write(s)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
 def serve(server: Server, rfd: int, wfd: int, flush) -> None:
     """Answer the judge until it closes the pipe."""
+    import io
+    import sys
     while True:
         try:
             data = read_frame(rfd, 1 << 30)
@@ -589,11 +615,17 @@ def serve(server: Server, rfd: int, wfd: int, flush) -> None:
             return
         if data is None:
             return
+        real, copy = sys.stdout, io.StringIO()
+        tee = sys.stdout = _Tee(real, copy)
         try:
             reply = server.handle(loads(data))
         except BaseException as e:  # noqa: BLE001
             reply = {"ok": False, "exc": exception_info(e)}
+        if sys.stdout is tee:
+            sys.stdout = real
         flush()
+        if copy.tell():
+            reply["out"] = copy.getvalue()[:1 << 20]
         try:
             out = dumps(reply)
         except (ValueError, TypeError, RecursionError) as e:

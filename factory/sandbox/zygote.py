@@ -372,7 +372,7 @@ def _spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, bo
         fds = {0: null, 1: null, 2: null, **fds}
         _arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
         adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(adj, b"500" if role == "judge" else b"1000")  # the OOM killer takes the program first
+        os.write(adj, b"1000")  # the OOM killer takes the biggest sandboxed process, never the zygote
         os.close(adj)
         z.isolate.setup_program(plan, z.limits, n_tests, None, role)
         if role == "probe":
@@ -691,8 +691,9 @@ class _Run:
             elif kind == b"X" and phase == "load":
                 router.frame(self.idx, -1, "load", self.res_r, n)
                 n = 0
+                oom = meter.oom()   # a program killed by the OOM killer while loading: memory_limit
                 for k in list(remaining):
-                    record(k, outcome="load_error")
+                    record(k, outcome="memory" if oom else "load_error", load_phase=True)
                 remaining.clear()
                 done = True
             elif kind == b"S" and phase == "gap" and i in remaining:
