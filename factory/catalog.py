@@ -19,6 +19,15 @@ class Column:
     name: str
     type: str
     not_null: bool
+    default: str | None = None  # literal text after DEFAULT; fills rows that predate the column
+
+    def ddl(self) -> str:
+        """Column definition for CREATE TABLE / ADD COLUMN. DuckLake only takes a literal default, so the value
+        is written as a string literal and cast to the column type (DEFAULT 'false')."""
+        if self.default is None:
+            return f'"{self.name}" {self.type}'
+        literal = self.default.replace("'", "''")
+        return f'"{self.name}" {self.type} DEFAULT \'{literal}\''
 
 
 @dataclass(frozen=True)
@@ -49,8 +58,12 @@ class TableSpec:
         return (PROJECT_ROOT / self.sql).read_text()
 
     def create_table_sql(self, catalog: str = "lake") -> str:
-        cols = ", ".join(f'"{c.name}" {c.type}' for c in self.columns)
+        cols = ", ".join(c.ddl() for c in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({cols})"
+
+    def add_column_sql(self, column: Column, catalog: str = "lake") -> str:
+        """Schema evolution: ALTER TABLE ... ADD COLUMN (old rows read the column's default, else NULL)."""
+        return f"ALTER TABLE {catalog}.{self.name} ADD COLUMN {column.ddl()}"
 
 
 @dataclass(frozen=True)
@@ -103,11 +116,22 @@ def topo_sort(specs: list[TableSpec], catalog: Catalog) -> list[TableSpec]:
     return order
 
 
+_DEFAULT = re.compile(r"\s+DEFAULT\s+(.+)$", re.I)
+
+
 def _parse_column(table: str, name: str, decl: str) -> Column:
+    """`TYPE`, `TYPE!` (NOT NULL) or either followed by `DEFAULT literal` (e.g. `BOOLEAN! DEFAULT false`)."""
     if not isinstance(decl, str) or not decl.strip():
         raise FactoryError(f"data_catalog.yaml: {table}.{name}: column type must be a non-empty string")
     decl = decl.strip()
-    return Column(name=name, type=decl.rstrip("!").strip(), not_null=decl.endswith("!"))
+    default = None
+    match = _DEFAULT.search(decl)
+    if match:
+        default = match.group(1).strip().strip("'")
+        decl = decl[:match.start()].strip()
+        if not default:
+            raise FactoryError(f"data_catalog.yaml: {table}.{name}: DEFAULT needs a literal value")
+    return Column(name=name, type=decl.rstrip("!").strip(), not_null=decl.endswith("!"), default=default)
 
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:

@@ -4,6 +4,8 @@ Work is committed in batches of programs, each batch one stage run (one transact
 is resumable: re-running skips (program, test, limits) triples already in the lake. Before scoring,
 call tests without an expected value (HumanEval+/MBPP+ inputs) get it from the problem's reference program,
 as evalplus does; inputs on which the reference itself fails keep expected NULL and are never scored.
+Whatever text a program produces (lone surrogates in a returned string or exception message, undecodable
+output) is escaped before the commit, so one bad verdict never aborts a batch.
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from factory.catalog import default_catalog
 from factory.errors import FactoryError, InputError
+from factory.ingest import _DUCK_TO_ARROW
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
@@ -64,17 +68,105 @@ def _job(row: dict, tests: list[dict]) -> Job:
                                expected=t["expected"], comparison=t["comparison"], atol=t["atol"]) for t in tests])
 
 
-def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], Verdict]:
-    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins."""
-    merged: dict[tuple[str, str], Verdict] = {}
+def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdict, bool]]:
+    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins.
+
+    The flag is judged_in_process over all cases: one case judged inside the candidate's process makes the row
+    forgeable."""
+    merged: dict[tuple[str, str], tuple[Verdict, bool]] = {}
     for v in verdicts:
         if v.test_id is None:
             continue
         key = (v.program_id, v.test_id.split("::", 1)[0])
+        in_process = bool(getattr(v, "judged_in_process", False))
         old = merged.get(key)
-        if old is None or _SEVERITY.index(_status(v)) > _SEVERITY.index(_status(old)):
-            merged[key] = v
+        if old is None:
+            merged[key] = (v, in_process)
+        elif _SEVERITY.index(_status(v)) > _SEVERITY.index(_status(old[0])):
+            merged[key] = (v, in_process or old[1])
+        else:
+            merged[key] = (old[0], in_process or old[1])
     return merged
+
+
+def clean_text(value) -> str | None:
+    """Text every Parquet writer accepts: lone surrogates (a program's returned string, an exception message,
+    undecodable output) become backslash escapes ('\\ud800'); valid text is returned unchanged."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = str(value)
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def clean_json(value) -> str | None:
+    """JSON text for a JSON column: surrogates escaped (inside JSON strings this is lossless: '\\ud800' parses
+    back to the same character); text that is not JSON is wrapped as {"unparsed": text} instead of failing."""
+    text = clean_text(value)
+    if text is None or _is_json(text):
+        return text
+    return json.dumps({"unparsed": text})
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _number(value, kind=float):
+    try:
+        return None if value is None else kind(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def verdict_row(program_id: str, test_id: str, v: Verdict, in_process: bool, limits_hash: str, now) -> dict:
+    """The silver.executions row of a merged verdict, every text field made valid UTF-8 (defense in depth: a row
+    the program managed to fill with bad text must not abort the batch)."""
+    try:
+        return {
+            "program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": _status(v),
+            "cpu_ms": _number(v.cpu_ms), "wall_ms": _number(v.wall_ms), "peak_memory_kb": _number(v.peak_memory_kb, int),
+            "stdout": clean_text((v.stdout or "")[:_TEXT_CAP]), "stderr": clean_text((v.stderr or "")[:_TEXT_CAP]),
+            "error_type": clean_text(v.error_type), "error_message": clean_text((v.error_message or "")[:_TEXT_CAP] or None),
+            "limits": clean_json(v.limits), "sandbox_version": SANDBOX_VERSION, "sandbox_meta": clean_json(v.sandbox_meta),
+            "judged_in_process": bool(in_process), "executed_at": now}
+    except Exception as exc:  # noqa: BLE001 - keep the verdict's status, drop what could not be stored
+        return _bare_row(program_id, test_id, _status(v), in_process, limits_hash, now, exc)
+
+
+def _bare_row(program_id, test_id, status, in_process, limits_hash, now, exc) -> dict:
+    return {"program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": status,
+            "cpu_ms": None, "wall_ms": None, "peak_memory_kb": None, "stdout": None, "stderr": None,
+            "error_type": "VerdictNotStored", "error_message": clean_text(f"verdict text could not be stored: "
+                                                                          f"{type(exc).__name__}: {exc}")[:_TEXT_CAP],
+            "limits": None, "sandbox_version": SANDBOX_VERSION, "sandbox_meta": None,
+            "judged_in_process": bool(in_process), "executed_at": now}
+
+
+def executions_table(rows: list[dict]) -> pa.Table:
+    """Arrow table of execution rows; a row that still cannot be converted is replaced by its bare row."""
+    schema = pa.schema([(c.name, _DUCK_TO_ARROW[c.type]) for c in default_catalog()["silver.executions"].columns
+                        if c.name != "run_id"])
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except Exception:  # noqa: BLE001 - find the bad rows instead of losing the batch
+        safe = []
+        for r in rows:
+            try:
+                pa.Table.from_pylist([r], schema=schema)
+                safe.append(r)
+            except Exception as exc:  # noqa: BLE001
+                safe.append(_bare_row(r.get("program_id"), r.get("test_id"), r.get("status") or "infra_error",
+                                      r.get("judged_in_process"), r.get("limits_hash"), r.get("executed_at"), exc))
+        return pa.Table.from_pylist(safe, schema=schema)
 
 
 def _tty() -> bool:
@@ -106,7 +198,9 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     actual = {}
     for v in pool.run(jobs, progress=_tty()):
         if v.status == "no_expected" and v.actual is not None:
-            actual[v.test_id] = v.actual
+            expected = clean_text(v.actual)  # serialized JSON: a surrogate escaped as \udXXX parses back the same
+            if _is_json(expected):
+                actual[v.test_id] = expected
     with stage_run("expected", {"sources": sources, "sandbox_version": SANDBOX_VERSION}, lake=lake) as run:
         ids = list({r["test_id"] for r in pending})
         table = run.con.execute("SELECT * FROM silver.tests WHERE list_contains(?, test_id)", [ids]).to_arrow_table()
@@ -179,22 +273,16 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
         merged = _merge(list(pool.run(jobs, progress=_tty())))
         now = utcnow()
         rows = []
-        for (program_id, test_id), v in merged.items():
-            status = _status(v)
-            report.status_counts[status] += 1
-            rows.append({
-                "program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": status,
-                "cpu_ms": v.cpu_ms, "wall_ms": v.wall_ms, "peak_memory_kb": v.peak_memory_kb,
-                "stdout": (v.stdout or "")[:_TEXT_CAP], "stderr": (v.stderr or "")[:_TEXT_CAP],
-                "error_type": v.error_type, "error_message": (v.error_message or "")[:_TEXT_CAP] or None,
-                "limits": v.limits, "sandbox_version": SANDBOX_VERSION, "sandbox_meta": v.sandbox_meta,
-                "executed_at": now})
+        for (program_id, test_id), (v, in_process) in merged.items():
+            row = verdict_row(program_id, test_id, v, in_process, limits_hash, now)
+            report.status_counts[row["status"]] += 1
+            rows.append(row)
         expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}
         missing = expected_pairs - set(merged)
         if missing:
             raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
                                f"e.g. {sorted(missing)[0]}")
-        run.write("silver.executions", rows)
+        run.write("silver.executions", executions_table(rows))
         report.programs += len(jobs)
         report.verdicts += len(rows)
         run.summary = f"{len(jobs)} programs, {len(rows)} verdicts"

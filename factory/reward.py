@@ -9,7 +9,13 @@
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
 {"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems. The reward is the fraction
 of tests passed (soft, AceCoder-style) or 1.0 only when all pass (``binary=True``); code that cannot be
-extracted scores 0. Infra errors raise instead of silently scoring 0.
+extracted scores 0. Infra errors raise instead of silently scoring 0; anything the candidate causes (bad text,
+crashes, timeouts, output it cannot decode) only lowers its score.
+
+Tests judged inside the candidate's own process (``Verdict.judged_in_process``: kind ``unittest``, e.g.
+BigCodeBench) can be forged by the program, so by default (``exclude_in_process=True``) they count neither as
+passed nor in the total; a completion whose tests are all of that kind then scores 0. Pass
+``exclude_in_process=False`` to score them like any other test.
 """
 from __future__ import annotations
 
@@ -56,40 +62,68 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
 
 def _text(completion) -> str:
     if isinstance(completion, list):  # conversational: [{"role": "assistant", "content": ...}]
-        return "".join(m.get("content", "") for m in completion if isinstance(m, dict))
-    return completion or ""
+        return "".join(str(m.get("content") or "") for m in completion if isinstance(m, dict))
+    return completion if isinstance(completion, str) else str(completion or "")
+
+
+def _clean(code: str) -> str:
+    """Lone surrogates as backslash escapes: inside a string literal that is the same string, elsewhere the
+    program was invalid anyway (the sandbox then reports a load error instead of choking on the text)."""
+    try:
+        code.encode("utf-8")
+        return code
+    except UnicodeEncodeError:
+        return code.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def score_completions(completions: list, ground_truths: list, *, binary: bool = False,
-                      limits: Limits = DEFAULT_LIMITS) -> list[float]:
-    """Reward per completion: fraction of its problem's tests passed (1.0/0.0 when binary)."""
+                      limits: Limits = DEFAULT_LIMITS, exclude_in_process: bool = True) -> list[float]:
+    """Reward per completion: fraction of its problem's tests passed (1.0/0.0 when binary).
+
+    A test is one ground-truth test: pytest/unittest cases (``test_id::case``) of it pass only if all pass.
+    exclude_in_process=True (default) leaves out tests judged in the candidate's own process (forgeable);
+    with nothing left the reward is 0. Raises only on sandbox infra errors, never on a candidate's failure.
+    """
     jobs, index = [], {}
     rewards = [0.0] * len(completions)
     for i, (completion, gt) in enumerate(zip(completions, ground_truths)):
         tests, entry, preamble = tests_from_ground_truth(gt)
-        code, status = extract_code(_text(completion), entry)
+        try:
+            code, status = extract_code(_text(completion), entry)
+        except Exception:  # noqa: BLE001 - unextractable candidate text scores 0
+            continue
         if status != "ok" or not tests:
             continue
         pid = f"c{i}"
-        index[pid] = (i, len(tests))
-        jobs.append(Job(pid, code, tests, entry_point=entry, preamble=preamble))
-    passed: dict[str, int] = {}
+        index[pid] = (i, {t.test_id for t in tests})
+        jobs.append(Job(pid, _clean(code), tests, entry_point=entry, preamble=preamble))
+    ok: dict[tuple[str, str], bool] = {}  # (program, test) -> every case passed
+    in_process: set[tuple[str, str]] = set()
     for v in _pool(limits).run(jobs):
         if v.status == "infra_error":
             raise RuntimeError(f"sandbox infra error while scoring: {v.error_message}")
-        if v.status == "pass":
-            passed[v.program_id] = passed.get(v.program_id, 0) + 1
-    for pid, (i, n) in index.items():
-        frac = passed.get(pid, 0) / n
+        if v.test_id is None:
+            continue
+        key = (v.program_id, str(v.test_id).split("::", 1)[0])
+        ok[key] = ok.get(key, True) and v.status == "pass"
+        if getattr(v, "judged_in_process", False):
+            in_process.add(key)
+    for pid, (i, test_ids) in index.items():
+        counted = [t for t in test_ids if not (exclude_in_process and (pid, t) in in_process)]
+        if not counted:
+            continue
+        frac = sum(ok.get((pid, t), False) for t in counted) / len(counted)
         rewards[i] = float(frac == 1.0) if binary else frac
     return rewards
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
-    """verl custom reward function."""
-    return score_completions([solution_str], [ground_truth])[0]
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
+                  exclude_in_process: bool = True) -> float:
+    """verl custom reward function (in-process-judged tests excluded unless exclude_in_process=False)."""
+    return score_completions([solution_str], [ground_truth], exclude_in_process=exclude_in_process)[0]
 
 
-def trl_reward(completions, ground_truth, **kwargs) -> list[float]:
-    """TRL GRPOTrainer reward function (dataset column `ground_truth`)."""
-    return score_completions(list(completions), list(ground_truth))
+def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwargs) -> list[float]:
+    """TRL GRPOTrainer reward function (dataset column `ground_truth`; in-process-judged tests excluded unless
+    exclude_in_process=False, e.g. via functools.partial)."""
+    return score_completions(list(completions), list(ground_truth), exclude_in_process=exclude_in_process)

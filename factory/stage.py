@@ -83,6 +83,7 @@ class StageRun:
         self.row_counts: dict[str, dict[str, int]] = {}
         self.summary: str | None = None
         self.noop = False  # set by a stage that found nothing to do: rolled back, no snapshot, no run row
+        self.schema_changes: list[str] = []  # columns added to the lake on open (see sync_schema)
         self._live_columns = existing_columns(con)
 
     # -- bookkeeping -------------------------------------------------------------------------------------
@@ -172,6 +173,9 @@ class StageRun:
 
     # -- commit ------------------------------------------------------------------------------------------
     def run_row(self, status: str, message: str | None) -> dict:
+        changes = "; ".join(self.schema_changes)
+        if status == "success" and changes and message != changes:
+            message = f"{message}; schema: {changes}" if message else f"schema: {changes}"
         return {
             "run_id": self.run_id, "stage": self.stage, "status": status, "config_hash": self.config_hash,
             "config": json.dumps(self.config, sort_keys=True, default=str), "git_sha": git_sha(),
@@ -224,22 +228,29 @@ def _record_failure(con: duckdb.DuckDBPyConnection, run: StageRun, error: BaseEx
         con.execute("ROLLBACK")
 
 
-def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog) -> list[str]:
-    """Create missing schemas, tables and columns declared in the catalog; returns what changed."""
+def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: bool = True) -> list[str]:
+    """Bring the lake's schema up to the catalog; returns what changed.
+
+    create=True (`factory init`): create missing schemas and tables. Always: add declared columns that an
+    existing table lacks (additive schema evolution via DuckLake ``ALTER TABLE ... ADD COLUMN``; rows written
+    before read the column's DEFAULT, else NULL), so a lake made before a column was declared keeps working.
+    """
     changes = []
     live = existing_columns(con)
-    for schema in catalog.schemas:
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE_ALIAS}.{schema}")
+    if create:
+        for schema in catalog.schemas:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE_ALIAS}.{schema}")
     for spec in catalog.tables.values():
         if spec.kind != "table" or spec.sql:
             continue
         if spec.name not in live:
-            con.execute(spec.create_table_sql(LAKE_ALIAS))
-            changes.append(f"created {spec.name}")
+            if create:
+                con.execute(spec.create_table_sql(LAKE_ALIAS))
+                changes.append(f"created {spec.name}")
             continue
         for col in spec.columns:
             if col.name not in live[spec.name]:
-                con.execute(f'ALTER TABLE {LAKE_ALIAS}.{spec.name} ADD COLUMN "{col.name}" {col.type}')
+                con.execute(spec.add_column_sql(col, LAKE_ALIAS))
                 changes.append(f"added {spec.name}.{col.name}")
     return changes
 
@@ -250,7 +261,8 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
     """Open the lake for writing, run the body inside one transaction and commit it with run metadata.
 
     create=True (used by `factory init`) creates the lake and syncs its schema with the catalog first,
-    inside the same transaction.
+    inside the same transaction; every other run adds catalog columns missing from existing tables (in the
+    run's own transaction, noted in its ops.runs message).
     """
     lake_dir = resolve_lake_dir(lake)
     catalog = catalog or default_catalog()
@@ -258,8 +270,9 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
         con = connect(lake_dir, create=create)
         try:
             con.execute("BEGIN")
-            changes = sync_schema(con, catalog) if create else []
+            changes = sync_schema(con, catalog, create=create)
             run = StageRun(con, stage, config, catalog)
+            run.schema_changes = changes
             run.summary = "; ".join(changes) or None
             try:
                 yield run

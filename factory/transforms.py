@@ -17,6 +17,8 @@ DEFAULTS: dict = {
     "min_kept_tests": 5,                   # ... or that keep fewer than 5 tests
     # pass rates
     "k_list": [1, 5, 10],
+    "exclude_in_process_judged": False,    # True: tests judged inside the candidate's process (unittest verdicts
+                                           # the program could forge) count neither as passed nor in the total
     # difficulty / potential / curriculum
     "difficulty_model": "mutant",          # model whose pass rates define difficulty ('auto' = most-sampled model)
     "epoch_max_pass_rate": 0.75,           # AceReason-style epoch filter: keep problems with p <= this
@@ -61,11 +63,25 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
     if not ks or min(ks) < 1:
         raise FactoryError(f"k_list must hold positive integers, got {p['k_list']!r}")
     p["k_list"] = "[" + ", ".join(str(k) for k in ks) + "]"
+    for key in ("pair_strict", "exclude_in_process_judged"):
+        p[key] = _boolean(key, p[key])
     p["chosen_op"] = p["diff_op"] = ">" if p["pair_strict"] else ">="
+    p["exclude_in_process_judged"] = "true" if p["exclude_in_process_judged"] else "false"  # SQL literal
     for key in ("difficulty_model", "strong_model"):
         p[key] = _quote(str(p[key]))
     p["run_id"] = _quote(run_id)
     return p
+
+
+def _boolean(key: str, value) -> bool:
+    """A flag from YAML / `--set` (JSON-parsed, so true/false arrive as bools; strings and 0/1 are accepted)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise FactoryError(f"{key} must be true or false, got {value!r}")
 
 
 def render_sql(sql: str, params: dict, where: str | None = None) -> str:

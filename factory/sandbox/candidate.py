@@ -75,7 +75,7 @@ def serve_program(program: str) -> None:
         write_frame(RPC_W, dumps({"ok": False, "exc": exception_info(e)}))
         return
     flush_stdio()
-    server = Server(ns, set())
+    server = Server(ns, set(), RPC_R, RPC_W)
     write_frame(RPC_W, dumps({"ok": True, "names": server.names()}))
     serve(server, RPC_R, RPC_W, flush_stdio)
 

@@ -96,6 +96,7 @@ def main(judge_blob: bytes, start: int, limits: dict) -> None:
                                "mem": exc.get("type") == "MemoryError"}))
         return
     client.names = {str(k): str(v) for k, v in (load.get("names") or {}).items()} if isinstance(load.get("names"), dict) else {}
+    client.entry_name = (job.get("entry_point") or "").split("(")[0].split(".")[0] or None
     ns = JudgeNamespace(client, {"__name__": JUDGE_MODULE, "__builtins__": builtins})
     try:
         if job.get("preamble"):
@@ -164,8 +165,16 @@ def _run_func(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None
 
 
 class _Collector:
-    def __init__(self):
+    """Outcome per test function; a function that contains ``assert`` statements but evaluated none (a loop
+    over an empty result) fails, as check()/assert tests do."""
+
+    def __init__(self, with_asserts: set[str]):
         self.subs = []
+        self.with_asserts = with_asserts
+        self.asserted: set[str] = set()
+
+    def pytest_assertion_pass(self, item, lineno, orig, expl):
+        self.asserted.add(item.nodeid.split("::", 1)[-1].split("[", 1)[0])
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or (report.outcome != "passed" and report.when == "setup") or (
@@ -176,11 +185,31 @@ class _Collector:
                     err = str(report.longreprtext)[-1500:]
                 except BaseException:  # noqa: BLE001
                     err = "?"
-            self.subs.append([report.nodeid.split("::", 1)[-1], report.outcome, err])
+            name = report.nodeid.split("::", 1)[-1]
+            outcome = report.outcome
+            base = name.split("::")[-1].split("[", 1)[0]
+            if (outcome == "passed" and report.when == "call" and base in self.with_asserts
+                    and base not in self.asserted):
+                outcome, err = "failed", "no assertion was evaluated"
+            self.subs.append([name, outcome, err])
 
     def pytest_collectreport(self, report):
         if report.outcome == "failed":
             self.subs.append(["<collect>", "error", str(report.longreprtext)[-1500:]])
+
+
+def _functions_with_asserts(source: str) -> set[str]:
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            if any(isinstance(n, ast.Assert) for n in ast.walk(node)):
+                out.add(node.name)
+    return out
 
 
 def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
@@ -193,14 +222,14 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
     os.makedirs(workdir, exist_ok=True)
     os.chdir(workdir)
     with open("pytest.ini", "w") as f:
-        f.write("[pytest]\n")
+        f.write("[pytest]\nenable_assertion_pass_hook = true\n")
     for t in job["tests"][start:]:
         i = t["i"]
         report(b"S", i)
         name = f"test_sbx_{i}.py"
         with open(name, "w") as f:
             f.write(t["code"] or "")
-        col = _Collector()
+        col = _Collector(_functions_with_asserts(t["code"] or ""))
         msg = {"ok": True}
         try:
             import pytest

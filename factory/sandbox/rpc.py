@@ -150,6 +150,8 @@ def decode(side, tree, objs, known: list | None = None):
                 return Opaque("bad-ref")
         if tag == "$h":
             return side.from_handle(x)
+        if tag == "$cb" and hasattr(side, "callback"):
+            return side.callback(x)
         raise ValueError(f"unknown tag {tag!r}")
 
     for inst, entry in zip(insts, objs):
@@ -183,6 +185,8 @@ class Client:
         self.exc_classes: dict[str, type] = {}
         self.modules_ok = True
         self.names: dict[str, str] = {}
+        self.entry_name: str | None = None   # a builtin name the program may shadow: its entry point only
+        self.callbacks: list = []
 
     # -- side interface for the codec (judge objects -> wire, wire -> judge objects)
     def is_struct(self, v) -> bool:
@@ -194,10 +198,12 @@ class Client:
     def class_name(obj) -> str:
         return type(obj).__name__
 
-    @staticmethod
-    def other(v):
+    def other(self, v):
         if type(v) is RemoteRef:
             return {"$h": [object.__getattribute__(v, "_h")]}
+        if callable(v) and not isinstance(v, type):  # a judge function passed to the program: called back here
+            self.callbacks.append(v)
+            return {"$cb": len(self.callbacks) - 1}
         return {"$o": type(v).__name__[:80]}
 
     def new_struct(self, name: str):
@@ -258,7 +264,11 @@ class Client:
     def request(self, msg: dict, known: list | None = None, args=None):
         try:
             write_frame(self.wfd, dumps(msg))
-            data = read_frame(self.rfd, self.cap)
+            while True:
+                data = read_frame(self.rfd, self.cap)
+                if data is None or not data.startswith(b'{"cb":'):
+                    break
+                write_frame(self.wfd, dumps(self._callback(data)))   # the program calls a judge function
         except FrameTooLarge:
             raise OutputTooLarge("returned value too large") from None
         except OSError:
@@ -289,6 +299,19 @@ class Client:
                 err = RuntimeError(text)
             raise err
         return reply
+
+    def _callback(self, data: bytes) -> dict:
+        try:
+            req = loads(data)
+            fn = self.callbacks[int(req["cb"])]
+            (args, kwargs), _ = decode(self, req.get("x"), req.get("objs"))
+            value = fn(*args, **{str(k): v for k, v in dict(kwargs).items()})
+            tree, objs = Codec(self).encode(value)
+            return {"ok": True, "v": tree, "objs": objs}
+        except CandidateGone:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return {"ok": False, "exc": exception_info(e)}
 
     def value(self, reply: dict, known: list | None = None):
         try:
@@ -410,7 +433,9 @@ class RemoteRef:
                                   "objs": objs}))[0] is True
 
     def __bool__(self):
-        return self._op("bool") is True
+        # true, as any Python object is by default: the program's own __bool__/__len__ is never asked, so a
+        # rigged one decides nothing (`if node:` in tree helpers works; a falsy program container reads true)
+        return True
 
     def __repr__(self):
         r = self._op("repr")
@@ -445,8 +470,8 @@ class JudgeNamespace(dict):
 
     def __missing__(self, name):
         c = self.client
-        if name not in c.names and name in builtins.__dict__:
-            raise KeyError(name)   # the builtin (the judge's own)
+        if name in builtins.__dict__ and name != c.entry_name:
+            raise KeyError(name)   # the judge's own builtin, even where the program rebinds the name
         value = c.lookup(name)
         if isinstance(value, Opaque) and value.type_name == "missing-name":
             raise KeyError(name)
@@ -460,8 +485,9 @@ class Server:
     """The candidate's end: runs in the program's own process (so it is only as trustworthy as the program,
     which is why nothing it says is more than data to the judge)."""
 
-    def __init__(self, ns: dict, struct_names: set[str]):
+    def __init__(self, ns: dict, struct_names: set[str], rfd: int = -1, wfd: int = -1):
         self.ns, self.struct_names = ns, struct_names
+        self.rfd, self.wfd = rfd, wfd
         self.handles: list = []
 
     def is_struct(self, v) -> bool:
@@ -484,6 +510,22 @@ class Server:
                 mro = []
             return {"$h": [n, "class", mro]}
         return {"$h": [n, "callable" if callable(v) else "object"]}
+
+    def callback(self, n):
+        server = self
+
+        def judge_function(*args, **kwargs):
+            tree, objs = Codec(server).encode([list(args), kwargs])
+            write_frame(server.wfd, dumps({"cb": n, "x": tree, "objs": objs}))
+            data = read_frame(server.rfd, 1 << 30)
+            if data is None:
+                raise SystemExit(0)
+            reply = loads(data)
+            if not reply.get("ok"):
+                exc = reply.get("exc") or {}
+                raise RuntimeError(f"{exc.get('type')}: {exc.get('msg')}")
+            return decode(server, reply.get("v"), reply.get("objs"))[0]
+        return judge_function
 
     def new_struct(self, name: str):
         cls = self.ns.get(name)

@@ -167,6 +167,11 @@ def _tree(v, depth=0, stack=None, fallback=None):
             if all(type(k) is str and not k.startswith("$") for k, _ in pairs):
                 return {k: _tree(x, depth + 1, stack, fallback) for k, x in pairs}
             return {"$d": [[_tree(k, depth + 1, stack, fallback), _tree(x, depth + 1, stack, fallback)] for k, x in pairs]}
+        if t is MatchValue:  # a match that crossed the RPC stays a match (truthy, compared by span + text)
+            return {"$m": [v.span[0], v.span[1], _tree(v.text, depth + 1, stack)]}
+        if t is Opaque:
+            truth = {True: "|truthy", False: "|falsy"}.get(v.truth, "")
+            return {"$o": v.type_name + truth}
         got = _numpy_tree(v, depth + 1, stack)
         if got is None:
             got = _match_tree(v, depth + 1, stack)

@@ -93,6 +93,7 @@ def _rewrite_cached(source: str) -> tuple[str, tuple[Expect, ...]]:
         return source, ()
     if not found:
         return source, ()
+    found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))  # try: handlers follow else: in the AST
     raw = source.encode("utf-8")
     starts, pos = [0], 0
     for line in raw.splitlines(keepends=True):

@@ -135,8 +135,7 @@ class Zygote:
         # never the project checkout itself (it may hold ./lake, exports, data): only this package's code
         need = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
             p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
-        need.append(os.path.dirname(os.path.abspath(__file__)))  # this package's code only, not the project
-        return need
+        return need  # nothing of the project: the sandbox modules are imported before the zygote pivots
 
     def _blocked(self) -> dict:
         return self.isolate.blocked_roots(self._needed_paths(), self._uid())

@@ -1,14 +1,22 @@
 -- Pass rate per program. Denominator: the problem's valid tests when it was validated, else all its tests.
 -- pass_rate_original is AceCoder's variant: passes on valid tests / the ORIGINAL test count.
 -- complete = every denominator test has a verdict (programs with missing verdicts are not scored).
-WITH denominators AS (
+-- exclude_in_process_judged = {{ exclude_in_process_judged }}: when true, tests with a verdict judged inside the
+-- candidate's own process (forgeable, e.g. BigCodeBench unittest) leave numerator and denominator alike; a problem
+-- with only such tests gets no pass rates.
+WITH in_process_tests AS (
+    SELECT DISTINCT test_id FROM gold.latest_executions
+    WHERE judged_in_process AND {{ exclude_in_process_judged }}
+), tests AS (
+    SELECT * FROM gold.test_validation WHERE test_id NOT IN (SELECT test_id FROM in_process_tests)
+), denominators AS (
     SELECT problem_id,
            count(*) AS original_tests,
            count(*) FILTER (WHERE valid) AS valid_tests
-    FROM gold.test_validation GROUP BY problem_id
+    FROM tests GROUP BY problem_id
 ), scored_tests AS (
     SELECT v.test_id, v.problem_id
-    FROM gold.test_validation AS v JOIN denominators AS d USING (problem_id)
+    FROM tests AS v JOIN denominators AS d USING (problem_id)
     WHERE v.valid OR d.valid_tests = 0
 ), per_program AS (
     SELECT p.program_id,
