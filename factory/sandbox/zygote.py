@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import gc
-import json
 import os
 import pickle
 import select
