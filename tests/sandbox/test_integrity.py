@@ -762,13 +762,19 @@ for tech, finder in FINDERS.items():
 
 def _root_listing_ok(vs):
     top = _actual(vs)
-    assert "work" not in top, top
+    allowed = {c for c in _interp_components("") if c}   # e.g. 'work' only where the venv lives under /work
+    assert not ({"work", "home", "run", "srv", "mnt", "media", "sys"} & set(top)) - allowed, top
+
+
+def _project_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 case("L_listdir_root", CALL("import os\ndef f():\n    return sorted(os.listdir('/'))\n", None), "no_expected",
      extra=_root_listing_ok)
 
-HOST_ONLY = ("/work", "/sys", "/run", "/var/run", "/home", "/mnt", "/srv", "/media", "/root")
+HOST_ONLY = ("/work", "/sys", "/run", "/var/run", "/home", "/mnt", "/srv", "/media", "/root",
+             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _interp_components(top: str) -> set:
@@ -786,9 +792,11 @@ def _interp_components(top: str) -> set:
 def _host_dirs_hidden(vs):
     seen = _actual(vs)
     for d in HOST_ONLY:
-        allowed = _interp_components(os.path.realpath(d)) if d != "/work" else set()
+        allowed = _interp_components(os.path.realpath(d))   # a venv inside the checkout is the only thing there
         got = set(seen.get(d) or [])
         assert got <= allowed, (d, sorted(got - allowed)[:20])
+    proj = seen.get(_project_root())
+    assert not proj or set(proj) <= _interp_components(_project_root()), proj   # no lake, tests, factory/
 
 
 case("L_host_dirs_hidden", CALL("import os\ndef f():\n    out = {}\n    for d in %r:\n        try:\n"
