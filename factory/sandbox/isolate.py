@@ -346,6 +346,16 @@ def _scratch_state() -> tuple:
     return tuple(out)
 
 
+def _bind_tmp_keep() -> None:
+    """Bind the interpreter paths that live under /tmp (a CI checkout's venv) into a fresh /tmp, read-only."""
+    keep_src = MINIMAL_ROOT.get("keep_src") or {}
+    for path, fd in _TMP_KEEP:
+        os.makedirs(path, 0o755, exist_ok=True)
+        src = keep_src.get(os.path.realpath(path)) or f"/proc/self/fd/{fd}"
+        mount(src, path, None, MS_BIND | MS_REC)
+        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
     """Fresh private /tmp and /dev/shm for the next program.
 
@@ -362,12 +372,7 @@ def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
             size = tmpfs_mb if d == "/tmp" else 16
             mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
             if d == "/tmp":
-                keep_src = MINIMAL_ROOT.get("keep_src") or {}
-                for path, fd in _TMP_KEEP:
-                    os.makedirs(path, 0o755, exist_ok=True)
-                    src = keep_src.get(os.path.realpath(path)) or f"/proc/self/fd/{fd}"
-                    mount(src, path, None, MS_BIND | MS_REC)
-                    mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+                _bind_tmp_keep()
     _SCRATCH["mounted"] = mount_it
     _SCRATCH["baseline"] = _scratch_state() if mount_it else None
 
@@ -379,6 +384,7 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
         if role == "judge":
             unshare(CLONE_NEWNS)   # a /tmp of its own: pytest files and ini discovery the program cannot touch
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+            _bind_tmp_keep()
         else:
             unshare(CLONE_NEWIPC)
         os.chdir("/tmp")

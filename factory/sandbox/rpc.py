@@ -128,6 +128,22 @@ class Codec:
         return tree, self.objs
 
 
+def _tag_hook(side, insts: list):
+    """Decoder for the RPC tags: ``$r`` (object table entry), ``$h`` (handle), ``$cb`` (judge callback)."""
+    def hook(tag, x):
+        if tag == "$r":
+            try:
+                return insts[int(x)]
+            except (TypeError, ValueError, IndexError):
+                return Opaque("bad-ref")
+        if tag == "$h":
+            return side.from_handle(x)
+        if tag == "$cb" and hasattr(side, "callback"):
+            return side.callback(x)
+        raise ValueError(f"unknown tag {tag!r}")
+    return hook
+
+
 def decode(side, tree, objs, known: list | None = None):
     """Inverse of :meth:`Codec.encode`.  ``known`` are this side's objects for the seeded positions; entries
     of ``objs`` that are not None update their attributes (copy-back) or create new instances."""
@@ -142,18 +158,7 @@ def decode(side, tree, objs, known: list | None = None):
         else:
             insts.append(side.new_struct(str(entry[0]) if isinstance(entry, list) and entry else "?"))
 
-    def hook(tag, x):
-        if tag == "$r":
-            try:
-                return insts[int(x)]
-            except (TypeError, ValueError, IndexError):
-                return Opaque("bad-ref")
-        if tag == "$h":
-            return side.from_handle(x)
-        if tag == "$cb" and hasattr(side, "callback"):
-            return side.callback(x)
-        raise ValueError(f"unknown tag {tag!r}")
-
+    hook = _tag_hook(side, insts)
     for inst, entry in zip(insts, objs):
         if entry is None or isinstance(inst, Opaque) or not isinstance(entry, list) or len(entry) != 2:
             continue
@@ -348,15 +353,7 @@ class CandidateProtocolError(Exception):
 
 
 def _apply_copy_back(client, mut: dict, args, kwargs, insts) -> None:
-    def hook(tag, x):
-        if tag == "$r":
-            try:
-                return insts[int(x)]
-            except (TypeError, ValueError, IndexError):
-                return Opaque("bad-ref")
-        if tag == "$h":
-            return client.from_handle(x)
-        raise ValueError(tag)
+    hook = _tag_hook(client, insts)
 
     targets = [(args[int(k)] if str(k).isdigit() and int(k) < len(args) else kwargs.get(str(k)[1:]), t)
                for k, t in mut.items() if isinstance(k, str)]

@@ -513,6 +513,16 @@ def _budgets(z):
     return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
 
 
+def _check_limits(meter, st: dict, lim: dict, cpu_budget: float, wall_budget: float, speed: float):
+    """(reason, seconds to wait): 'timeout' past the CPU budget or the wall backstop, 'output' past the cap."""
+    used_cpu, used_wall = meter.used()
+    if used_cpu > cpu_budget or used_wall > wall_budget:
+        return "timeout", 0.0
+    if st["total"] > lim["max_output_bytes"]:
+        return "output", 0.0
+    return None, max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
+
+
 def _run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict) -> int:
     """One stdin/stdout test: a fresh candidate process per test; the zygote itself reads its stdout and exit
     status (nothing in the sandbox reports anything)."""
@@ -549,14 +559,9 @@ def _run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict)
     cpu_budget, wall_budget, speed = _budgets(z)
     reason, status, eofs = None, None, set()
     while True:
-        used_cpu, used_wall = meter.used()
-        if used_cpu > cpu_budget or used_wall > wall_budget:
-            reason = "timeout"
+        reason, wait = _check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
+        if reason:
             break
-        if st["total"] > lim["max_output_bytes"]:
-            reason = "output"
-            break
-        wait = max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
         rd = [fd for fd in (out_r, err_r) if fd not in eofs] + [fd for fd in (pidfd, z.ctl_in) if fd is not None]
         ready, _, _ = select.select(rd, [], [], wait)
         if z.ctl_in in ready:
@@ -718,14 +723,9 @@ class _Run:
 
         eof = False
         while not done and not reason:
-            used_cpu, used_wall = meter.used()
-            if used_cpu > cpu_budget or used_wall > wall_budget:
-                reason = "timeout"
+            reason, wait = _check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
+            if reason:
                 break
-            if st["total"] > lim["max_output_bytes"]:
-                reason = "output"
-                break
-            wait = max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
             rd = [fd for fd in (self.out_r, self.err_r, self.jerr_r, self.pidfd, z.ctl_in) if fd is not None]
             if not eof:
                 rd.append(self.res_r)
