@@ -122,7 +122,7 @@ def baseline_round(checkout: str, a) -> tuple[float, int]:
     import subprocess
     cmd = [sys.executable, "-c", _BASELINE, checkout, str(Path(checkout) / "bench"), str(a.programs), "1" if a.cross else "0",
            str(a.workers), str(a.cpu_s)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": "", "FACTORY_SHARED_DATA": str(DATA)})
     t, npass = json.loads(res.stdout.strip().splitlines()[-1])
     return t, npass
 

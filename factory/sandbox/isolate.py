@@ -381,11 +381,11 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
     """In a child forked from the zygote (already inside its namespaces): own IPC ns, cwd, env, limits,
     privileges.  ``role='judge'``: another uid than the program's, its own private /tmp, no seccomp filter."""
     if plan.get("worker_ns"):
-        if role == "judge":
+        if role == "judge-files":   # pytest runs: the judge writes files, so it gets a /tmp of its own
             unshare(CLONE_NEWNS)   # a /tmp of its own: pytest files and ini discovery the program cannot touch
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
             _bind_tmp_keep()
-        else:
+        elif role != "judge":
             unshare(CLONE_NEWIPC)
         os.chdir("/tmp")
     else:
@@ -399,7 +399,7 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
 
 
 def _apply_seccomp(plan: dict, role: str) -> None:
-    if plan.get("seccomp") and role != "judge":
+    if plan.get("seccomp") and not role.startswith("judge"):
         from .seccomp import install
         install()
 
@@ -423,7 +423,7 @@ def set_rlimits(plan: dict, limits: dict, n_tests: int) -> None:
 
 
 def drop_privileges(plan: dict, role: str = "candidate") -> None:
-    uid = plan.get("judge_uid") if role == "judge" else plan.get("sandbox_uid")
+    uid = plan.get("judge_uid") if role.startswith("judge") else plan.get("sandbox_uid")
     if uid:
         os.setgroups([])
         os.setresgid(uid, uid, uid)

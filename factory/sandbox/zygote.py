@@ -637,7 +637,7 @@ class _Run:
             rep_r, rep_w = os.pipe()
             self.cand = _spawn(z, "candidate", {1: out_w, 2: err_w, 3: req_r, 4: rep_w}, tuple(hdr["cand"]),
                                self.memfd, _candidate_body, plan, n_tests)
-            self.judge = _spawn(z, "judge", {2: jerr_w, 3: res_w, 4: req_w, 5: rep_r}, tuple(hdr["judge"]),
+            self.judge = _spawn(z, "judge-files" if hdr["mode"] == "pytest" else "judge", {2: jerr_w, 3: res_w, 4: req_w, 5: rep_r}, tuple(hdr["judge"]),
                                 self.memfd, _judge_body(self.start_pos, z.limits), plan, n_tests)
             opened = [res_w, out_w, err_w, jerr_w, req_r, req_w, rep_r, rep_w]
         for fd in opened:
