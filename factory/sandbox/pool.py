@@ -34,7 +34,7 @@ class Worker:
         env = dict(SAFE_ENV)
         debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
+            [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
             pass_fds=(r_in, w_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=None if debug else subprocess.DEVNULL, env=env, cwd="/", close_fds=True)
         os.close(r_in)

@@ -140,6 +140,8 @@ def _tag_hook(side, insts: list):
             return side.from_handle(x)
         if tag == "$cb" and hasattr(side, "callback"):
             return side.callback(x)
+        if tag == "$ty" and hasattr(side, "resolve_type"):
+            return side.resolve_type(x)
         raise ValueError(f"unknown tag {tag!r}")
     return hook
 
@@ -206,7 +208,9 @@ class Client:
     def other(self, v):
         if type(v) is RemoteRef:
             return {"$h": [object.__getattribute__(v, "_h")]}
-        if callable(v) and not isinstance(v, type):  # a judge function passed to the program: called back here
+        if isinstance(v, type):   # a class as an argument (isinstance(x, int)): by name, resolved on the other side
+            return {"$ty": [str(getattr(v, "__module__", "")), str(getattr(v, "__qualname__", ""))]}
+        if callable(v):  # a judge function passed to the program: called back here
             self.callbacks.append(v)
             return {"$cb": len(self.callbacks) - 1}
         return {"$o": type(v).__name__[:80]}
@@ -507,6 +511,24 @@ class Server:
                 mro = []
             return {"$h": [n, "class", mro]}
         return {"$h": [n, "callable" if callable(v) else "object"]}
+
+    def resolve_type(self, x):
+        """A class the judge passed: a builtin, a preamble class (the program's class of that name), or a
+        class of an importable module."""
+        try:
+            module, name = str(x[0]), str(x[1])
+            if module == "builtins":
+                found = getattr(builtins, name)
+            elif module == JUDGE_MODULE:
+                found = self.ns[name]
+            else:
+                import importlib
+                found = importlib.import_module(module)
+                for part in name.split("."):
+                    found = getattr(found, part)
+            return found if isinstance(found, type) else Opaque("type")
+        except Exception:  # noqa: BLE001
+            return Opaque("type")
 
     def callback(self, n):
         server = self
