@@ -66,7 +66,13 @@ def read_frame(fd: int, cap: int) -> bytes | None:
     if hdr is None:
         return None
     n = _LEN.unpack(hdr)[0]
-    if n > cap:
+    if n > cap:  # read it away unkept, so the next frame starts where it should
+        left = n
+        while left:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            left -= len(chunk)
         raise FrameTooLarge(n)
     return _read_exact(fd, n)
 

@@ -1812,3 +1812,15 @@ def test_host_unix_socket_unreachable(fast_pool):
         srv.close()
         shutil.rmtree(d, ignore_errors=True)
     assert v.status == "pass" and not hits, (v.status, v.actual, v.error_message, len(hits))
+
+
+def test_oversized_return_does_not_desync_later_calls(default_pool):
+    """A reply over the cap is an output_limit for that test; the next calls in the same program still
+    get their own replies (MBPP+ Mbpp/255: one huge input must not cost the other inputs their verdicts)."""
+    prog = "def f(n):\n    return 'x' * n\n"
+    big = str(20 << 20)
+    job = Job("desync", prog, [TestSpec("big", "call", input=f"[{big}]", expected=None),
+                               TestSpec("small", "call", input="[3]", expected=serialize_value("xxx")),
+                               TestSpec("a", "assert", "assert f(2) == 'xx'")], entry_point="f")
+    vs = {v.test_id: v.status for v in default_pool.run([job])}
+    assert vs == {"big": "output_limit", "small": "pass", "a": "pass"}
