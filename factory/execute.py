@@ -23,7 +23,7 @@ from factory.ingest import _DUCK_TO_ARROW
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
-from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict
+from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
 from factory.stage import stage_run, utcnow
 
 SELECTIONS = {
@@ -78,7 +78,7 @@ def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdict, bool
         if v.test_id is None:
             continue
         key = (v.program_id, v.test_id.split("::", 1)[0])
-        in_process = bool(getattr(v, "judged_in_process", False))
+        in_process = v.judged_in_process
         old = merged.get(key)
         if old is None:
             merged[key] = (v, in_process)
@@ -87,20 +87,6 @@ def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdict, bool
         else:
             merged[key] = (old[0], in_process or old[1])
     return merged
-
-
-def clean_text(value) -> str | None:
-    """Text every Parquet writer accepts: lone surrogates (a program's returned string, an exception message,
-    undecodable output) become backslash escapes ('\\ud800'); valid text is returned unchanged."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        value = str(value)
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def clean_json(value) -> str | None:

@@ -24,7 +24,7 @@ import json
 import threading
 
 from factory.generation.sample import extract_code
-from factory.sandbox import Job, Limits, SandboxPool, TestSpec
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
 
 _POOL: SandboxPool | None = None
 _LOCK = threading.Lock()
@@ -66,16 +66,6 @@ def _text(completion) -> str:
     return completion if isinstance(completion, str) else str(completion or "")
 
 
-def _clean(code: str) -> str:
-    """Lone surrogates as backslash escapes: inside a string literal that is the same string, elsewhere the
-    program was invalid anyway (the sandbox then reports a load error instead of choking on the text)."""
-    try:
-        code.encode("utf-8")
-        return code
-    except UnicodeEncodeError:
-        return code.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def score_completions(completions: list, ground_truths: list, *, binary: bool = False,
                       limits: Limits = DEFAULT_LIMITS, exclude_in_process: bool = True) -> list[float]:
     """Reward per completion: fraction of its problem's tests passed (1.0/0.0 when binary).
@@ -96,7 +86,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
             continue
         pid = f"c{i}"
         index[pid] = (i, {t.test_id for t in tests})
-        jobs.append(Job(pid, _clean(code), tests, entry_point=entry, preamble=preamble))
+        jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble))
     ok: dict[tuple[str, str], bool] = {}  # (program, test) -> every case passed
     in_process: set[tuple[str, str]] = set()
     for v in _pool(limits).run(jobs):
@@ -106,7 +96,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
             continue
         key = (v.program_id, str(v.test_id).split("::", 1)[0])
         ok[key] = ok.get(key, True) and v.status == "pass"
-        if getattr(v, "judged_in_process", False):
+        if v.judged_in_process:
             in_process.add(key)
     for pid, (i, test_ids) in index.items():
         counted = [t for t in test_ids if not (exclude_in_process and (pid, t) in in_process)]

@@ -41,9 +41,10 @@ the judge's ``expects``.  Isolation: :mod:`.isolate`, :mod:`.cgroup`, :mod:`.sec
 active isolation mechanisms (and any degradation) in ``sandbox_meta``.
 """
 __all__ = ["Limits", "TestSpec", "Job", "Verdict", "run_jobs", "SandboxPool", "SANDBOX_VERSION",
-           "serialize_value", "deserialize_value"]
+           "serialize_value", "deserialize_value", "clean_text"]
 
 _LAZY = {"SandboxPool": "pool", "run_jobs": "pool", "serialize_value": "serialize", "deserialize_value": "serialize",
+         "clean_text": "serialize",
          **{name: "types" for name in ("SANDBOX_VERSION", "Job", "Limits", "TestSpec", "Verdict")}}
 
 

@@ -1,14 +1,13 @@
 """Linux isolation primitives (ctypes), applied before any untrusted code runs.
 
 * Once per zygote (:func:`enter_namespaces` + :func:`setup_worker_mounts`): new mount, pid, net,
-  ipc and uts namespaces (plus a user namespace when not root); private mount propagation; the
-  whole tree read-only (``mount_setattr``, else per-mount remount); a fresh ``/proc``; directories
-  the sandbox uid cannot traverse (e.g. ``/root`` holding the interpreter) hidden behind an empty
-  tmpfs with only the interpreter paths bind-mounted back.
+  ipc and uts namespaces (plus a user namespace when not root); private mount propagation; a pivot
+  into a minimal read-only root (:func:`minimal_root`: system dirs, the interpreter and its packages,
+  nothing of the project, data sets, home directories, /run or /sys); a fresh ``/proc`` (hidepid).
 * Per program (:func:`program_scratch` in the zygote, :func:`setup_program` in the child): fresh
   tmpfs ``/tmp`` and ``/dev/shm`` (kept only if the previous program left no trace in them), own IPC
   namespace, scrubbed environment, rlimits, own uid (root) or all capabilities dropped (user namespace),
-  ``no_new_privs``, non-dumpable.
+  ``no_new_privs``, non-dumpable, and for programs a seccomp deny list (:mod:`.seccomp`).
 """
 from __future__ import annotations
 
@@ -97,66 +96,8 @@ def enter_namespaces(plan: dict) -> None:
             f.write(f"0 {gid} 1")
 
 
-_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 MNT_DETACH = 2
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-
-
-def blocked_roots(paths, uid: int | None) -> dict[str, list[str]]:
-    """Map each non-traversable ancestor dir (e.g. ``/root`` with mode 700) to the needed paths below it.
-
-    The sandbox uid could not reach the interpreter there; :func:`setup_mounts` then hides the
-    ancestor behind an empty tmpfs and bind-mounts back only the needed paths.
-    """
-    out: dict[str, set] = {}
-    if uid is None:
-        return {}
-    for p in paths:
-        p = os.path.realpath(p)
-        if not os.path.exists(p):
-            continue
-        parts = p.strip("/").split("/")
-        for k in range(1, len(parts)):
-            a = "/" + "/".join(parts[:k])
-            if not os.stat(a).st_mode & 0o001:
-                out.setdefault(a, set()).add(p)
-                break
-    res = {}
-    for a, ps in out.items():
-        keep = sorted(ps)
-        res[a] = [p for p in keep if not any(p != q and p.startswith(q + "/") for q in keep)]
-    return res
-
-
-def _expose(blocked: dict) -> None:
-    n = 0
-    for a, ps in blocked.items():
-        stash = []
-        for p in ps:
-            s = f"/tmp/.sbx-stash-{n}"
-            n += 1
-            os.mkdir(s)
-            mount(p, s, None, MS_BIND | MS_REC)
-            stash.append((s, p))
-        mount("tmpfs", a, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-        for s, p in stash:
-            os.makedirs(p, 0o755, exist_ok=True)
-            mount(s, p, None, MS_BIND | MS_REC)
-            _libc.umount2(s.encode(), MNT_DETACH)
-            os.rmdir(s)
-
-
-def _mount_points() -> list[tuple[str, int]]:
-    """(mount point, locked flag bits to keep) from /proc/self/mountinfo."""
-    out = []
-    bits = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            mp = parts[4].encode().decode("unicode_escape")
-            opts = parts[5].split(",")
-            out.append((mp, sum(bits[o] for o in opts if o in bits)))
-    return out
 
 
 class _MountAttr(ctypes.Structure):
@@ -174,35 +115,8 @@ def _mount_setattr(path: str, set_: int, clr: int, recursive: bool) -> None:
         raise _err("mount_setattr")
 
 
-def _ro_remount_each(keep_rw=()) -> None:
-    failed = 0
-    rw = {mp for mp, t in _mounts_by_type() if t in keep_rw}
-    for mp, keep in _mount_points():
-        if mp in _WRITABLE or mp == "/proc" or mp.startswith("/proc/") or mp in rw:
-            continue
-        try:
-            mount(None, mp, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
-        except OSError:
-            failed += 1
-            if mp == "/":
-                raise
-
-
 def umount(target: str) -> None:
     _libc.umount2(target.encode(), MNT_DETACH)
-
-
-_TMP_KEEP: list[tuple[str, int]] = []  # (path under /tmp the interpreter needs, O_PATH fd to it)
-
-
-def tmp_keep_paths(paths) -> list[str]:
-    """Interpreter paths (venv, site-packages, the project) that live under /tmp, outermost first.
-
-    Each program gets a fresh tmpfs on /tmp; these are bind-mounted back read-only into it, so a project
-    checked out under /tmp (as CI may do) still imports its packages inside the sandbox."""
-    found = sorted({os.path.realpath(p) for p in paths if p and os.path.realpath(p).startswith("/tmp/")
-                    and os.path.isdir(os.path.realpath(p))})
-    return [p for p in found if not any(p != q and p.startswith(q + "/") for q in found)]
 
 
 MINIMAL_ROOT: dict = {"on": False, "hidepid": False}
@@ -293,47 +207,20 @@ def minimal_root(needed: list[str]) -> None:
 
 
 def setup_worker_mounts(plan: dict) -> None:
-    """In the zygote (pid 1 of its namespaces): private propagation, minimal read-only root, fresh /proc
-    (hidepid: a program sees no process but its own uid's).
+    """In the zygote (pid 1 of its namespaces): private propagation, the minimal read-only root
+    (:func:`minimal_root`), a fresh /proc mounted hidepid (a program sees no process but its own uid's).
 
     ``/tmp`` and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
-    _TMP_KEEP[:] = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in plan.get("tmp_keep") or []]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if plan.get("minimal_root"):
-        minimal_root(plan["needed"])
-        os.makedirs("/tmp", exist_ok=True)
-        for opts in ("hidepid=invisible", "hidepid=2", None):
-            try:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
-                MINIMAL_ROOT["hidepid"] = opts is not None
-                break
-            except OSError:
-                if opts is None:
-                    raise
-        return
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777")
-    _expose(plan.get("blocked") or {})
-    umount("/tmp")
-    if os.path.isdir("/var/tmp") and not os.path.islink("/var/tmp"):
-        mount("tmpfs", "/var/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=1m,mode=755")
-    try:
-        _mount_setattr("/", 1, 0, True)
-        if plan.get("cgroup_rw"):  # root-owned files: the zygote manages its slot, the sandbox uid cannot
-            for mp, fstype in _mounts_by_type():
-                if fstype in ("cgroup", "cgroup2"):
-                    _mount_setattr(mp, 0, 1, False)
-    except OSError:
-        _ro_remount_each(keep_rw=("cgroup", "cgroup2") if plan.get("cgroup_rw") else ())
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-
-
-def _mounts_by_type() -> list[tuple[str, str]]:
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            out.append((left.split()[4].encode().decode("unicode_escape"), right.split()[0]))
-    return out
+    minimal_root(plan["needed"])
+    for opts in ("hidepid=invisible", "hidepid=2", None):
+        try:
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)
+            MINIMAL_ROOT["hidepid"] = opts is not None
+            break
+        except OSError:
+            if opts is None:
+                raise
 
 
 _SCRATCH: dict = {"mounted": False, "baseline": None}
@@ -351,10 +238,8 @@ def _scratch_state() -> tuple:
 
 def _bind_tmp_keep() -> None:
     """Bind the interpreter paths that live under /tmp (a CI checkout's venv) into a fresh /tmp, read-only."""
-    keep_src = MINIMAL_ROOT.get("keep_src") or {}
-    for path, fd in _TMP_KEEP:
+    for path, src in (MINIMAL_ROOT.get("keep_src") or {}).items():
         os.makedirs(path, 0o755, exist_ok=True)
-        src = keep_src.get(os.path.realpath(path)) or f"/proc/self/fd/{fd}"
         mount(src, path, None, MS_BIND | MS_REC)
         mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 

@@ -15,8 +15,8 @@ import sys
 import time
 
 from .rpc import (JUDGE_MODULE, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client, JudgeNamespace,
-                  OutputTooLarge, RemoteRef, _dumps, dumps, exception_info, loads, read_frame)
-from .serialize import Opaque, serialize_value
+                  OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
+from .serialize import _dumps, serialize_value
 
 RES_FD, RPC_W, RPC_R = 3, 4, 5
 _HDR = struct.Struct("!cII")
@@ -95,7 +95,6 @@ def main(judge_blob: bytes, start: int, limits: dict) -> None:
         report(b"X", 0, dumps({"etype": str(exc.get("type", "Exception"))[:100], "emsg": str(exc.get("msg", ""))[:2000],
                                "mem": exc.get("type") == "MemoryError"}))
         return
-    client.names = {str(k): str(v) for k, v in (load.get("names") or {}).items()} if isinstance(load.get("names"), dict) else {}
     client.entry_name = (job.get("entry_point") or "").split("(")[0].split(".")[0] or None
     ns = JudgeNamespace(client, {"__name__": JUDGE_MODULE, "__builtins__": builtins})
     try:
@@ -250,4 +249,4 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
         report(b"R", i, dumps(msg))
 
 
-__all__ = ["main", "report", "Opaque"]
+__all__ = ["main", "report"]

@@ -27,7 +27,7 @@ import json
 import os
 import struct
 
-from .serialize import Opaque, _dumps, _tree, _untree
+from .serialize import Opaque, _tree, _untree
 
 _LEN = struct.Struct("!I")
 JUDGE_MODULE = "__judge__"      # __module__ of classes defined by the preamble / test code in the judge
@@ -197,7 +197,6 @@ class Client:
         self.classes: dict[str, type] = {}     # the judge's structural classes (preamble / test code)
         self.exc_classes: dict[str, type] = {}
         self.modules_ok = True
-        self.names: dict[str, str] = {}
         self.entry_name: str | None = None   # a builtin name the program may shadow: its entry point only
         self.callbacks: list = []
 
@@ -338,6 +337,11 @@ class Client:
     def op(self, name: str, h, *args):
         return self.value(self.request({"op": name, "h": h, "a": list(args)}))[0]
 
+    def op_value(self, op: str, h, value, **fields):
+        """An operation on handle ``h`` that carries a judge value (a key, an item, an attribute's value)."""
+        tree, objs = Codec(self).encode(value)
+        return self.value(self.request({"op": op, "h": h, "x": tree, "objs": objs, **fields}))[0]
+
     def call(self, h, args: tuple, kwargs: dict, copy_back: bool = True):
         codec = Codec(self)
         tree, objs = codec.encode([list(args), kwargs])
@@ -407,11 +411,12 @@ class RemoteRef:
             raise AttributeError(name)
         return self._op("getattr", name)
 
+    def _op_value(self, op, value, **fields):
+        return object.__getattribute__(self, "_c").op_value(op, object.__getattribute__(self, "_h"), value,
+                                                            **fields)
+
     def __setattr__(self, name, value):
-        c = object.__getattribute__(self, "_c")
-        codec = Codec(c)
-        tree, objs = codec.encode(value)
-        c.request({"op": "setattr", "h": object.__getattribute__(self, "_h"), "name": name, "x": tree, "objs": objs})
+        self._op_value("setattr", value, name=name)
 
     def __iter__(self):
         return self._op("iter")
@@ -426,18 +431,10 @@ class RemoteRef:
         return n
 
     def __getitem__(self, key):
-        c = object.__getattribute__(self, "_c")
-        codec = Codec(c)
-        tree, objs = codec.encode(key)
-        return c.value(c.request({"op": "getitem", "h": object.__getattribute__(self, "_h"), "x": tree,
-                                  "objs": objs}))[0]
+        return self._op_value("getitem", key)
 
     def __contains__(self, item):
-        c = object.__getattribute__(self, "_c")
-        codec = Codec(c)
-        tree, objs = codec.encode(item)
-        return c.value(c.request({"op": "contains", "h": object.__getattribute__(self, "_h"), "x": tree,
-                                  "objs": objs}))[0] is True
+        return self._op_value("contains", item) is True
 
     def __bool__(self):
         # true, as any Python object is by default: the program's own __bool__/__len__ is never asked, so a
@@ -566,9 +563,6 @@ class Server:
             return self.handles[int(x[0] if isinstance(x, list) else x)]
         except (TypeError, ValueError, IndexError):
             return Opaque("bad-handle")
-
-    def names(self) -> dict:
-        return {k: type(v).__name__ for k, v in list(self.ns.items()) if not k.startswith("__")}
 
     def handle(self, req: dict) -> dict:
         op = req.get("op")
@@ -702,4 +696,4 @@ def serve(server: Server, rfd: int, wfd: int, flush) -> None:
 
 __all__ = ["Client", "Server", "RemoteRef", "JudgeNamespace", "CandidateGone", "CandidateExit", "serve",
            "write_frame", "read_frame", "dumps", "loads", "exception_info", "Codec", "decode",
-           "OutputTooLarge", "CandidateProtocolError", "JUDGE_MODULE", "PROGRAM_MODULE", "_dumps"]
+           "OutputTooLarge", "CandidateProtocolError", "JUDGE_MODULE", "PROGRAM_MODULE"]

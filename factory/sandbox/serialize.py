@@ -245,6 +245,21 @@ def _untree(t, hook=None):
     return {k: _untree(x, hook) for k, x in t.items()}
 
 
+def clean_text(value):
+    """Text every UTF-8 consumer (Parquet, JSON, a terminal) accepts: lone surrogates -- a program's returned
+    string, exception message or undecodable output -- become backslash escapes (``\\ud800``; inside JSON text
+    that is the exact JSON escape, so serialized values stay lossless); valid text is returned unchanged."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = str(value)
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def deserialize_value(text: str):
     """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`).
 

@@ -8,7 +8,7 @@ import re
 import signal
 
 from .compare import call_equal, stdio_equal, values_equal
-from .serialize import Opaque, deserialize_value
+from .serialize import Opaque, clean_text, deserialize_value
 from .transform import rewrite_asserts
 from .types import COMPARISONS, KINDS, Job, TestSpec, Verdict
 
@@ -177,18 +177,6 @@ def assemble(sub: SubJob, reply) -> list[dict]:
             raw["emsg"] = f"{raw.get('emsg') or ''}: {jerr[-1500:].decode('utf-8', 'replace')}"
         raws.append(raw)
     return raws
-
-
-def clean_text(s):
-    """Valid UTF-8 for storage: lone surrogates become their ``\\udXXX`` escape (in JSON text that is the
-    exact JSON escape, so ``actual`` stays lossless)."""
-    if not isinstance(s, str):
-        return s
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _TEXT_FIELDS = ("stdout", "stderr", "error_type", "error_message", "actual", "test_id", "program_id")

@@ -112,32 +112,20 @@ class Zygote:
             self.slot.prepare()
         try:
             __import__("socket").sethostname("sandbox")
-            iso.setup_worker_mounts(self._blocked_plan())
+            iso.setup_worker_mounts({"needed": self._needed_paths()})
         except OSError as exc:
             self.ns_error = f"worker mounts: {exc}"
             return False
         iso.prctl(iso.PR_SET_DUMPABLE, 0)
         return True
 
-    def _blocked_plan(self) -> dict:
-        keep = {"tmp_keep": self.isolate.tmp_keep_paths(self._needed_paths()), "minimal_root": True,
-                "needed": self._needed_paths()}
-        if not self.root:
-            return keep
-        if self.slot:
-            return {"blocked": self._blocked(), "cgroup_rw": True, **keep}
-        return {"blocked": self._blocked(), **keep}
-
     @staticmethod
     def _needed_paths() -> list[str]:
+        """The interpreter and its package paths, bound into the minimal root.  Never the project checkout (it
+        may hold ./lake, exports, data): the sandbox modules are imported before the zygote pivots."""
         project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        # never the project checkout itself (it may hold ./lake, exports, data): only this package's code
-        need = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
+        return [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
             p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
-        return need  # nothing of the project: the sandbox modules are imported before the zygote pivots
-
-    def _blocked(self) -> dict:
-        return self.isolate.blocked_roots(self._needed_paths(), self._uid())
 
     def _uid(self):
         return 100000 + self.outer_pid if self.root else None
