@@ -61,6 +61,13 @@ class TableSpec:
         cols = ", ".join(c.ddl() for c in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({cols})"
 
+    def arrow_schema(self, skip: tuple[str, ...] = ()):
+        """The pyarrow schema of this table's declared columns (minus ``skip``), for building rows to write."""
+        import pyarrow as pa
+        types = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
+                 "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us"), "BOOLEAN": pa.bool_()}
+        return pa.schema([(c.name, types[c.type]) for c in self.columns if c.name not in skip])
+
     def add_column_sql(self, column: Column, catalog: str = "lake") -> str:
         """Schema evolution: ALTER TABLE ... ADD COLUMN (old rows read the column's default, else NULL)."""
         return f"ALTER TABLE {catalog}.{self.name} ADD COLUMN {column.ddl()}"

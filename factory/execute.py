@@ -19,7 +19,6 @@ import pyarrow as pa
 
 from factory.catalog import default_catalog
 from factory.errors import FactoryError, InputError
-from factory.ingest import _DUCK_TO_ARROW
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
@@ -139,8 +138,7 @@ def _bare_row(program_id, test_id, status, in_process, limits_hash, now, exc) ->
 
 def executions_table(rows: list[dict]) -> pa.Table:
     """Arrow table of execution rows; a row that still cannot be converted is replaced by its bare row."""
-    schema = pa.schema([(c.name, _DUCK_TO_ARROW[c.type]) for c in default_catalog()["silver.executions"].columns
-                        if c.name != "run_id"])
+    schema = default_catalog()["silver.executions"].arrow_schema(skip=("run_id",))
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except Exception:  # noqa: BLE001 - find the bad rows instead of losing the batch

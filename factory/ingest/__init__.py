@@ -180,7 +180,7 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         run.delete("silver.problems", "source = ?", [source])
         run.delete("bronze.raw_records", "source = ?", [source])
         for table in _TABLES:
-            run.write(table, pa.Table.from_pylist(rows[table], schema=_arrow_schema(run, table)))
+            run.write(table, pa.Table.from_pylist(rows[table], schema=run.catalog[table].arrow_schema()))
         # cascade: derived rows whose problem or test no longer exists
         run.delete("silver.programs", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
         run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
@@ -200,14 +200,6 @@ def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
         "(SELECT count(*) FROM silver.tests JOIN silver.problems USING (problem_id) WHERE source = $s), "
         "(SELECT count(*) FROM silver.programs JOIN silver.problems USING (problem_id) WHERE source = $s), "
         "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
-
-
-_DUCK_TO_ARROW = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
-                  "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us"), "BOOLEAN": pa.bool_()}
-
-
-def _arrow_schema(run: StageRun, table: str) -> pa.Schema:
-    return pa.schema([(c.name, _DUCK_TO_ARROW[c.type]) for c in run.catalog[table].columns])
 
 
 def ingest_all(data_dir: str | Path, *, lake=None) -> list[IngestResult]:
