@@ -127,7 +127,7 @@ class V1Slot(Slot):
             pass
         _write(self._p("memory", "memory.swappiness"), 0) if os.path.exists(
             self._p("memory", "memory.swappiness")) else None
-        _write(self._p("pids", "pids.max"), limits["max_procs"] + 1)  # +1: the zygote
+        _write(self._p("pids", "pids.max"), limits["max_procs"] + 2)  # +2: the zygote, the kept judge
         if "cpu" in self.dirs:  # at most one core per slot
             _write(self._p("cpu", "cpu.cfs_period_us"), 100000)
             _write(self._p("cpu", "cpu.cfs_quota_us"), 100000)
@@ -215,7 +215,7 @@ class V2Slot(Slot):
         _write(self._p("memory.max"), mem)
         if os.path.exists(self._p("memory.swap.max")):
             _write(self._p("memory.swap.max"), 0)
-        _write(self._p("pids.max"), limits["max_procs"])
+        _write(self._p("pids.max"), limits["max_procs"] + 1)  # +1: the kept judge
         if os.path.exists(self._p("cpu.max")):
             _write(self._p("cpu.max"), "100000 100000")
         self.controllers = tuple(sorted(avail))

@@ -19,7 +19,9 @@ from .rpc import (JUDGE_MODULE, PROGRAM_MODULE, CandidateGone, CandidateProtocol
 from .serialize import _dumps, serialize_value
 
 RES_FD, RPC_W, RPC_R = 3, 4, 5
+CTL_FD = 6                      # a kept judge's control socket (:func:`serve_kept`)
 _HDR = struct.Struct("!cII")
+JOB_MSG = struct.Struct("!QQI")  # offset and length of the judge's part of the batch memfd, first test
 
 
 def report(kind: bytes, i: int = 0, payload: bytes = b"") -> None:
@@ -69,8 +71,14 @@ def _call_value(client: Client, reply: dict) -> str:
     return serialize_value(value)
 
 
-def main(judge_blob: bytes, start: int, limits: dict) -> None:
+def main(judge_blob: bytes, start: int, limits: dict, tidy=None) -> None:
+    """Judge one program.  The last frame is ``X`` (load failed) or ``E`` (done); ``tidy()``, if given, runs
+    just before it and returns that frame's ``i``: 1 asks the zygote to retire this (kept) judge."""
     import pickle
+
+    def end(kind: bytes, payload: bytes = b"") -> None:
+        report(kind, tidy() if tidy else 0, payload)
+
     job = pickle.loads(judge_blob)
     del judge_blob
     cap = int(limits["max_output_bytes"]) + (1 << 16)
@@ -88,11 +96,11 @@ def main(judge_blob: bytes, start: int, limits: dict) -> None:
             load = None
     if first is None or not isinstance(load, dict):
         why = "program exited while loading" if first is None else "program broke the judge protocol while loading"
-        report(b"X", 0, dumps({"etype": "ProcessExit", "emsg": why}))
+        end(b"X", dumps({"etype": "ProcessExit", "emsg": why}))
         return
     if not load.get("ok"):
         exc = load.get("exc") if isinstance(load.get("exc"), dict) else {}
-        report(b"X", 0, dumps({"etype": str(exc.get("type", "Exception"))[:100], "emsg": str(exc.get("msg", ""))[:2000],
+        end(b"X", dumps({"etype": str(exc.get("type", "Exception"))[:100], "emsg": str(exc.get("msg", ""))[:2000],
                                "mem": exc.get("type") == "MemoryError"}))
         return
     client.entry_name = (job.get("entry_point") or "").split("(")[0].split(".")[0] or None
@@ -104,10 +112,10 @@ def main(judge_blob: bytes, start: int, limits: dict) -> None:
         if client.classes:  # only preambles that define classes (LeetCode's ListNode/TreeNode) need a round trip
             client.request({"op": "init", "struct": sorted(client.classes)})
     except CandidateGone:
-        report(b"X", 0, dumps({"etype": "ProcessExit", "emsg": "program exited while loading"}))
+        end(b"X", dumps({"etype": "ProcessExit", "emsg": "program exited while loading"}))
         return
     except BaseException as e:  # noqa: BLE001
-        report(b"X", 0, dumps({"etype": "InvalidTest", "emsg": f"test preamble failed in the judge: {e!r}"[:2000],
+        end(b"X", dumps({"etype": "InvalidTest", "emsg": f"test preamble failed in the judge: {e!r}"[:2000],
                                "infra": True}))
         return
     report(b"L")
@@ -115,7 +123,81 @@ def main(judge_blob: bytes, start: int, limits: dict) -> None:
         _run_pytest(job, start, client, ns)
     else:
         _run_func(job, start, client, ns)
-    report(b"E")
+    del ns, client
+    end(b"E")
+
+
+def serve_kept(limits: dict) -> None:
+    """A judge kept across programs of one worker (function-style tests only), so a program costs one fork,
+    not two.  Per program the zygote sends, on the control socket, where the judge's part of the job lies in
+    the batch memfd plus that memfd and the program's fresh channels (stderr, report, RPC write, RPC read);
+    the judge runs :func:`main` on them exactly as a forked judge would, then closes them.  Between programs
+    it restores what test code may have changed (builtins, std streams, recursion limit); it exits -- and
+    the zygote starts a fresh one -- when test code left a thread behind, when the program made it import a
+    module, on any error, or when the zygote
+    closes the socket (after any abnormal program end the zygote kills it instead).  Its /tmp is a tmpfs of
+    its own; a program whose tests left files there also retires it, so each program's tests start clean."""
+    import socket
+    import threading
+    os.chdir("/tmp")   # its own tmpfs (role judge-files): test code may write files, no program sees them
+    tmp_listing = sorted(os.listdir("/tmp"))
+    from . import rpc
+    sock = socket.socket(fileno=CTL_FD)
+    clean = dict(builtins.__dict__)
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    depth = sys.getrecursionlimit()
+    null = os.open("/dev/null", os.O_RDWR)
+    null = _fd_above(null, CTL_FD)
+    while True:
+        msg, fds, _, _ = socket.recv_fds(sock, JOB_MSG.size, 5)
+        if len(msg) != JOB_MSG.size or len(fds) != 5:
+            return
+        off, length, start = JOB_MSG.unpack(msg)
+        memfd, *chan = fds
+        blob = os.pread(memfd, length, off)
+        os.close(memfd)
+        chan = [_fd_above(fd, RPC_R) for fd in chan]   # received fds may sit on 3..5: move them out first
+        for target, fd in zip((2, RES_FD, RPC_W, RPC_R), chan):
+            os.dup2(fd, target)
+            os.close(fd)
+        retire = False
+        imports = rpc.PROGRAM_DRIVEN_IMPORTS[0]
+
+        def tidy() -> int:
+            nonlocal retire
+            if builtins.__dict__ != clean:
+                builtins.__dict__.clear()
+                builtins.__dict__.update(clean)
+            sys.stdin, sys.stdout, sys.stderr = streams
+            sys.setrecursionlimit(depth)
+            try:
+                os.chdir("/tmp")
+                wrote = sorted(os.listdir("/tmp")) != tmp_listing
+            except OSError:
+                wrote = True
+            # test code left files or a thread behind, or the program made the judge import a module
+            retire = wrote or threading.active_count() > 1 or rpc.PROGRAM_DRIVEN_IMPORTS[0] != imports
+            return int(retire)
+
+        try:
+            main(blob, start, limits, tidy)
+        finally:
+            del blob
+            for fd in (RES_FD, RPC_W, RPC_R):
+                os.close(fd)
+            os.dup2(null, 2)
+        if retire:
+            return
+
+
+def _fd_above(fd: int, low: int) -> int:
+    """``fd`` moved to a number above ``low`` (the original is closed)."""
+    if fd > low:
+        return fd
+    import fcntl
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, low + 1)
+    os.close(fd)
+    return moved
 
 
 def _register_classes(client: Client, ns: dict) -> None:
@@ -249,4 +331,4 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
         report(b"R", i, dumps(msg))
 
 
-__all__ = ["main", "report"]
+__all__ = ["main", "report", "serve_kept"]

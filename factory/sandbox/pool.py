@@ -23,8 +23,8 @@ _BOOT = ("import sys; sys.path.insert(0, {root!r}); "
 class Worker:
     """One zygote process and its control pipes."""
 
-    def __init__(self, limits: Limits, name: str, preload: tuple = ()):
-        self.limits, self.name, self.preload = limits, name, tuple(preload)
+    def __init__(self, limits: Limits, name: str, preload: tuple = (), cpu: int | None = None):
+        self.limits, self.name, self.preload, self.cpu = limits, name, tuple(preload), cpu
         self.proc = None
         self.meta_json = "{}"
 
@@ -39,7 +39,7 @@ class Worker:
             stderr=None if debug else subprocess.DEVNULL, env=env, cwd="/", close_fds=True)
         os.close(r_in)
         os.close(w_out)
-        zproto.send(self.w, ("init", self.limits.as_dict(), self.name, self.preload))
+        zproto.send(self.w, ("init", self.limits.as_dict(), self.name, self.preload, self.cpu))
         msg = zproto.recv(self.r)
         if not msg or msg[0] != "ready":
             self.stop()
@@ -129,15 +129,22 @@ class SandboxPool:
     ``preload``: extra modules imported once in every zygote (e.g. ``("numpy",)``); the default
     warm set is a stdlib list (see :data:`.zygote.WARM_MODULES`).  ``max_batch``: sub-jobs a worker takes
     per round trip when the queue is long (each program still gets its own fresh sandboxed process).
+    ``pin_cpus``: each worker runs on one of the CPUs this process may use (round robin from an offset
+    taken from the pid, so several pools on one host spread out).  A worker's judge and
+    program call each other many times per test; on one core those calls cost no cross-core wake-ups
+    (HumanEval: ~1.3x throughput).  Each worker is capped at one core's time anyway (cgroup cpu quota).
     """
 
     def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),
-                 max_batch: int = 16):
+                 max_batch: int = 16, pin_cpus: bool = True):
         self.limits, self.max_batch = limits, max(1, max_batch)
         self.limits_json = json.dumps(limits.as_dict(), sort_keys=True)
         n = workers or os.cpu_count() or 1
         tag = uuid.uuid4().hex[:8]
-        self.workers = [Worker(limits, f"factory-sbx-{os.getpid()}-{tag}-{k}", preload) for k in range(n)]
+        cpus = sorted(os.sched_getaffinity(0)) if pin_cpus and hasattr(os, "sched_getaffinity") else []
+        start = os.getpid() % len(cpus) if cpus else 0   # several pools on one host start on different cores
+        self.workers = [Worker(limits, f"factory-sbx-{os.getpid()}-{tag}-{k}", preload,
+                               cpus[(start + k) % len(cpus)] if cpus else None) for k in range(n)]
         errors = []
 
         def boot(w):

@@ -34,6 +34,9 @@ JUDGE_MODULE = "__judge__"      # __module__ of classes defined by the preamble 
 PROGRAM_MODULE = "solution"     # the program's module (KodCode tests `from solution import f`)
 
 
+PROGRAM_DRIVEN_IMPORTS = [0]    # modules the judge imported because a program handed it a module of that name
+
+
 class CandidateGone(BaseException):
     """The candidate process exited or broke the protocol; the running test cannot finish."""
 
@@ -252,6 +255,7 @@ class Client:
         mod = sys.modules.get(name)
         if mod is not None:
             return mod
+        PROGRAM_DRIVEN_IMPORTS[0] += 1   # a kept judge retires after a program chose what it imports
         try:
             from importlib import import_module
             return import_module(name)

@@ -5,7 +5,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-SANDBOX_VERSION = "0.3.0"
+SANDBOX_VERSION = "0.3.1"
 
 KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
 COMPARISONS = ("exact", "token", "float", "casefold")

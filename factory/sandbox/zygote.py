@@ -1,13 +1,15 @@
 """The zygote: a long-lived, warm worker process (one per pool slot).
 
-Started as ``python -I`` by the pool; imports common modules once, enters its own namespaces
-(:func:`.isolate.setup_worker_mounts`; it becomes pid 1 there, the original process waits
-outside), joins its cgroup slot, probes that a sandboxed child can start, and records what is
-active or degraded.  Per program it mounts a fresh ``/tmp``/``/dev/shm`` and forks ``G``, which
-finishes isolation (:func:`.isolate.setup_program`) and runs :mod:`.child`.  The zygote supervises
-``G`` with a per-test CPU budget (cgroup ``cpuacct``) and a wall-clock backstop, drains stdout and
-stderr concurrently with a cap, and on timeout/crash kills everything (``kill(-1)`` as pid 1, plus
-the cgroup); a fresh ``G`` continues with the next test.  Messages to and from the pool are
+Started as ``python -s`` by the pool (pinned to one core when the pool pins); imports common modules once,
+enters its own namespaces (:func:`.isolate.setup_worker_mounts`; it becomes pid 1 there, the original process
+waits outside), joins its cgroup slot, probes that a sandboxed child can start, and records what is active
+or degraded.  Per program it mounts a fresh ``/tmp``/``/dev/shm`` and forks the *candidate* (the program,
+alone); function-style tests are judged by a *judge* process -- with root, one kept across programs
+(:class:`_KeptJudge`, its own uid, so everything the program leaves behind is killed by uid and the judge
+survives); otherwise one forked per program.  The zygote never holds a job's bytes (the batch lies in a
+memfd the children read their part of), supervises per-test CPU (cgroup ``cpuacct``) with a wall-clock
+backstop, forwards output and judge reports with ``splice``, and on timeout/crash kills everything
+(``kill(-1)`` as pid 1); a fresh pair continues with the next test.  Messages to and from the pool are
 length-prefixed pickles on two private pipes (trusted side only).
 """
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Zygote:
         from . import cgroup, isolate
         self.isolate = isolate
         self.ctl_in, self.ctl_out, self.limits = ctl_in, ctl_out, limits
+        self.kept = None   # the kept judge (_KeptJudge), when one is running
         self.root = os.geteuid() == 0
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         self.slot, cg_notes = cgroup.make_slot(slot_name, limits) if self.root else (None, ["not root"])
@@ -71,6 +74,9 @@ class Zygote:
             self.slot.adopt_self()
             self.slot.prepare()
         self.plan, self.meta = self._probe(cg_notes)
+        self.keep_judge = bool(self.plan.get("worker_ns") and self.plan.get("sandbox_uid")
+                               and self.plan.get("judge_uid"))
+        self.meta["judge_kept"] = self.keep_judge
 
     def _enter_worker_ns(self) -> bool:
         """Put the zygote itself into fresh mount/pid/net/ipc/uts (+user when not root) namespaces.
@@ -382,6 +388,71 @@ def _judge_body(start: int, limits: dict):
     return body
 
 
+KEPT_JUDGE_PROGRAMS = 500   # a kept judge is replaced after this many programs (bounds what test code can pile up)
+KEPT_JUDGE_TESTS = 4096     # its RLIMIT_CPU budget in tests (a backstop; the zygote meters every test itself)
+
+
+def _kept_judge_body(limits: dict):
+    def body(_data: bytes):
+        from . import judge
+        judge.serve_kept(limits)
+    return body
+
+
+class _KeptJudge:
+    """The worker's judge for function-style tests, kept across programs (see :func:`.judge.serve_kept`).
+    Only where the program runs under its own uid: then the zygote can kill everything the program left
+    behind by uid (:func:`_kill_candidates`) and spare the judge."""
+
+    def __init__(self, z):
+        import socket
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = ours
+        self.pid = _spawn(z, "judge-files", {6: theirs.fileno()}, None, -1, _kept_judge_body(z.limits), z.plan,
+                          KEPT_JUDGE_TESTS)
+        theirs.close()
+        self.pidfd = os.pidfd_open(self.pid)
+        self.programs = 0
+
+    def send(self, memfd: int, blob: tuple, start: int, chan: list[int]) -> None:
+        import socket
+        from .judge import JOB_MSG
+        socket.send_fds(self.sock, [JOB_MSG.pack(blob[0], blob[1], start)], [memfd, *chan])
+        self.programs += 1
+
+    def close(self) -> None:
+        self.sock.close()
+        os.close(self.pidfd)
+
+
+def _kept_judge(z):
+    """The kept judge, started (or replaced after KEPT_JUDGE_PROGRAMS) when needed; None where not used."""
+    if not z.keep_judge:
+        return None
+    kj = z.kept
+    if kj is not None and kj.programs >= KEPT_JUDGE_PROGRAMS:
+        _drop_kept_judge(z)
+        kj = None
+    if kj is None:
+        kj = z.kept = _KeptJudge(z)
+    return kj
+
+
+def _drop_kept_judge(z) -> None:
+    kj, z.kept = z.kept, None
+    if kj is None:
+        return
+    try:
+        os.kill(kj.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(kj.pid, 0)
+    except ChildProcessError:
+        pass
+    kj.close()
+
+
 def _candidate_body(data: bytes) -> None:
     from . import candidate
     import pickle
@@ -412,7 +483,52 @@ def _script_body(data: bytes) -> None:
     os._exit(candidate.run_script(job["program"]))
 
 
+def _kill_candidates(z, plan: dict, statuses: dict) -> None:
+    """Kill and reap every process running under the program's uid -- whatever it forked, daemonized or
+    re-parented -- and nothing else: the kept judge (another uid) survives.  ``kill(-1)`` with the real and
+    effective uid switched to the program's reaches exactly the processes of that uid.  Without a kept judge
+    this is :func:`_kill_everything`."""
+    kj = z.kept
+    uid = plan.get("sandbox_uid")
+    if kj is None or not (plan.get("worker_ns") and uid):
+        _kill_everything(z, plan, list(statuses))
+        _reap(plan, statuses)
+        return
+    os.setresuid(uid, uid, 0)
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.setresuid(0, 0, 0)
+    for p in [p for p, st in statuses.items() if st is None]:
+        try:
+            statuses[p] = os.waitpid(p, 0)[1]
+        except ChildProcessError:
+            pass
+    deadline = time.monotonic() + 2.0
+    while True:  # orphans were re-parented to us (pid 1): reap until only we and the judge are left
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == kj.pid:
+            z.kept = None
+            kj.close()
+            continue
+        if pid:
+            continue
+        if not any(n.isdigit() and int(n) not in (1, kj.pid) for n in os.listdir("/proc")):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.0005)
+
+
 def _kill_everything(z, plan: dict, pids) -> None:
+    if z.kept is not None:  # kill(-1) below takes the kept judge as well
+        kj, z.kept = z.kept, None
+        kj.close()
     if plan.get("worker_ns"):
         try:
             os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
@@ -572,9 +688,8 @@ def _run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict)
         router.pump(fd, idx, i, stream, st)
     info = meter.numbers()
     oom = meter.oom()
-    _kill_everything(z, plan, [pid])
     statuses = {pid: status}
-    _reap(plan, statuses)
+    _kill_candidates(z, plan, statuses)
     for fd in (out_r, err_r, pidfd):
         if fd is not None:
             os.close(fd)
@@ -605,7 +720,8 @@ class _Run:
 
     def __init__(self, z, idx: int, hdr: dict, memfd: int, start: int, plan: dict):
         self.z, self.idx, self.hdr, self.memfd, self.start_pos, self.plan = z, idx, hdr, memfd, start, plan
-        self.judge = self.cand = None
+        self.judge = self.cand = self.kept = None
+        self.retire = False
 
     def start(self) -> None:
         z, hdr, plan = self.z, self.hdr, self.plan
@@ -623,21 +739,38 @@ class _Run:
         else:
             req_r, req_w = os.pipe()
             rep_r, rep_w = os.pipe()
+            kj = _kept_judge(z) if hdr["mode"] == "func" else None
             self.cand = _spawn(z, "candidate", {1: out_w, 2: err_w, 3: req_r, 4: rep_w}, tuple(hdr["cand"]),
                                self.memfd, _candidate_body, plan, n_tests)
-            self.judge = _spawn(z, "judge-files" if hdr["mode"] == "pytest" else "judge", {2: jerr_w, 3: res_w, 4: req_w, 5: rep_r}, tuple(hdr["judge"]),
-                                self.memfd, _judge_body(self.start_pos, z.limits), plan, n_tests)
+            chan = [jerr_w, res_w, req_w, rep_r]
+            if kj is not None:
+                try:
+                    kj.send(self.memfd, tuple(hdr["judge"]), self.start_pos, chan)
+                except OSError:  # it went away between programs: a fresh one
+                    _drop_kept_judge(z)
+                    kj = _kept_judge(z)
+                    kj.send(self.memfd, tuple(hdr["judge"]), self.start_pos, chan)
+                self.kept, self.judge = kj, kj.pid
+            else:
+                self.judge = _spawn(z, "judge-files" if hdr["mode"] == "pytest" else "judge",
+                                    dict(zip((2, 3, 4, 5), chan)), tuple(hdr["judge"]), self.memfd,
+                                    _judge_body(self.start_pos, z.limits), plan, n_tests)
             opened = [res_w, out_w, err_w, jerr_w, req_r, req_w, rep_r, rep_w]
         for fd in opened:
             os.close(fd)
         for fd in (self.res_r, self.out_r, self.err_r, self.jerr_r):
             _set_nonblock(fd)
+        if self.kept is not None:
+            self.pidfd = self.kept.pidfd
+            return
         try:
             self.pidfd = os.pidfd_open(self.judge)
         except OSError:
             self.pidfd = None
 
     def close(self) -> None:
+        if self.kept is not None:
+            self.pidfd = None  # the kept judge's own
         for name in ("res_r", "out_r", "err_r", "jerr_r", "pidfd"):
             fd = getattr(self, name, None)
             if fd is not None:
@@ -680,6 +813,7 @@ class _Run:
                 phase = "gap"
                 meter.reset()
             elif kind == b"X" and phase == "load":
+                self.retire = i == 1
                 router.frame(self.idx, -1, "load", self.res_r, n)
                 n = 0
                 oom = meter.oom()   # a program killed by the OOM killer while loading: memory_limit
@@ -704,6 +838,7 @@ class _Run:
                 reason, died_in = "candidate", cur
             elif kind == b"E" and not remaining:
                 done = True
+                self.retire = i == 1
             else:
                 reason = "protocol"
             if n:  # a payload nobody expected: protocol error
@@ -763,8 +898,15 @@ class _Run:
                     statuses[self.cand] = stt
                     break
                 time.sleep(0.002)
-        _kill_everything(z, self.plan, list(statuses))
-        _reap(self.plan, statuses)
+        if hdr["mode"] == "unittest" or (self.kept is not None and self.kept is z.kept and done and not reason):
+            if self.kept is not None:
+                del statuses[self.judge]
+            _kill_candidates(z, self.plan, statuses)   # a kept judge that finished cleanly serves the next program
+            if self.retire and self.kept is z.kept:
+                _drop_kept_judge(z)
+        else:
+            _kill_everything(z, self.plan, list(statuses))
+            _reap(self.plan, statuses)
         self.close()
         if self.plan.get("worker_ns"):
             z.isolate.program_scratch(0, False, reuse=bool(self.plan.get("sandbox_uid")))
@@ -806,16 +948,23 @@ def main() -> None:
         except Exception:  # noqa: BLE001
             pass
     from . import candidate, judge, rpc, seccomp, serialize  # noqa: F401  (warm; transform runs in the parent)
+    seccomp.prepare()
     init = recv(ctl_in)
     if init is None:
         return
-    _, limits, slot_name, preload = init
+    _, limits, slot_name, preload, cpu = init
     for name in preload:
         try:
             __import__(name)
         except Exception:  # noqa: BLE001
             pass
+    if cpu is not None:  # the worker (zygote, judge, program) on one core: judge <-> program calls stay on it
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            cpu = None
     z = Zygote(ctl_in, ctl_out, limits, slot_name)
+    z.meta["cpu"] = cpu
     gc.collect()
     gc.freeze()  # warm objects move to the permanent generation: a child's GC never touches (copies) them
     z.serve()
