@@ -81,7 +81,8 @@ def extract_code(completion: str | None, entry_point: str | None = None, *,
     """(code, status) from a completion. Status: ``ok`` | ``no_code`` | ``syntax_error`` | ``truncated`` |
     ``missing_entry_point``. Takes the last python (or untagged) fenced block, else the code before a lone
     closing fence (assistant-prefix continuation), else the largest parseable unfenced chunk; reasoning up
-    to ``</think>`` is dropped; then sanitized (imports + entry point and its dependencies)."""
+    to ``</think>`` is dropped; then, where there is an entry point, sanitized (imports + entry point and its
+    dependencies).  A stdin/stdout program (no entry point) is kept whole."""
     text = completion or ""
     if "<think>" in text and "</think>" not in text:
         return "", "truncated"
@@ -109,8 +110,8 @@ def extract_code(completion: str | None, entry_point: str | None = None, *,
     truncated = not closed and finish_reason == "length"
     if not _parses(code):
         return code, "truncated" if finish_reason == "length" or (not closed and blocks) else "syntax_error"
-    if sanitize_code:
-        code, found = sanitize(code, entry_point)
+    if sanitize_code and entry_point:  # without an entry point the program is a script: its module-level
+        code, found = sanitize(code, entry_point)   # statements (input(), loops, prints) are the program
         if entry_point and not found:
             return code, "missing_entry_point"
     if truncated:

@@ -57,7 +57,9 @@ CASES = {
     "leetcode_class": ("```python\nclass Solution:\n    def twoSum(self, nums, target):\n        return [0, 1]\n"
                        "\nprint(Solution().twoSum([1], 1))\n```", "twoSum", None, "ok",
                        "class Solution:\n    def twoSum(self, nums, target):\n        return [0, 1]\n"),
-    "no_entry_point_keeps_defs": (f"```py\n{SOL}\nprint(add(1, 2))\n```", None, None, "ok", SOL + "\n"),
+    # no entry point: a stdin/stdout script, kept whole (its module-level code is the program)
+    "no_entry_point_keeps_script": (f"```py\n{SOL}\nprint(add(1, 2))\n```", None, None, "ok",
+                                    f"{SOL}\nprint(add(1, 2))"),
     "other_language_ignored": ("```cpp\nint add(int a, int b) { return a + b; }\n```", "add", None, "no_code", None),
 }
 
