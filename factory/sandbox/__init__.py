@@ -23,6 +23,9 @@ Verdict integrity (sandbox 0.3): a verdict is decided by trusted code on plain d
   called over :mod:`.rpc`: arguments and return values cross as plain tagged JSON, program objects stay
   behind handles whose ``==`` is identity, so rebinding builtins, patching test libraries, trace hooks or
   lying operators change nothing the judge computes.  Builtins in test code are always the judge's own.
+  With root, one judge per worker is kept across function-style programs (one fork per program, not two):
+  programs run under a uid of their own, so everything a program leaves is killed by uid and the judge
+  survives; the judge restores builtins/streams after each program and is replaced after any abnormal end.
 * **Only the judge reports** (fd 3, binary frames); the candidate's only outputs are RPC replies (data) and
   stdout/stderr.  For stdin/stdout tests the zygote itself reads the program's stdout and exit status.
 * **Nothing to find.**  The zygote never holds job bytes: the pool's batch is spliced into a memfd, each
