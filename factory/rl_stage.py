@@ -8,6 +8,7 @@ a launch script, for a GPU machine.
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 from pathlib import Path
 
@@ -86,6 +87,13 @@ def handoff(release: str, launcher: str, out: Path, releases_dir=None) -> dict:
         script.write_text(TRL_LAUNCH)
     else:
         raise FactoryError(f"unknown launcher {launcher!r} (local, verl, trl)")
+    if "train.parquet" not in info["files"]:   # every problem of the release is split 'test' (e.g. HumanEval)
+        shutil.rmtree(out / "data", ignore_errors=True)
+        for f in (script, out / "factory_reward.py", out / "trl_reward.py"):
+            f.unlink(missing_ok=True)
+        raise FactoryError(f"release {release!r} has no train-split problems (only {', '.join(info['files'])}): "
+                           f"{launcher} would train on nothing; release train-split sources (e.g. mbpp, "
+                           "leetcode, apps) or use `factory export` for evaluation data")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return {"launcher": launcher, "out": str(out), "script": str(script), "export": info}
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -99,7 +101,7 @@ def _by_split(rows: list[dict], problems: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {"train.parquet": [], "test.parquet": []}
     for r, p in zip(rows, problems):
         out["test.parquet" if p.get("split") == "test" else "train.parquet"].append(r)
-    return {k: v for k, v in out.items() if v or k == "train.parquet"}
+    return {k: v for k, v in out.items() if v}   # no zero-row files: `datasets` cannot load them
 
 
 def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list[dict] | None) -> list[dict]:
@@ -181,16 +183,27 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise FactoryError(f"--out {out} is not empty")
-    files = build_export(path, manifest, fmt)
+    files = {rel: rows for rel, rows in build_export(path, manifest, fmt).items() if rows}
+    if not files:
+        raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
     meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {}}
-    for rel, rows in files.items():
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=_schema_for(fmt, rel)), target, compression="zstd")
-        meta["files"][rel] = len(rows)
-    (out / "export.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    if validate:
-        meta["validation"] = validate_export(out, fmt)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
+        for rel, rows in files.items():
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(rows, schema=_schema_for(fmt, rel)), target, compression="zstd")
+            meta["files"][rel] = len(rows)
+        (staging / "export.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        if validate:
+            meta["validation"] = validate_export(staging, fmt)
+        if out.exists():
+            out.rmdir()   # checked empty above
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return meta
 
 

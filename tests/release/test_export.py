@@ -127,3 +127,33 @@ def test_export_errors_and_cli(releases, tmp_path):
     out = factory_cli("export", "r1", "--format", "verl", "--out", str(tmp_path / "cli"), lake=releases.lake,
                       releases=releases.root)
     assert out.returncode == 2 and "not empty" in out.stderr
+
+
+def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothing(tmp_path):
+    """HumanEval alone is all split 'test': verl/trl-grpo/openrlhf write only the splits that have rows (a
+    zero-row parquet does not load with `datasets`); a format with no rows at all is an error and leaves no
+    file, no export.json and no staging folder behind."""
+    from factory.ingest import ingest_source
+    from factory.release import create_release
+
+    from .conftest import VIEWS, init_lake
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("humaneval", None, lake=lake)
+    create_release("he", VIEWS, lake=lake, releases_dir=tmp_path / "rel")
+    expected = {"verl": {"test.parquet"}, "trl-grpo": {"test.parquet"}, "openrlhf": {"prompts/test.parquet"}}
+    for fmt, files in expected.items():
+        out = tmp_path / "out" / fmt
+        meta = export_release("he", fmt, out, releases_dir=tmp_path / "rel")
+        assert set(meta["files"]) == files and sum(meta["files"].values()) == 164, meta
+        assert meta["validation"]["loader"] == "datasets"
+        assert not (out / "train.parquet").exists()
+        assert load(out / next(iter(files)), tmp_path).num_rows == 164
+    with pytest.raises(FactoryError, match="no rows for the trl format"):
+        export_release("he", "trl", tmp_path / "out" / "trl", releases_dir=tmp_path / "rel")  # no preference pairs
+    assert not (tmp_path / "out" / "trl").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(expected)   # no .partial folder left
+    from factory.rl_stage import handoff
+    for launcher in ("verl", "trl"):
+        with pytest.raises(FactoryError, match="no train-split problems"):
+            handoff("he", launcher, tmp_path / f"run-{launcher}", releases_dir=tmp_path / "rel")
+        assert list((tmp_path / f"run-{launcher}").iterdir()) == []
