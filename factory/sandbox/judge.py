@@ -14,8 +14,8 @@ import struct
 import sys
 import time
 
-from .rpc import (JUDGE_MODULE, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client, JudgeNamespace,
-                  OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
+from .rpc import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client,
+                  JudgeNamespace, OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
 from .serialize import _dumps, serialize_value
 
 RES_FD, RPC_W, RPC_R = 3, 4, 5
@@ -134,14 +134,13 @@ def serve_kept(limits: dict) -> None:
     the judge runs :func:`main` on them exactly as a forked judge would, then closes them.  Between programs
     it restores what test code may have changed (builtins, std streams, recursion limit); it exits -- and
     the zygote starts a fresh one -- when test code left a thread behind, when the program made it import a
-    module, on any error, or when the zygote
-    closes the socket (after any abnormal program end the zygote kills it instead).  Its /tmp is a tmpfs of
-    its own; a program whose tests left files there also retires it, so each program's tests start clean."""
+    module, on any error, or when the zygote closes the socket (after any abnormal program end the zygote
+    kills it instead).  Its /tmp is a tmpfs of its own; a program whose tests left files there also retires
+    it, so each program's tests start clean."""
     import socket
     import threading
     os.chdir("/tmp")   # its own tmpfs (role judge-files): test code may write files, no program sees them
     tmp_listing = sorted(os.listdir("/tmp"))
-    from . import rpc
     sock = socket.socket(fileno=CTL_FD)
     clean = dict(builtins.__dict__)
     streams = (sys.stdin, sys.stdout, sys.stderr)
@@ -161,7 +160,7 @@ def serve_kept(limits: dict) -> None:
             os.dup2(fd, target)
             os.close(fd)
         retire = False
-        imports = rpc.PROGRAM_DRIVEN_IMPORTS[0]
+        imports = PROGRAM_DRIVEN_IMPORTS[0]
 
         def tidy() -> int:
             nonlocal retire
@@ -176,7 +175,7 @@ def serve_kept(limits: dict) -> None:
             except OSError:
                 wrote = True
             # test code left files or a thread behind, or the program made the judge import a module
-            retire = wrote or threading.active_count() > 1 or rpc.PROGRAM_DRIVEN_IMPORTS[0] != imports
+            retire = wrote or threading.active_count() > 1 or PROGRAM_DRIVEN_IMPORTS[0] != imports
             return int(retire)
 
         try:

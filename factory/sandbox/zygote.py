@@ -488,41 +488,18 @@ def _kill_candidates(z, plan: dict, statuses: dict) -> None:
     re-parented -- and nothing else: the kept judge (another uid) survives.  ``kill(-1)`` with the real and
     effective uid switched to the program's reaches exactly the processes of that uid.  Without a kept judge
     this is :func:`_kill_everything`."""
-    kj = z.kept
     uid = plan.get("sandbox_uid")
-    if kj is None or not (plan.get("worker_ns") and uid):
+    if z.kept is None or not (plan.get("worker_ns") and uid):
         _kill_everything(z, plan, list(statuses))
-        _reap(plan, statuses)
-        return
-    os.setresuid(uid, uid, 0)
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    finally:
-        os.setresuid(0, 0, 0)
-    for p in [p for p, st in statuses.items() if st is None]:
+    else:
+        os.setresuid(uid, uid, 0)
         try:
-            statuses[p] = os.waitpid(p, 0)[1]
-        except ChildProcessError:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
             pass
-    deadline = time.monotonic() + 2.0
-    while True:  # orphans were re-parented to us (pid 1): reap until only we and the judge are left
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == kj.pid:
-            z.kept = None
-            kj.close()
-            continue
-        if pid:
-            continue
-        if not any(n.isdigit() and int(n) not in (1, kj.pid) for n in os.listdir("/proc")):
-            break
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.0005)
+        finally:
+            os.setresuid(0, 0, 0)
+    _reap(plan, statuses, z)
 
 
 def _kill_everything(z, plan: dict, pids) -> None:
@@ -545,8 +522,10 @@ def _kill_everything(z, plan: dict, pids) -> None:
             z.slot.kill_all()
 
 
-def _reap(plan: dict, statuses: dict) -> None:
-    """Reap everything (we are pid 1 / subreaper); wait statuses of the pids in ``statuses`` are kept."""
+def _reap(plan: dict, statuses: dict, z=None) -> None:
+    """Reap everything (we are pid 1 / subreaper) but ``z``'s live kept judge; wait statuses of the pids in
+    ``statuses`` are kept.  Orphans were re-parented to us: with a kept judge alive, done when ``/proc``
+    shows no process but ourselves and the judge."""
     deadline = time.monotonic() + 2.0
     pending = [p for p, st in statuses.items() if st is None]
     for p in pending:
@@ -560,10 +539,16 @@ def _reap(plan: dict, statuses: dict) -> None:
             pid, st = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
+        kj = z.kept if z is not None else None
         if pid == 0:
             if not plan.get("worker_ns"):
                 break
+            if kj is not None and not any(n.isdigit() and int(n) not in (1, kj.pid) for n in os.listdir("/proc")):
+                break
             time.sleep(0.0005)
+        elif kj is not None and pid == kj.pid:  # the kept judge exited on its own: a fresh one next time
+            z.kept = None
+            kj.close()
         elif pid in statuses and statuses[pid] is None:
             statuses[pid] = st
 
