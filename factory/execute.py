@@ -18,10 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from factory.catalog import default_catalog
-from factory.errors import FactoryError, InputError
+from factory.errors import FactoryError, InputError, Interrupted, caused_by_interrupt
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
+from factory.progress import Progress
 from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
 from factory.stage import stage_run, utcnow
 
@@ -218,24 +219,59 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             fill_expected_outputs(lake, pool, sources, report)
         con = connect(lake, read_only=True)
         programs = con.execute(f"""
-            SELECT p.program_id, p.code, p.problem_id, pb.entry_point, pb.test_preamble
-            FROM silver.programs p JOIN silver.problems pb USING (problem_id)
-            WHERE {where} AND EXISTS (
-                SELECT 1 FROM silver.tests t WHERE t.problem_id = p.problem_id
-                AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
-                AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
-                                AND e.test_id = t.test_id AND e.limits_hash = ?))
-            ORDER BY p.problem_id, p.program_id {f'LIMIT {int(max_programs)}' if max_programs else ''}""",
-            params + [limits_hash]).to_arrow_table().to_pylist()
+            SELECT * FROM (
+                SELECT p.program_id, p.code, p.problem_id, pb.entry_point, pb.test_preamble,
+                       (SELECT count(*) FROM silver.tests t WHERE t.problem_id = p.problem_id
+                        AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+                        AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
+                                        AND e.test_id = t.test_id AND e.limits_hash = ?)) AS pending_tests
+                FROM silver.programs p JOIN silver.problems pb USING (problem_id)
+                WHERE {where})
+            WHERE pending_tests > 0
+            ORDER BY problem_id, program_id {f'LIMIT {int(max_programs)}' if max_programs else ''}""",
+            [limits_hash] + params).to_arrow_table().to_pylist()
+        total = sum(p["pending_tests"] for p in programs)
         con.close()
-        for start in range(0, len(programs), batch_programs):
-            batch = programs[start:start + batch_programs]
-            _execute_batch(lake, pool, batch, limits, selection, sources, report)
+        progress = Progress(total, "execute", "test")
+        try:
+            for start in range(0, len(programs), batch_programs):
+                batch = programs[start:start + batch_programs]
+                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress)
+            progress.close()
+        except BaseException as exc:
+            progress.close()
+            if not caused_by_interrupt(exc):
+                raise
+            raise Interrupted(
+                f"execute stopped by {_signal_name(exc)}: {len(report.runs)} batch(es) committed before it "
+                f"({report.programs} of {len(programs)} programs, {report.verdicts} verdicts); the batch in flight "
+                "was rolled back. Run the same command again to resume: programs with verdicts are skipped."
+            ) from None
     return report
 
 
+def _signal_name(exc: BaseException) -> str:
+    while exc is not None and not isinstance(exc, KeyboardInterrupt):
+        exc = exc.__cause__ or exc.__context__
+    return str(exc) if exc is not None and str(exc) else "SIGINT"
+
+
+def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> list[Verdict]:
+    """All verdicts of the jobs; progress counts (program, test row) pairs as their first verdict arrives."""
+    seen: set = set()
+    out = []
+    for v in pool.run(jobs, progress=progress is None and _tty()):
+        out.append(v)
+        if progress is not None and v.test_id is not None:
+            key = (v.program_id, v.test_id.split("::", 1)[0])
+            if key not in seen:
+                seen.add(key)
+                progress.update()
+    return out
+
+
 def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
-                   sources: list[str] | None, report: ExecuteReport) -> None:
+                   sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None) -> None:
     limits_hash = limits.hash()
     config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
               "sandbox_version": SANDBOX_VERSION, "programs": len(batch)}
@@ -254,7 +290,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
             by_program[t["program_id"]].append(t)
         jobs = [_job(p, by_program[p["program_id"]]) for p in batch if by_program[p["program_id"]]]
         report.skipped_no_tests += len(batch) - len(jobs)
-        merged = _merge(list(pool.run(jobs, progress=_tty())))
+        merged = _merge(_verdicts(pool, jobs, progress))
         now = utcnow()
         rows = []
         for (program_id, test_id), (v, in_process) in merged.items():

@@ -80,6 +80,8 @@ def shell(lake=None) -> None:
 
 
 def status(lake=None) -> None:
+    from factory.stage import FAILED_RUNS, failed_runs
+
     """Tables with row counts, the last runs and the last snapshots."""
     con = connect(lake, read_only=True)
     try:
@@ -95,6 +97,12 @@ def status(lake=None) -> None:
         for row in con.execute("SELECT run_id, status, finished_at, coalesce(message, '') FROM ops.runs "
                                "ORDER BY started_at DESC LIMIT 8").fetchall():
             print(f"  {row[0]:<44} {row[1]:<8} {row[2]:%Y-%m-%d %H:%M:%S}  {row[3][:80]}")
+        failed = failed_runs(lake)[-5:]
+        if failed:
+            print(f"\nlast failed runs (no data changed; {resolve_lake_dir(lake) / FAILED_RUNS}):")
+            for row in reversed(failed):
+                print(f"  {row.get('run_id', '?'):<44} {str(row.get('finished_at', ''))[:19]}  "
+                      f"{(row.get('message') or '')[:80]}")
         print("\nlast snapshots:")
         for sid, ts, msg in con.execute(
                 f"SELECT snapshot_id, snapshot_time, coalesce(commit_message, '') FROM {LAKE_ALIAS}.snapshots() "

@@ -69,6 +69,11 @@ def writer_lock(lake_dir: Path, timeout_s: float = 600.0) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+# config keys that name what a run did, in the order they appear in commit messages
+_LABEL_KEYS = ("source", "sources", "selection", "model", "name", "views", "benchmarks", "names", "overrides",
+               "programs", "n", "purpose")
+
+
 class StageRun:
     """Handle given to a stage inside its transaction; all writes go through it."""
 
@@ -183,6 +188,20 @@ class StageRun:
             "row_counts": json.dumps(self.row_counts, sort_keys=True), "message": message,
         }
 
+    def commit_message(self) -> str:
+        """`<stage> <key args> <run id>`, e.g. "ingest source=mbpp ingest-2026...": readable in lake.snapshots()."""
+        args = []
+        for key in _LABEL_KEYS:
+            value = self.config.get(key)
+            if value in (None, "", [], {}):
+                continue
+            if isinstance(value, (list, tuple)):
+                value = ",".join(map(str, value[:6])) + (",..." if len(value) > 6 else "")
+            elif isinstance(value, dict):
+                value = ",".join(f"{k}={v}" for k, v in list(value.items())[:6])
+            args.append(f"{key}={value}")
+        return " ".join([self.stage, *args, self.run_id])
+
     def commit_info(self) -> str:
         return json.dumps({"run_id": self.run_id, "stage": self.stage, "config_hash": self.config_hash,
                            "git_sha": git_sha()}, sort_keys=True)
@@ -214,18 +233,33 @@ def _to_arrow(data: Any) -> pa.Table:
     raise FactoryError(f"cannot write {type(data).__name__}; pass a pyarrow Table, polars DataFrame or list of dicts")
 
 
-def _record_failure(con: duckdb.DuckDBPyConnection, run: StageRun, error: BaseException) -> None:
+FAILED_RUNS = "failed_runs.jsonl"
+
+
+def _record_failure(lake_dir: Path, run: StageRun, error: BaseException) -> None:
+    """A failed run changes no data and makes no snapshot: its ops.runs-shaped row goes to an append-only log
+    beside the catalog (LAKE/failed_runs.jsonl), which `factory status` and the report read."""
+    row = run.run_row("failed", f"{type(error).__name__}: {error}"[:4000])
+    row["row_counts"] = "{}"
     try:
-        con.execute("BEGIN")
-        row = run.run_row("failed", f"{type(error).__name__}: {error}"[:4000])
-        row["row_counts"] = "{}"
-        con.register("_failed_run", pa.Table.from_pylist([row]))
-        con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _failed_run")
-        con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
-                    [f"{run.stage} failed", run.commit_info()])
-        con.execute("COMMIT")
-    except duckdb.Error:
-        con.execute("ROLLBACK")
+        with open(lake_dir / FAILED_RUNS, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, default=str, sort_keys=True) + "\n")
+    except OSError:
+        pass  # the lake folder is gone or read-only: the error itself still reaches the user
+
+
+def failed_runs(lake=None) -> list[dict]:
+    """Rows of failed runs (newest last) from LAKE/failed_runs.jsonl; torn or foreign lines are skipped."""
+    path = resolve_lake_dir(lake) / FAILED_RUNS
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: bool = True) -> list[str]:
@@ -282,12 +316,12 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                 con.register("_run_row", pa.Table.from_pylist([run.run_row("success", run.summary)]))
                 con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _run_row")
                 con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
-                            [f"{stage} {run.run_id}", run.commit_info()])
+                            [run.commit_message(), run.commit_info()])
                 con.execute("COMMIT")
             except BaseException as exc:
                 con.execute("ROLLBACK")
                 if not isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
-                    _record_failure(con, run, exc)
+                    _record_failure(lake_dir, run, exc)
                 raise
         finally:
             con.close()

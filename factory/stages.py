@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 
 def register(sub, add_lake) -> None:
@@ -154,6 +155,8 @@ def cmd_execute(args) -> None:
           f"statuses: {dict(report.status_counts)}")
     if report.expected_filled or report.expected_failed:
         print(f"expected outputs computed: {report.expected_filled} (reference failed on {report.expected_failed})")
+    if selection in ("reference", "all") and report.programs:
+        _warn_unhealthy(args.lake, args.source)
     if program_ids is not None:
         from factory.lake import connect
         con = connect(args.lake, read_only=True)
@@ -162,6 +165,28 @@ def cmd_execute(args) -> None:
             WHERE list_contains(?, program_id) GROUP BY program_id)""", [program_ids]).fetchone()
         con.close()
         print(f"samples: {rows[0]} scored, {rows[1]} pass all tests (pass@1 = {rows[1] / max(rows[0], 1):.3f})")
+
+
+def _warn_unhealthy(lake, sources: list[str] | None) -> None:
+    """Environment health check after running references: sources whose references fail here, and why."""
+    import duckdb
+
+    from factory.funnel import health_lines, unhealthy_sources
+    from factory.lake import connect
+
+    con = connect(lake, read_only=True)
+    try:
+        rows = [r for r in unhealthy_sources(con) if not sources or r["source"] in sources]
+    except duckdb.CatalogException:  # a lake made before gold.source_health existed: `factory transform` adds it
+        return
+    finally:
+        con.close()
+    for line in health_lines(rows):
+        print(f"warning: environment health: {line}", file=sys.stderr)
+    if any(r["environment_failures"] for r in rows):
+        print("warning: `factory curate` marks problems whose reference misses a module (reason 'environment' in "
+              "gold.training_exclusions) instead of calling them hard; install the modules and re-execute to "
+              "score them", file=sys.stderr)
 
 
 def _parse_value(text: str):
@@ -184,9 +209,18 @@ def cmd_curate(args) -> None:
             raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         overrides[key.strip()] = _parse_value(value.strip())
+    from factory.funnel import health_lines, print_funnel
+
     counts = curate(args.lake, overrides)
     for name, n in counts.items():
         print(f"{name:<30} {n}")
+    print()
+    print_funnel(counts.funnel)
+    for line in health_lines(counts.unhealthy):
+        print(f"warning: unhealthy source {line}", file=sys.stderr)
+    if any(r["environment_failures"] for r in counts.unhealthy):
+        print("warning: problems whose reference misses a module are marked (gold.environment_failures, reason "
+              "'environment'), not counted as hard; install the modules and re-execute to score them", file=sys.stderr)
 
 
 def cmd_dedup(args) -> None:

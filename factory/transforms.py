@@ -9,12 +9,19 @@ import re
 
 from factory.errors import FactoryError
 
+EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment")
+# the benchmarks `factory decontam` checks against by default (factory.dedup_stage uses the same list)
+DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
+                      "codecontests", "bigcodebench")
+
 DEFAULTS: dict = {
     # test validation (AceCoder): oracle = reference programs, or "model:NAME" for an oracle model's samples
     "oracle": "reference",
     "oracle_rule": "all",                  # a test is valid when all (or any) oracle programs pass it
-    "max_oracle_passed_excluded": 3,       # drop problems whose oracle passes <= 3 tests
+    # AceCoder's rules judge synthesized suites (~20 LLM-written tests); they apply to problems with synth tests
+    "max_oracle_passed_excluded": 3,       # drop synthesized problems whose oracle passes <= 3 tests
     "min_kept_tests": 5,                   # ... or that keep fewer than 5 tests
+    "dataset_min_kept_tests": 1,           # a dataset's own suite (MBPP: 3 asserts) needs this many valid tests
     # pass rates
     "k_list": [1, 5, 10],
     "exclude_in_process_judged": False,    # True: tests judged inside the candidate's process (unittest verdicts
@@ -33,6 +40,11 @@ DEFAULTS: dict = {
     "pair_min_diff": 0.4,
     "pair_min_rejected": 0.0,
     "pair_strict": False,                  # True: '>' as in the paper's Eq. 3; False: '>=' as in AceCoder's code
+    # clean by default: reasons in gold.training_exclusions that keep a problem out of the training views
+    "exclude": list(EXCLUSION_REASONS),    # [] = opt in to everything (validation exclusions always apply)
+    "benchmarks": "auto",                  # sources whose problems only ever reach a test split; 'auto' = those of
+                                           # the latest `factory decontam` run, else DEFAULT_BENCHMARKS
+    "min_reference_pass_rate": 0.99,       # gold.source_health: a source below this is reported as unhealthy
 }
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -69,8 +81,35 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
     p["exclude_in_process_judged"] = "true" if p["exclude_in_process_judged"] else "false"  # SQL literal
     for key in ("difficulty_model", "strong_model"):
         p[key] = _quote(str(p[key]))
+    p["exclude"], p["exclude_label"] = _exclusions(p["exclude"])
+    p["benchmarks"], p["benchmarks_label"] = _benchmarks(p["benchmarks"])
+    p["min_reference_pass_rate"] = float(p["min_reference_pass_rate"])
     p["run_id"] = _quote(run_id)
     return p
+
+
+def _sql_list(values) -> str:
+    return "[" + ", ".join(f"'{_quote(str(v))}'" for v in values) + "]::VARCHAR[]"
+
+
+def _exclusions(value) -> tuple[str, str]:
+    reasons = [value] if isinstance(value, str) else list(value or [])
+    unknown = [r for r in reasons if r not in EXCLUSION_REASONS]
+    if unknown:
+        raise FactoryError(f"exclude: unknown reasons {unknown}; known: {list(EXCLUSION_REASONS)} "
+                           "(exclude=[] keeps every problem that passed validation)")
+    return _sql_list(reasons), ", ".join(reasons) or "nothing (opted in)"
+
+
+def _benchmarks(value) -> tuple[str, str]:
+    """'auto' is resolved in SQL, so a later `factory decontam` run changes the view without a new curate."""
+    if value == "auto":
+        latest = ("(SELECT CAST(json_extract(config, '$.benchmarks') AS VARCHAR[]) FROM ops.runs "
+                  "WHERE stage = 'decontam' AND status = 'success' ORDER BY finished_at DESC LIMIT 1)")
+        return (f"coalesce({latest}, {_sql_list(DEFAULT_BENCHMARKS)})",
+                "those of the latest decontam run, else " + ", ".join(DEFAULT_BENCHMARKS))
+    names = [value] if isinstance(value, str) else list(value or [])
+    return _sql_list(names), ", ".join(names) or "none"
 
 
 def _boolean(key: str, value) -> bool:

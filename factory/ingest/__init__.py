@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from factory.errors import FactoryError, InputError
 from factory.ingest.adapters import (
-    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, adapter_options, default_source_name,
+    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
 )
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
 from factory.ingest.readers import files_sha256, read_records
@@ -139,8 +139,11 @@ _TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.prog
 
 
 def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, lake=None, source: str | None = None,
-                  mapping: dict | None = None, test_format: str | None = None) -> IngestResult:
-    """Ingest one source; returns counts. No-op when the files are unchanged since the last ingest."""
+                  mapping: dict | None = None, test_format: str | None = None, replace: bool = False) -> IngestResult:
+    """Ingest one source; returns counts. No-op when the files are unchanged since the last ingest.
+
+    A source already in the lake from other files (or other file contents) is replaced only with replace=True
+    (`--replace`); the same files read by a newer adapter version are re-ingested without it."""
     if adapter_name not in ADAPTERS:
         raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
     spec = ADAPTERS[adapter_name]
@@ -152,9 +155,13 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
     if spec.needs_mapping and not mapping:
         raise FactoryError(f"source {adapter_name!r} needs --map field=column (question, tests and id at least)")
     if spec.needs_mapping:
-        missing = [f for f in ("question", "tests", "id") if f not in mapping]
+        unknown = [f for f in mapping if f not in MAPPED_FIELDS]
+        if unknown:
+            raise FactoryError(f"--map: unknown field(s) {unknown}; fields: "
+                               + ", ".join(f + (" (required)" if req else "") for f, req in MAPPED_FIELDS.items()))
+        missing = [f for f, req in MAPPED_FIELDS.items() if req and f not in mapping]
         if missing:
-            raise FactoryError(f"--map lacks {missing}")
+            raise FactoryError(f"--map lacks required field(s) {missing} (e.g. --map {missing[0]}=COLUMN)")
         if test_format and test_format not in TEST_FORMATS:
             raise InputError(f"unknown test format {test_format!r} (known: {', '.join(TEST_FORMATS)})",
                              field="--test-format")
@@ -163,16 +170,20 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         if not f.is_file():
             raise InputError("file not found", file=str(f))
     # the digest covers the input files and the adapter version, so a fixed adapter re-ingests unchanged files
-    sha = hashlib.sha256(f"{files_sha256(files)}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
+    content_sha = files_sha256(files)
+    sha = hashlib.sha256(f"{content_sha}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
     opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format}
     config = {"source": source, "adapter": adapter_name, "files": [f.name for f in files], "sha256": sha,
-              "mapping": mapping, "test_format": test_format}
+              "files_sha256": content_sha, "mapping": mapping, "test_format": test_format}
     with stage_run("ingest", config, lake=lake) as run:
         previous = run.con.execute(
             "SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?", [source]).fetchall()
         if previous == [(sha,)]:
             run.noop = True
             return IngestResult(source, "unchanged", *_counts(run, source), run_id=None)
+        replacing = bool(previous)
+        if replacing and not replace:
+            _check_same_files(run, source, content_sha, [f.name for f in files])
         rows = build_rows(adapter_name, source, files, opts, sha, run, run.started_at)
         old_problems = "SELECT problem_id FROM silver.problems WHERE source = ?"
         run.delete("silver.programs", f"problem_id IN ({old_problems}) AND run_id LIKE 'ingest-%'", [source])
@@ -190,8 +201,28 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         run.summary = f"{source}: " + ", ".join(f"{t}={n}" for t, n in counts.items()) + (
             f"; {len(dups)} exact duplicate records kept in bronze only (e.g. {dups[0]['file']}:{dups[0]['line']} "
             f"= line {dups[0]['first']})" if dups else "")
-        return IngestResult(source, "ingested", counts["silver.problems"], counts["silver.tests"],
+        if replacing:
+            run.summary = "replaced " + run.summary
+        return IngestResult(source, "replaced" if replacing else "ingested", counts["silver.problems"], counts["silver.tests"],
                             counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups))
+
+
+def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[str]) -> None:
+    """Refuse to replace a source that came from other files (or other contents) unless --replace was given."""
+    row = run.con.execute(
+        "SELECT json_extract_string(config, '$.files_sha256'), json_extract(config, '$.files')::VARCHAR, "
+        "(SELECT count(*) FROM silver.problems WHERE source = ?) FROM ops.runs WHERE stage = 'ingest' "
+        "AND status = 'success' AND json_extract_string(config, '$.source') = ? ORDER BY finished_at DESC LIMIT 1",
+        [source, source]).fetchone()
+    if row is None:
+        return
+    old_sha, old_files, n = row
+    same = old_sha == content_sha if old_sha else sorted(json.loads(old_files or "[]")) == sorted(names)
+    if not same:
+        raise FactoryError(
+            f"source {source!r} already holds {n} problems ingested from {', '.join(json.loads(old_files or '[]'))}"
+            f"; ingesting {', '.join(names)} (other contents) would replace them. Pass --replace to replace the source, or "
+            f"--name NEW to ingest it as another source")
 
 
 def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
@@ -202,7 +233,7 @@ def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
         "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
 
 
-def ingest_all(data_dir: str | Path, *, lake=None) -> list[IngestResult]:
+def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> list[IngestResult]:
     """Ingest every known dataset found under data_dir (e.g. ../shared/data)."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -212,7 +243,7 @@ def ingest_all(data_dir: str | Path, *, lake=None) -> list[IngestResult]:
         folder = data_dir / known.folder
         files = sorted(f for pattern in known.files for f in folder.glob(pattern)) if folder.is_dir() else []
         if files:
-            results.append(ingest_source(known.adapter, files, lake=lake, source=known.source))
+            results.append(ingest_source(known.adapter, files, lake=lake, source=known.source, replace=replace))
     if not results:
         raise FactoryError(f"no known dataset found under {data_dir}")
     return results

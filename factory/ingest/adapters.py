@@ -20,7 +20,7 @@ from factory.ingest.normalize import (
 )
 
 Ctx = tuple[str, int]  # (file, line)
-ADAPTER_VERSION = 3  # bump when an adapter's output changes: unchanged files are then re-ingested
+ADAPTER_VERSION = 4  # bump when an adapter's output changes: unchanged files are then re-ingested
 
 
 @dataclass(frozen=True)
@@ -257,14 +257,16 @@ def bigcodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     )
 
 
-@adapter("cruxeval", "MIT", "CRUXEval: function f + one `assert f(input) == output`")
+@adapter("cruxeval", "MIT", "CRUXEval: function f + one `assert f(input) == output` (task: output prediction)")
 def cruxeval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     code = require(rec, "code", ctx)
     if not isinstance(rec.get("input"), str):  # "" is a valid input: f() takes no arguments
         raise InputError("missing required field", file=ctx[0], line=ctx[1], field="input")
     assertion = f"assert f({rec['input']}) == {require(rec, 'output', ctx)}"
+    # the "question" is the function itself: an output-prediction task, kept out of code-generation views
     return Normalized(source_id=require(rec, "id", ctx), question=code, entry_point="f", test_format="assert",
-                      tests=[TestRow("assert", code=assertion)], programs=[ProgramRow(code)])
+                      tests=[TestRow("assert", code=assertion)], programs=[ProgramRow(code)],
+                      metadata={"task": "output_prediction"})
 
 
 # -- formats users bring ---------------------------------------------------------------------------------
@@ -330,6 +332,9 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         column = mapping.get(field)
         if column is None:
             return None
+        if column not in rec:
+            raise InputError(f"column {column!r} (--map {field}={column}) is not in the record; its columns: "
+                             f"{', '.join(sorted(map(str, rec)))}", file=ctx[0], line=ctx[1], field=column)
         return require(rec, column, ctx, types) if required else rec.get(column)
 
     raw_tests = get("tests", types=(list, str))
@@ -356,6 +361,10 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         difficulty_label=get("difficulty", required=False), split=get("split", required=False),
         programs=[ProgramRow(solution)] if solution else [],
     )
+
+
+MAPPED_FIELDS = {"question": True, "tests": True, "id": True, "solution": False, "entry_point": False,
+                 "starter_code": False, "difficulty": False, "split": False}  # field -> required
 
 
 # -- known layouts of a data directory --------------------------------------------------------------------
@@ -385,7 +394,13 @@ KNOWN_DATASETS = (
 
 
 def default_source_name(adapter_name: str, files: list[Path]) -> str:
-    """Source label: the adapter name, except LeetCodeDataset files get version+split (one source per file)."""
+    """Source label: the adapter name, except LeetCodeDataset files get version+split (one source per file) and
+    user files (the jsonl adapter) get the first file's stem, so two different files never share a source."""
+    if adapter_name == "jsonl" and files:
+        name = files[0].name
+        for ext in (".gz", ".jsonl", ".json", ".parquet"):
+            name = name.removesuffix(ext)
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "jsonl"
     if adapter_name == "leetcode" and len(files) == 1:
         m = re.search(r"(v\d+\.\d+\.\d+)-(train|test)", files[0].name)
         if m:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from factory.lake import connect, current_snapshot
 from factory.report import data, plots
-from factory.stage import utcnow
+from factory.stage import failed_runs, utcnow
 
 
 def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | None = None) -> Path:
@@ -28,6 +28,9 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         valid = data.test_validity(con)
         diff = data.difficulty(con)
         fun, runs = data.funnel(con)
+        for row in failed_runs(lake):  # failed runs leave no trace in the lake, only in its failed-runs log
+            runs.setdefault(row.get("stage", "?"), {}).setdefault("failed", 0)
+            runs[row.get("stage", "?")]["failed"] += 1
         curves = data.train_curves(con)
     finally:
         con.close()

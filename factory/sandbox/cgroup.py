@@ -280,12 +280,27 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _slot_bases() -> list[str]:
+    own = _own_paths()
+    return [os.path.join(ROOT, ctrl or "unified", own.get(ctrl, "/").lstrip("/"))
+            for ctrl in ("memory", "pids", "cpuacct", "cpu", "")]
+
+
+def _kill_and_remove(d: str) -> bool:
+    try:
+        for p in _read(os.path.join(d, "cgroup.procs")).split():
+            os.kill(int(p), signal.SIGKILL)
+        time.sleep(0.01)
+        os.rmdir(d)
+        return True
+    except OSError:
+        return False
+
+
 def remove_stale(prefix: str = "factory-sbx-") -> int:
     """Remove slots left behind by dead pools (name ``factory-sbx-<pool pid>-...``)."""
-    own = _own_paths()
     n = 0
-    for ctrl in ("memory", "pids", "cpuacct", "cpu", ""):
-        base = os.path.join(ROOT, ctrl or "unified", own.get(ctrl, "/").lstrip("/"))
+    for base in _slot_bases():
         try:
             names = [x for x in os.listdir(base) if x.startswith(prefix)]
         except OSError:
@@ -295,18 +310,15 @@ def remove_stale(prefix: str = "factory-sbx-") -> int:
                 pid = int(x[len(prefix):].split("-")[0])
             except ValueError:
                 continue
-            if _alive(pid):
-                continue
-            d = os.path.join(base, x)
-            try:
-                for p in _read(os.path.join(d, "cgroup.procs")).split():
-                    os.kill(int(p), signal.SIGKILL)
-                time.sleep(0.01)
-                os.rmdir(d)
-                n += 1
-            except OSError:
-                pass
+            if not _alive(pid):
+                n += _kill_and_remove(os.path.join(base, x))
     return n
+
+
+def remove_slot(name: str) -> int:
+    """Remove one worker's slot (its zygote was killed, so nobody else will): kill what is left in it first."""
+    return sum(_kill_and_remove(os.path.join(base, name)) for base in _slot_bases()
+               if os.path.isdir(os.path.join(base, name)))
 
 
 def make_slot(name: str, limits: dict) -> tuple[Slot | None, list[str]]:

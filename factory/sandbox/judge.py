@@ -293,6 +293,41 @@ def _functions_with_asserts(source: str) -> set[str]:
     return out
 
 
+def _bind_free_names(source: str) -> str:
+    """Test code that uses the program's names without importing them (KodCode writes bare `is_even(2)`,
+    as if the tests sat in the program's module) gets them bound from `solution` on one added line: only
+    names the test code reads and never binds itself, and none of Python's builtins. A name the program
+    lacks stays unbound (a NameError in that test, as before)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    free = sorted(n for n in read - bound if n not in builtins.__dict__ and n.isidentifier())
+    if not free:
+        return source
+    line = (f"import {PROGRAM_MODULE} as _sbx_program; globals().update({{_n: getattr(_sbx_program, _n) "
+            f"for _n in {tuple(free)!r} if hasattr(_sbx_program, _n)}}); del _sbx_program\n")
+    lines = source.splitlines(keepends=True)
+    future = [n.end_lineno for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    at = max(future, default=0)
+    return "".join(lines[:at]) + line + "".join(lines[at:])
+
+
 def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
     """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there)."""
     sys.dont_write_bytecode = True
@@ -309,7 +344,7 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
         report(b"S", i)
         name = f"test_sbx_{i}.py"
         with open(name, "w") as f:
-            f.write(t["code"] or "")
+            f.write(_bind_free_names(t["code"] or ""))
         col = _Collector(_functions_with_asserts(t["code"] or ""))
         msg = {"ok": True}
         try:

@@ -27,6 +27,7 @@ class Worker:
         self.limits, self.name, self.preload, self.cpu = limits, name, tuple(preload), cpu
         self.proc = None
         self.meta_json = "{}"
+        self.aborted = False
 
     def start(self) -> None:
         r_in, self.w = os.pipe()
@@ -36,7 +37,8 @@ class Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
             pass_fds=(r_in, w_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=None if debug else subprocess.DEVNULL, env=env, cwd="/", close_fds=True)
+            stderr=None if debug else subprocess.DEVNULL, env=env, cwd="/", close_fds=True,
+            start_new_session=True)   # a terminal's Ctrl-C reaches the driver, which stops the zygote itself
         os.close(r_in)
         os.close(w_out)
         zproto.send(self.w, ("init", self.limits.as_dict(), self.name, self.preload, self.cpu))
@@ -87,7 +89,8 @@ class Worker:
 
     def run_many(self, payloads: list) -> list:
         """Run several sub-jobs in one round trip; an entry is ``(infos, segments)`` or the exception for it.
-        If the zygote dies, it is restarted and each job of the batch retried once on its own."""
+        If the zygote dies, it is restarted and each job of the batch retried once on its own (not after
+        :meth:`abort`: then every job of the batch reports the abort)."""
         try:
             self._ensure()
             return self._exchange(payloads)
@@ -95,6 +98,9 @@ class Worker:
             self.stop()
         out: list = []
         for p in payloads:
+            if self.aborted:
+                out.append(RuntimeError("sandbox run aborted"))
+                continue
             try:
                 self._ensure()
                 out += self._exchange([p])
@@ -104,8 +110,29 @@ class Worker:
         return out
 
     def _ensure(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+        if self.aborted:
+            raise RuntimeError("sandbox run aborted")
+        if self.proc is not None and self.proc.poll() is not None:
+            self.stop()   # a dead zygote: close its pipes before starting a new one
+        if self.proc is None:
             self.start()
+
+    def abort(self) -> None:
+        """Stop now (an interrupted run): kill the zygote, so a batch in flight ends at once instead of after
+        its programs' time limits; the reading thread sees the pipe close. The next run starts a fresh one."""
+        self.aborted = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.kill()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            from . import cgroup
+            try:
+                cgroup.remove_slot(self.name)
+            except OSError:
+                pass
 
     def stop(self) -> None:
         if self.proc is None:
@@ -216,6 +243,8 @@ class SandboxPool:
                     results.put(None)
                     return
 
+        for w in self.workers:
+            w.aborted = False
         threads = [threading.Thread(target=feed, daemon=True)]
         threads += [threading.Thread(target=work, args=(w,), daemon=True) for w in self.workers]
         for t in threads:
@@ -225,7 +254,7 @@ class SandboxPool:
             from tqdm import tqdm
             total = sum(len(j.tests) or 1 for j in jobs) if hasattr(jobs, "__len__") else None
             bar = tqdm(total=total, unit="test", desc="sandbox")
-        finished = 0
+        finished, completed = 0, False
         try:
             while finished < len(self.workers):
                 item = results.get()
@@ -238,8 +267,12 @@ class SandboxPool:
                     if bar is not None:
                         bar.update(1)
                     yield v
+            completed = True
         finally:
             stop.set()
+            if not completed:  # interrupted (Ctrl-C, an error, the consumer stopped): no waiting for time limits
+                for w in self.workers:
+                    w.abort()
             while finished < len(self.workers):  # let workers finish their current sub-job
                 try:
                     tasks.get_nowait()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields, field
 
 SANDBOX_VERSION = "0.3.1"
 
@@ -26,6 +26,16 @@ class Limits:
     tmpfs_mb: int = 256           # size of the private writable /tmp
     max_output_bytes: int = 16 << 20   # stdout/stderr/return value cap per test -> output_limit
     capture_bytes: int = 4096     # how much stdout/stderr a Verdict keeps
+
+    def __post_init__(self):
+        # Limits(cpu_s=10) and Limits(cpu_s=10.0) are the same limits: same hash, so a resumed run skips
+        # the verdicts it already has whatever the caller typed
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = float if f.type in ("float", float) else int
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"Limits.{f.name} must be a number, got {value!r}")
+            object.__setattr__(self, f.name, kind(value))
 
     @property
     def wall_s(self) -> float:

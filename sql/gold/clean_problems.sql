@@ -1,8 +1,13 @@
--- Training-safe problems: keepers of their duplicate cluster (or never clustered), with no contamination
--- match under the configured rule, from sources that are not themselves used as benchmarks.
-SELECT p.problem_id, p.source
+-- Training-safe problems: no applied reason in gold.training_exclusions (contamination, non-keeper duplicates,
+-- other tasks, broken environment, failed validation). `split` is the split training sees: problems of the
+-- benchmark sources ({{ benchmarks_label }}) are always 'test' - a benchmark never reaches a train split.
+WITH benchmarks AS (
+    SELECT unnest({{ benchmarks }}) AS source
+)
+SELECT
+    p.problem_id,
+    p.source,
+    CASE WHEN p.source IN (SELECT source FROM benchmarks) THEN 'test' ELSE p.split END AS split,
+    p.source IN (SELECT source FROM benchmarks) AS benchmark
 FROM silver.problems AS p
-LEFT JOIN silver.dedup_clusters AS c USING (problem_id)
-WHERE coalesce(c.is_keeper, true)
-  AND NOT EXISTS (SELECT 1 FROM silver.contamination AS x WHERE x.problem_id = p.problem_id AND x.contaminated)
-  AND p.source NOT IN (SELECT DISTINCT benchmark FROM silver.contamination)
+WHERE p.problem_id NOT IN (SELECT problem_id FROM gold.training_exclusions WHERE applied)

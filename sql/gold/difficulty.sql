@@ -15,3 +15,5 @@ SELECT
     ntile(4) OVER (ORDER BY 4 * m.mean_pass_rate * (1 - m.mean_pass_rate) DESC, m.problem_id) AS curriculum_stage,
     m.mean_pass_rate <= {{ epoch_max_pass_rate }} AS epoch_keep
 FROM m JOIN silver.problems AS p USING (problem_id)
+-- a problem whose reference misses a module is not hard, it is unscorable here (gold.environment_failures)
+WHERE m.problem_id NOT IN (SELECT problem_id FROM gold.environment_failures)

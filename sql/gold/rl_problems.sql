@@ -1,6 +1,8 @@
 -- Problems ready for RL: question, starter code and tests packed as JSON (only validated tests when the problem
 -- was validated; tests with unknown expected outputs never), difficulty signals when the curate stage has
--- computed them. Problems excluded by validation are left out. Exports (verl, TRL, OpenRLHF) read this view.
+-- computed them. Only gold.clean_problems enter (no contamination, duplicate, other-task, environment or validation
+-- exclusion applied; gold.training_exclusions says why the others are out), with the split training sees
+-- (benchmarks are always 'test'). Exports (verl, TRL, OpenRLHF) read this view.
 WITH usable_tests AS (
     SELECT t.*
     FROM silver.tests AS t
@@ -20,9 +22,10 @@ WITH usable_tests AS (
 )
 SELECT
     p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_preamble,
-    p.test_format, p.difficulty_label, p.license, p.split,
+    p.test_format, p.difficulty_label, p.license, c.split,
     t.tests::VARCHAR AS tests, t.n_tests,
     d.pass_rate, d.potential, d.curriculum_stage
 FROM silver.problems AS p
+JOIN gold.clean_problems AS c USING (problem_id)
 JOIN packed AS t USING (problem_id)
 LEFT JOIN gold.difficulty AS d USING (problem_id)

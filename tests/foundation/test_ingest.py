@@ -4,6 +4,9 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
+from factory.errors import FactoryError, InputError
 from factory.ingest import ingest_source
 from tests.lakeutil import init_lake, snapshot_id
 from tests.lakeutil import query as q
@@ -66,8 +69,12 @@ def test_reingest_is_noop_and_changed_file_replaces(tmp_path, empty_lake, shared
     edited["text"] = "An edited question."
     changed = tmp_path / "mbpp.jsonl"
     changed.write_text("\n".join([json.dumps(edited)] + lines[1:100]) + "\n")
-    result = ingest_source("mbpp", [changed], lake=empty_lake)
-    assert result.status == "ingested"
+    # other contents under the same source: refused (nothing written) unless replacing is asked for
+    with pytest.raises(FactoryError, match=r"already holds 974 problems.*--replace"):
+        ingest_source("mbpp", [changed], lake=empty_lake)
+    assert snapshot_id(empty_lake) == snap
+    result = ingest_source("mbpp", [changed], lake=empty_lake, replace=True)
+    assert result.status == "replaced"
     assert q(empty_lake, "SELECT count(*) FROM silver.problems WHERE source='mbpp'") == [(100,)]
     assert q(empty_lake, "SELECT count(*) FROM bronze.raw_records WHERE source='mbpp'") == [(100,)]
     assert q(empty_lake, "SELECT question FROM silver.problems WHERE source='mbpp' AND source_id='1'") == \
@@ -127,3 +134,26 @@ def test_generic_formats(tmp_path, empty_lake):
                       mapping={"id": "key", "question": "prompt", "tests": "asserts", "solution": "sol"},
                       test_format="assert")
     assert (r.problems, r.tests, r.programs) == (1, 1, 1)
+
+
+def test_user_files_get_their_own_source_and_mapping_errors_list_what_exists(tmp_path, empty_lake):
+    rows = [{"pid": "a1", "text": "Add two numbers.", "checks": ["assert add(1, 2) == 3"],
+             "code": "def add(a, b):\n    return a + b\n"}]
+    for name in ("first.jsonl", "second.jsonl"):
+        (tmp_path / name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    mapping = {"id": "pid", "question": "text", "tests": "checks", "solution": "code"}
+    a = ingest_source("jsonl", [tmp_path / "first.jsonl"], lake=empty_lake, mapping=mapping)
+    b = ingest_source("jsonl", [tmp_path / "second.jsonl"], lake=empty_lake, mapping=mapping)
+    assert (a.source, b.source) == ("first", "second") and a.programs == b.programs == 1
+    assert q(empty_lake, "SELECT source, count(*) FROM silver.problems GROUP BY 1 ORDER BY 1") == \
+        [("first", 1), ("second", 1)]
+    snap = snapshot_id(empty_lake)
+    # a misspelled mapping target is an error listing the fields there are
+    with pytest.raises(FactoryError, match=r"unknown field\(s\) \['sollution'\].*solution"):
+        ingest_source("jsonl", [tmp_path / "first.jsonl"], lake=empty_lake, source="third",
+                      mapping={"id": "pid", "question": "text", "tests": "checks", "sollution": "code"})
+    # a mapped column the file lacks: the error names the file, line, column and the columns that exist
+    with pytest.raises(InputError, match=r"first.jsonl:1: column 'question_text'.*its columns: checks, code, pid, text"):
+        ingest_source("jsonl", [tmp_path / "first.jsonl"], lake=empty_lake, source="third",
+                      mapping={**mapping, "question": "question_text"})
+    assert snapshot_id(empty_lake) == snap

@@ -15,7 +15,7 @@ from factory.catalog import default_catalog
 from factory.errors import FactoryError
 from factory.ingest import ingest_source
 from factory.lake import connect, current_snapshot, existing_columns
-from factory.stage import stage_run
+from factory.stage import failed_runs, stage_run
 from tests.lakeutil import factory_cli, query, snapshot_id
 
 
@@ -71,7 +71,12 @@ def test_commit_metadata_and_failed_runs(empty_lake, tmp_path):
     runs = con.execute("SELECT run_id, stage, status, config_hash, row_counts FROM ops.runs "
                        "WHERE stage = 'ingest' ORDER BY started_at").fetchall()
     con.close()
-    assert [r[2] for r in runs] == ["failed", "success"]
+    # the failed ingest changed nothing and made no snapshot: it is in the lake's failed-runs log only
+    assert [r[2] for r in runs] == ["success"] and len(snaps) == 1
+    failed = failed_runs(empty_lake)
+    assert [(f["stage"], f["status"]) for f in failed] == [("ingest", "failed")]
+    assert "bad.jsonl" in failed[0]["message"] and json.loads(failed[0]["config"])["source"] == "humaneval"
+    assert snaps[-1][0].startswith(f"ingest source=humaneval {runs[-1][0]}")
     info = json.loads(snaps[-1][1])
     assert info["run_id"] == runs[-1][0] and info["stage"] == "ingest" and info["config_hash"] == runs[-1][3]
     assert "git_sha" in info

@@ -20,7 +20,8 @@ def released(tmp_path_factory, shared_data):
     lake, releases = root / "lake", root / "releases"
     init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
-    ingest_source("mbpp-sanitized", [shared_data / "mbpp_sanitized" / "sanitized-mbpp.json"], lake=lake)
+    # MBPP has a train split; HumanEval is a decontamination benchmark, so it only ever lands in test
+    ingest_source("mbpp", [shared_data / "mbpp" / "mbpp.jsonl"], lake=lake)
     create_release("rl-v1", ["gold.rl_problems"], lake=lake, releases_dir=releases)
     con = connect(lake, read_only=True)
     refs = dict(con.execute("SELECT pb.problem_id, p.code FROM silver.programs p JOIN silver.problems pb "

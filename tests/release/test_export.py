@@ -62,8 +62,11 @@ def test_trl_pairs_and_grpo(releases, tmp_path):
     assert row["margin"] == 1.0 and "return None" in row["rejected"][0]["content"]
 
     meta = export_release("r1", "trl-grpo", tmp_path / "grpo", releases_dir=releases.root)
-    ds = load(tmp_path / "grpo" / "train.parquet", tmp_path)
-    assert {"prompt", "ground_truth"} <= set(ds.column_names) and ds.num_rows == meta["files"]["train.parquet"]
+    # r1 holds HumanEval + sanitized MBPP: both are decontamination benchmarks, so nothing reaches a train split
+    assert set(meta["files"]) == {"test.parquet"}
+    ds = load(tmp_path / "grpo" / "test.parquet", tmp_path)
+    assert {"prompt", "ground_truth"} <= set(ds.column_names) and ds.num_rows == meta["files"]["test.parquet"]
+    assert set(ds["split"]) == {"test"}
     assert isinstance(ds[0]["prompt"], list) and json.loads(ds[0]["ground_truth"])
 
 

@@ -1,0 +1,98 @@
+"""Curation funnel: per source, how many problems each rule keeps out of the training views and how many reach them.
+
+Read from the lake's gold views (gold.training_exclusions, gold.rl_problems, gold.source_health), so the
+curate output, the release card and an ad-hoc query all tell the same story. A problem can have several
+reasons; each reason column counts every problem it applies to, `excluded` counts each problem once.
+"""
+from __future__ import annotations
+
+REASONS = ("contaminated", "duplicate", "other_task", "environment", "validation")
+
+_FUNNEL_SQL = """
+WITH problems AS (
+    SELECT source, count(*) AS problems FROM silver.problems GROUP BY source
+), reasons AS (
+    SELECT source, reason, count(DISTINCT problem_id) AS n FROM gold.training_exclusions WHERE applied GROUP BY ALL
+), reported AS (
+    SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions
+    WHERE NOT applied AND problem_id NOT IN (SELECT problem_id FROM gold.training_exclusions WHERE applied)
+    GROUP BY source
+), excluded AS (
+    SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions WHERE applied GROUP BY source
+), kept AS (
+    SELECT source, count(*) FILTER (WHERE split = 'test') AS test, count(*) FILTER (WHERE split IS DISTINCT FROM 'test')
+           AS train FROM gold.rl_problems GROUP BY source
+)
+SELECT p.source, p.problems,
+       {reason_columns},
+       coalesce(e.n, 0) AS excluded,
+       p.problems - coalesce(e.n, 0) - coalesce(k.train, 0) - coalesce(k.test, 0) AS no_usable_tests,
+       coalesce(k.train, 0) AS train, coalesce(k.test, 0) AS test,
+       coalesce(r.n, 0) AS kept_by_opt_in
+FROM problems AS p
+LEFT JOIN excluded AS e USING (source)
+LEFT JOIN kept AS k USING (source)
+LEFT JOIN reported AS r USING (source)
+ORDER BY p.source
+"""
+
+COLUMNS = ("source", "problems", *REASONS, "excluded", "no_usable_tests", "train", "test", "kept_by_opt_in")
+
+
+def curation_funnel(con) -> list[dict]:
+    """One dict per source with the COLUMNS above."""
+    reason_columns = ", ".join(
+        f"coalesce((SELECT n FROM reasons AS x WHERE x.source = p.source AND x.reason = '{r}'), 0) AS {r}"
+        for r in REASONS)
+    cur = con.execute(_FUNNEL_SQL.format(reason_columns=reason_columns))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def unhealthy_sources(con) -> list[dict]:
+    """Sources whose references pass below the configured rate, with the missing modules that explain it."""
+    cur = con.execute("SELECT source, references_run, references_passed, reference_pass_rate, environment_failures, "
+                      "missing_modules FROM gold.source_health WHERE NOT healthy ORDER BY source")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def health_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        why = (f"{r['environment_failures']} fail on missing modules: {r['missing_modules']}"
+               if r["environment_failures"] else "no missing module: the failures are the references' or the tests'")
+        out.append(f"{r['source']}: {r['references_passed']}/{r['references_run']} reference programs pass "
+                   f"({r['reference_pass_rate']:.1%}); {why}")
+    return out
+
+
+def funnel_markdown(rows: list[dict]) -> list[str]:
+    """Markdown table (release cards, reports)."""
+    head = ["source", "problems", *REASONS, "no usable tests", "train", "test"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["source"], r["problems"], *(r[x] for x in REASONS), r["no_usable_tests"], r["train"], r["test"]]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return lines
+
+
+def print_funnel(rows: list[dict], file=None) -> None:
+    """A rich table on a terminal, aligned plain text otherwise."""
+    import sys
+
+    file = file or sys.stdout
+    head = ["source", "problems", *REASONS, "no tests", "train", "test"]
+    body = [[str(r["source"]), *(str(r[c]) for c in ("problems", *REASONS, "no_usable_tests", "train", "test"))]
+            for r in rows]
+    total = ["total", *(str(sum(r[c] for r in rows)) for c in ("problems", *REASONS, "no_usable_tests", "train",
+                                                              "test"))]
+    widths = [max(len(x[i]) for x in [head, *body, total]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    print("problems removed from the training views per rule (a problem can match several rules):", file=file)
+    for line in [head, *body, total]:
+        print(fmt.format(*line), file=file)
+    opted = sum(r["kept_by_opt_in"] for r in rows)
+    if opted:
+        print(f"{opted} problems match a rule you opted out of (exclude=...) and stay in; "
+              "query gold.training_exclusions for them", file=file)
