@@ -1,9 +1,13 @@
 """Code-execution rewards through the factory sandbox, with the signatures RL trainers expect.
 
 - verl: ``compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float``
-  (set ``custom_reward_function.path`` to a module re-exporting it, ``custom_reward_function.name=compute_score``)
+  (verl 0.9: ``reward.custom_reward_function.path=<factory/reward.py>``, ``...name=compute_score``)
+  and ``compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos, **kw) -> list[float]``
+  for verl's ``reward_model.reward_manager=batch`` (one sandbox round for the whole batch)
 - TRL GRPOTrainer: ``trl_reward(completions, ground_truth, **kwargs) -> list[float]`` (the dataset's
   ``ground_truth`` column is passed as a keyword argument)
+- OpenRLHF: ``reward_func(queries, prompts, labels, **kwargs) -> {"rewards", "scores", "extra_logs"}``
+  (``--reward.remote_url /path/to/factory/reward.py``, ``--data.label_key label``; this file is loadable by path)
 - the local GRPO loop: ``score_completions(completions, ground_truths) -> list[float]``
 
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
@@ -23,7 +27,7 @@ import atexit
 import json
 import threading
 
-from factory.generation.sample import extract_code
+from factory.generation.sample import extract_for_tests
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
 
 _POOL: SandboxPool | None = None
@@ -79,7 +83,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
     for i, (completion, gt) in enumerate(zip(completions, ground_truths)):
         tests, entry, preamble = tests_from_ground_truth(gt)
         try:
-            code, status = extract_code(_text(completion), entry)
+            code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
         except Exception:  # noqa: BLE001 - unextractable candidate text scores 0
             continue
         if status != "ok" or not tests:
@@ -117,3 +121,24 @@ def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwa
     """TRL GRPOTrainer reward function (dataset column `ground_truth`; in-process-judged tests excluded unless
     exclude_in_process=False, e.g. via functools.partial)."""
     return score_completions(list(completions), list(ground_truth), exclude_in_process=exclude_in_process)
+
+
+def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, *,
+                        exclude_in_process: bool = True, **kwargs) -> list[float]:
+    """verl batch reward manager entry (`reward_model.reward_manager=batch`): all completions in one pool run."""
+    return score_completions(list(solution_strs), list(ground_truths), exclude_in_process=exclude_in_process)
+
+
+def _response(query: str, prompt: str) -> str:
+    """OpenRLHF passes the decoded prompt + response as `query`; the reward scores the response part."""
+    return query[len(prompt):] if prompt and query.startswith(prompt) else query
+
+
+def reward_func(queries, prompts, labels, **kwargs) -> dict:
+    """OpenRLHF custom reward (`--reward.remote_url <this file>`, labels = the export's `label` column)."""
+    import torch
+
+    scores = score_completions([_response(q, p) for q, p in zip(queries, prompts)], list(labels))
+    tensor = torch.tensor(scores, dtype=torch.float32)
+    return {"rewards": tensor, "scores": tensor.clone(),
+            "extra_logs": {"pass_rate": tensor.clone(), "all_passed": (tensor == 1.0).float()}}

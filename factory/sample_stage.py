@@ -12,7 +12,7 @@ import time
 
 from factory.errors import FactoryError
 from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
-from factory.generation.sample import build_sample_messages, extract_code
+from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
 from factory.stage import stage_run, utcnow
@@ -111,7 +111,8 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
                     rhash = engine.request_hash(req)
                     for i, completion in enumerate(res.completions):
                         reason = res.finish_reasons[i] if i < len(res.finish_reasons) else None
-                        code, status = extract_code(completion, prob["entry_point"], finish_reason=reason)
+                        code, status = extract_for_tests(completion, prob["entry_point"], prob["test_format"],
+                                                         finish_reason=reason)
                         report["statuses"][status] = report["statuses"].get(status, 0) + 1
                         pid = stable_hash(prob["problem_id"], "sample", model_name, rhash, i)
                         if pid in existing:

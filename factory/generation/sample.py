@@ -76,6 +76,18 @@ def _largest_parseable(text: str) -> str | None:
     return best
 
 
+WHOLE_PROGRAM_FORMATS = ("pytest", "unittest")   # suites that may use any name the program defines
+
+
+def extract_for_tests(completion: str | None, entry_point: str | None, test_formats, *,
+                      finish_reason: str | None = None) -> tuple[str, str]:
+    """The one extraction sampling and every reward entry point use: `extract_code`, keeping the whole program
+    when the problem's tests are pytest/unittest (they reference helper classes and several functions)."""
+    formats = {test_formats} if isinstance(test_formats, str) else set(test_formats or ())
+    return extract_code(completion, entry_point, finish_reason=finish_reason,
+                        sanitize_code=not formats & set(WHOLE_PROGRAM_FORMATS))
+
+
 def extract_code(completion: str | None, entry_point: str | None = None, *,
                  finish_reason: str | None = None, sanitize_code: bool = True) -> tuple[str, str]:
     """(code, status) from a completion. Status: ``ok`` | ``no_code`` | ``syntax_error`` | ``truncated`` |

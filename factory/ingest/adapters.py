@@ -15,7 +15,7 @@ from factory.errors import InputError
 from factory.ingest.evalplus_inputs import mbppplus_args
 from factory.sandbox.serialize import serialize_value
 from factory.ingest.normalize import (
-    Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
+    TEST_FORMATS, Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
     split_pytest, unquote,
 )
 
@@ -300,25 +300,65 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         prompt = users[-1]
     reward = require(rec, "reward_model", ctx, dict)
     truth = reward.get("ground_truth")
+    extra = rec.get("extra_info") or {}
+    ours = bool(extra.get("problem_id"))   # a `factory export --format verl` row
     try:
         truth = json.loads(truth) if isinstance(truth, str) else truth
+        if isinstance(truth, dict) and isinstance(truth.get("tests"), list):
+            return _verl_factory_tests(rec, prompt, truth, extra, ctx)
         inputs, outputs = truth["inputs"], truth["outputs"]
     except (json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise InputError(f"ground_truth is not JSON with inputs/outputs ({exc})", file=ctx[0], line=ctx[1],
-                         field="reward_model.ground_truth") from None
+        raise InputError(f"ground_truth is not JSON with inputs/outputs or the factory's tests ({exc})",
+                         file=ctx[0], line=ctx[1], field="reward_model.ground_truth") from None
     if len(inputs) != len(outputs) or not inputs:
         raise InputError(f"{len(inputs)} inputs vs {len(outputs)} outputs", file=ctx[0], line=ctx[1],
                          field="reward_model.ground_truth")
     fn = truth.get("fn_name")
-    if fn:
+    if fn and ours:   # our outputs are values in the sandbox's JSON format already: keep them exactly
+        tests = [TestRow("call", input=json.dumps(i), expected=_tagged_json(o)) for i, o in zip(inputs, outputs)]
+    elif fn:          # prime/TACO style: outputs wrapped in a one-element list
         tests = [TestRow("call", input=json.dumps(i if isinstance(i, list) else [i]),
                          expected=encode_value(o[0] if isinstance(o, list) and len(o) == 1 else o))
                  for i, o in zip(inputs, outputs)]
     else:
         tests = [TestRow("stdio", input=str(i), expected=str(o), comparison="token") for i, o in zip(inputs, outputs)]
-    extra = rec.get("extra_info") or {}
-    return Normalized(source_id=str(extra.get("index", ctx[1])), question=prompt, entry_point=fn,
-                      test_format="call" if fn else "stdio", tests=tests,
+    return Normalized(source_id=_verl_id(extra, ctx), question=_strip_factory_hints(prompt) if ours else prompt,
+                      entry_point=fn, test_format="call" if fn else "stdio", tests=tests,
+                      metadata={"data_source": rec.get("data_source"), "ability": rec.get("ability")})
+
+
+def _tagged_json(tree) -> str:
+    """A value already in the sandbox's tagged-JSON form, written back exactly as the sandbox writes it."""
+    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _verl_id(extra: dict, ctx: Ctx) -> str:
+    return str(extra.get("source_id") or extra.get("index", ctx[1]))
+
+
+_FACTORY_HINTS = re.compile(r"(\n\n(Start from this code:\n```python\n.*?\n```|Read the input from standard input and "
+                            r"print the answer to standard output\.|Your code must define `[^`]*`\.))*\n\nWrite a "
+                            r"complete Python solution in a single ```python code block\.$", re.S)
+
+
+def _strip_factory_hints(prompt: str) -> str:
+    """The question inside a prompt gold.problem_prompts wrote (the hints it appended are written again)."""
+    return _FACTORY_HINTS.sub("", prompt) or prompt
+
+
+def _verl_factory_tests(rec: dict, prompt: str, truth: dict, extra: dict, ctx: Ctx) -> Normalized:
+    """A verl row whose ground truth carries the factory's own test list (assert / check / pytest / unittest /
+    mixed suites): tests, entry point, preamble and format come back as they were exported."""
+    tests = []
+    for t in truth["tests"]:
+        if not isinstance(t, dict) or t.get("kind") not in TEST_FORMATS:
+            raise InputError(f"ground_truth test is not a factory test row: {str(t)[:80]}", file=ctx[0], line=ctx[1],
+                             field="reward_model.ground_truth")
+        tests.append(TestRow(t["kind"], code=t.get("code"), input=t.get("input"), expected=t.get("expected"),
+                             comparison=t.get("comparison") or "exact", atol=t.get("atol")))
+    fmt = truth.get("test_format") or extra.get("test_format") or tests[0].kind
+    return Normalized(source_id=_verl_id(extra, ctx), question=_strip_factory_hints(prompt), test_format=fmt,
+                      tests=tests, entry_point=truth.get("entry_point"), test_preamble=truth.get("test_preamble"),
                       metadata={"data_source": rec.get("data_source"), "ability": rec.get("ability")})
 
 

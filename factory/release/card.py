@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from factory.funnel import funnel_markdown
+
 
 def _yaml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid YAML double-quoted scalar
@@ -18,8 +20,10 @@ def dataset_card(manifest: dict) -> str:
     for i, (view, info) in enumerate(views.items()):
         lines.append(f"- config_name: {info['config_name']}")
         lines.append("  data_files:")
-        lines.append("  - split: train")
-        lines.append(f"    path: {_yaml_str('data/' + info['config_name'] + '/*.parquet')}")
+        for split in info.get("splits") or {"train": info["rows"]}:
+            pattern = f"{split}-*.parquet" if info.get("splits") else "*.parquet"
+            lines.append(f"  - split: {split}")
+            lines.append(f"    path: {_yaml_str('data/' + info['config_name'] + '/' + pattern)}")
         if i == 0:
             lines.append("  default: true")
     lines.append("tags:")
@@ -37,15 +41,26 @@ def dataset_card(manifest: dict) -> str:
     lines.append("")
     lines.append("## Configs")
     lines.append("")
-    lines.append("| config | catalog view | rows | files | primary key |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| config | catalog view | rows | splits | files | primary key |")
+    lines.append("|---|---|---|---|---|---|")
     for view, info in views.items():
-        lines.append(f"| {info['config_name']} | `{view}` | {info['rows']} | {len(info['files'])} | "
+        splits = ", ".join(f"{k} {v}" for k, v in (info.get("splits") or {"train": info["rows"]}).items())
+        lines.append(f"| {info['config_name']} | `{view}` | {info['rows']} | {splits} | {len(info['files'])} | "
                      f"{', '.join(info['primary_key'])} |")
     lines.append("")
     lines.append("Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
                  "`load_dataset(\"<this folder>\", \"<config>\")`.")
     lines.append("")
+    funnel = manifest.get("curation")
+    if funnel:
+        lines.append("## What curation kept out")
+        lines.append("")
+        lines.append("Problems per source and how many each rule removed from the training views (a problem can "
+                     "match several rules; `gold.training_exclusions` in the lake has one row per problem and "
+                     "reason). Benchmark sources only ever reach the `test` split.")
+        lines.append("")
+        lines += funnel_markdown(funnel)
+        lines.append("")
     lines.append("## Sources and licenses")
     lines.append("")
     lines.append("Each row keeps its `source` (and, where the view has it, `license`); the release is "

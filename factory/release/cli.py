@@ -42,13 +42,17 @@ def cmd_show(args) -> None:
 def cmd_diff(args) -> None:
     from factory.release import diff_releases
 
-    for view, d in diff_releases(args.a, args.b, releases_dir=args.releases_dir).items():
+    result = diff_releases(args.a, args.b, releases_dir=args.releases_dir)
+    print(f"releases {args.a} and {args.b} verified (sha256 of every file)")
+    for view, d in result.items():
         if "status" in d:
             print(f"{view}: {d['status']} ({d['rows']} rows)")
             continue
         schema = "; ".join(f"{k}: {', '.join(v)}" for k, v in d["schema"].items() if v) or "unchanged"
+        prov = (f"; {d['provenance_only']} differ only in provenance ({', '.join(d['provenance_columns'])})"
+                if d["provenance_only"] else "")
         print(f"{view}: {d['rows_a']} -> {d['rows_b']} rows; +{d['added']} added, -{d['removed']} removed, "
-              f"~{d['changed']} changed; schema {schema}")
+              f"~{d['changed']} changed (content columns){prov}; schema {schema}")
 
 
 def cmd_verify(args) -> None:

@@ -90,6 +90,15 @@ def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     return out
 
 
+def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
+    """The per-source funnel at the release's snapshot (None for a lake made before the exclusion views)."""
+    from factory.funnel import curation_funnel
+    try:
+        return [{k: (int(v) if isinstance(v, int) else v) for k, v in r.items()} for r in curation_funnel(con)]
+    except duckdb.Error:
+        return None
+
+
 def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
     rows = con.execute("SELECT run_id, stage, config_hash, git_sha, finished_at, row_counts::VARCHAR "
                        "FROM ops.runs WHERE status = 'success' ORDER BY started_at, run_id").fetchall()
@@ -105,13 +114,35 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
     for view in views:
         spec = catalog[view]
         sql, columns = select_sql(con, spec)
-        shards = write_shards(con, sql, root / "data" / view_dirname(view), shard_rows)
+        folder = root / "data" / view_dirname(view)
+        shards, splits = [], {}
+        for split, where in _split_filters(columns):
+            part = f"SELECT * FROM ({sql}) WHERE {where}" if where else sql
+            n = con.execute(f"SELECT count(*) FROM ({part})").fetchone()[0]
+            if n == 0 and (splits or split != "train"):
+                continue
+            got = write_shards(con, part, folder, shard_rows, prefix=split)
+            shards += got
+            splits[split] = {"rows": n, "files": [g["path"].relative_to(root).as_posix() for g in got]}
+        if "train" in splits and splits["train"]["rows"] == 0 and len(splits) > 1:  # only test rows after all
+            for rel in splits.pop("train")["files"]:
+                (root / rel).unlink()
+            shards = [g for g in shards if g["path"].name.startswith("test-")]
         files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
                      "rows": sum(f["rows"] for f in files), "columns": [list(c) for c in columns],
-                     "schema_hash": schema_hash(columns), "files": files}
+                     "schema_hash": schema_hash(columns), "files": files,
+                     "splits": {k: v["rows"] for k, v in splits.items()}}
     return out
+
+
+def _split_filters(columns: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
+    """Views with a `split` column are written as train-*.parquet and test-*.parquet (split = 'test'; every
+    other value, NULL included, is train), so `datasets` sees real splits; other views are one train split."""
+    if "split" not in {c for c, _ in columns}:
+        return [("train", None)]
+    return [("train", "split IS DISTINCT FROM 'test'"), ("test", "split = 'test'")]
 
 
 def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
@@ -145,13 +176,14 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             written = write_views(con, views, tmp, shard_rows, catalog)
             licenses = _source_licenses(con)
             runs = _stage_runs(con)
+            curation = _curation(con)
         finally:
             con.close()
         manifest = {
             "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
             "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
-            "source_licenses": licenses, "stage_runs": runs,
+            "source_licenses": licenses, "stage_runs": runs, "curation": curation,
         }
         (tmp / README).write_text(dataset_card(manifest))
         manifest["files"] = _file_entries(tmp, written)

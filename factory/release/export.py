@@ -4,12 +4,16 @@ Formats (files under DIR, plus export.json describing them):
 
 - ``verl``: train.parquet / test.parquet (problems whose split is 'test'), verl RL rows: data_source, prompt
   (chat messages), ability='code', reward_model {style='rule', ground_truth=JSON}, extra_info.
-- ``trl``: train.parquet of preference pairs in TRL's *conversational* form with explicit prompt:
+- ``trl``: train.parquet (+ test.parquet for pairs of test problems) in TRL's *conversational* form:
   prompt=[user msg], chosen=[assistant msg], rejected=[assistant msg], margin=pass-rate difference.
 - ``trl-grpo``: train.parquet / test.parquet prompt-only rows (prompt=[user msg]); the extra columns
   (ground_truth, entry_point, ...) reach GRPOTrainer reward functions as keyword arguments.
-- ``openrlhf``: rm/train.parquet (plain-text prompt/chosen/rejected/margin keys) and prompts/train.parquet
-  (``input`` = prompt text, ``label`` = JSON ground truth for a reward_func via --data.label_key label).
+- ``openrlhf``: rm/train.parquet (+ rm/test.parquet) of chat-message pairs (prompt=[user], chosen/rejected=
+  [assistant], margin; train with --data.prompt_key prompt --data.apply_chat_template) and
+  prompts/train.parquet / prompts/test.parquet (``input`` = [user msg], ``label`` = JSON ground truth for a
+  reward_func via --data.label_key label, ``datasource`` = source, the key OpenRLHF's PromptDataset reads).
+- ``hf``: the release's views as a Hugging Face dataset folder: data/<config>/{train,test}-*.parquet and a
+  README.md card whose configs name the splits; ``datasets.load_dataset(DIR, "rl_problems")`` gives train/test.
 - ``acecode``: train.parquet shaped like TIGER-Lab/AceCode-87K: id, source, question, test_cases (assert
   strings; problems without assert/check tests are left out), inferences, context_messages.
 """
@@ -30,7 +34,7 @@ from factory.release.create import load_manifest
 from factory.release.manage import verify_release
 from factory.release.prompts import assert_cases, ground_truth, problem_prompt
 
-FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode")
+FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 S, I, F = pa.string(), pa.int64(), pa.float64()
 
@@ -40,14 +44,14 @@ SCHEMAS: dict[str, dict[str, pa.Schema]] = {
         ("reward_model", pa.struct([("style", S), ("ground_truth", S)])),
         ("extra_info", pa.struct([("index", I), ("split", S), ("problem_id", S), ("source_id", S),
                                   ("entry_point", S), ("test_format", S), ("n_tests", I)]))])},
-    "trl": {"train.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
-                                        ("margin", F), ("pair_id", S), ("problem_id", S)])},
+    "trl": {"*.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
+                                    ("margin", F), ("pair_id", S), ("problem_id", S)])},
     "trl-grpo": {"*.parquet": pa.schema([("prompt", MESSAGES), ("ground_truth", S), ("data_source", S),
                                          ("problem_id", S), ("entry_point", S), ("test_format", S),
                                          ("split", S)])},
-    "openrlhf": {"rm/train.parquet": pa.schema([("prompt", S), ("chosen", S), ("rejected", S), ("margin", F),
-                                                ("pair_id", S)]),
-                 "prompts/*.parquet": pa.schema([("input", S), ("label", S), ("data_source", S),
+    "openrlhf": {"rm/*.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
+                                            ("margin", F), ("pair_id", S)]),
+                 "prompts/*.parquet": pa.schema([("input", MESSAGES), ("label", S), ("datasource", S),
                                                  ("problem_id", S)])},
     "acecode": {"train.parquet": pa.schema([
         ("id", S), ("source", S), ("question", S), ("test_cases", pa.list_(S)),
@@ -97,6 +101,14 @@ def _grpo_rows(problems: list[dict]) -> list[dict]:
              "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
 
 
+def _pair_rows(pairs: list[dict]) -> list[dict]:
+    """Preference pairs in conversational form: the RL prompt as the user turn, each program as the reply."""
+    return [{"prompt": _user(p["prompt"]), "chosen": [{"role": "assistant", "content": p["chosen"]}],
+             "rejected": [{"role": "assistant", "content": p["rejected"]}],
+             "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"], "pair_id": p["pair_id"],
+             "problem_id": p["problem_id"]} for p in pairs]
+
+
 def _by_split(rows: list[dict], problems: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {"train.parquet": [], "test.parquet": []}
     for r, p in zip(rows, problems):
@@ -140,22 +152,17 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
         return _by_split(_grpo_rows(problems), problems)
     if fmt == "trl":
         pairs = _need(pairs, "gold.rm_pairs", fmt)
-        return {"train.parquet": [{
-            "prompt": _user(p["prompt"]), "chosen": [{"role": "assistant", "content": p["chosen"]}],
-            "rejected": [{"role": "assistant", "content": p["rejected"]}],
-            "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"], "pair_id": p["pair_id"],
-            "problem_id": p["problem_id"]} for p in pairs]}
+        return _by_split(_pair_rows(pairs), pairs)
     if fmt == "openrlhf":
         if problems is None and pairs is None:
             raise FactoryError("--format openrlhf needs gold.rm_pairs and/or gold.rl_problems in the release")
         out = {}
-        if pairs is not None:
-            out["rm/train.parquet"] = [{"prompt": p["prompt"], "chosen": p["chosen"], "rejected": p["rejected"],
-                                        "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"],
-                                        "pair_id": p["pair_id"]} for p in pairs]
-        if problems is not None:
-            rows = [{"input": problem_prompt(p), "label": json.dumps(ground_truth(p), sort_keys=True),
-                     "data_source": p["source"], "problem_id": p["problem_id"]} for p in problems]
+        if pairs is not None:   # chat messages: --data.prompt_key prompt --data.apply_chat_template
+            rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in _pair_rows(pairs)]
+            out.update({f"rm/{k}": v for k, v in _by_split(rows, pairs).items()})
+        if problems is not None:   # `datasource` is the key OpenRLHF's PromptDataset reads
+            rows = [{"input": _user(problem_prompt(p)), "label": json.dumps(ground_truth(p), sort_keys=True),
+                     "datasource": p["source"], "problem_id": p["problem_id"]} for p in problems]
             out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
         return out
     if fmt == "acecode":
@@ -183,13 +190,15 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise FactoryError(f"--out {out} is not empty")
-    files = {rel: rows for rel, rows in build_export(path, manifest, fmt).items() if rows}
-    if not files:
+    files = {} if fmt == "hf" else {rel: rows for rel, rows in build_export(path, manifest, fmt).items() if rows}
+    if not files and fmt != "hf":
         raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
     meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {}}
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
+        if fmt == "hf":
+            meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
         for rel, rows in files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +216,42 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     return meta
 
 
+def _write_hf(path: Path, manifest: dict, staging: Path) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """The release's data files (already split into train-*/test-* per view) and its dataset card: a folder
+    `datasets.load_dataset(folder, config)` reads, one config per view, with real train/test splits."""
+    from factory.release.card import dataset_card
+
+    files, configs = {}, {}
+    for view, info in manifest["views"].items():
+        if not info["rows"]:
+            continue
+        for f in info["files"]:
+            target = staging / f["path"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path / f["path"], target)
+            files[f["path"]] = f["rows"]
+        configs[info["config_name"]] = dict(info.get("splits") or {"train": info["rows"]})
+    if not files:
+        raise FactoryError(f"release {manifest['name']!r} has no rows (nothing to export)")
+    kept = {v: i for v, i in manifest["views"].items() if i["rows"]}
+    (staging / "README.md").write_text(dataset_card({**manifest, "views": kept}))
+    return files, configs
+
+
+def _validate_hf(out: Path, meta: dict) -> dict:
+    import datasets
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        for config, splits in meta["configs"].items():
+            ds = datasets.load_dataset(str(out), config, cache_dir=cache)
+            got = {k: v.num_rows for k, v in ds.items()}
+            if got != splits:
+                raise FactoryError(f"hf export: config {config} loads as {got}, the release has {splits}")
+    return {"files": meta["files"], "loader": "datasets (configs and splits from the card)"}
+
+
 def validate_export(out: str | os.PathLike, fmt: str) -> dict:
     """Check every file against the documented schema (pyarrow) and load it with `datasets` when installed."""
     out = Path(out)
@@ -216,6 +261,8 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
         raise FactoryError(f"{out} is not an export folder ({exc})") from None
     if meta.get("format") != fmt:
         raise FactoryError(f"{out} holds a {meta.get('format')!r} export, not {fmt!r}")
+    if fmt == "hf":
+        return _validate_hf(out, meta)
     result = {"files": {}, "loader": "pyarrow"}
     for rel, n in meta["files"].items():
         want = _schema_for(fmt, rel)

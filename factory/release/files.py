@@ -45,8 +45,9 @@ def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> tuple[str, li
     return f"SELECT {cols} FROM {spec.name} ORDER BY {order}", columns
 
 
-def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int) -> list[dict]:
-    """Stream a query into part-00000.parquet, ... of at most shard_rows rows each (always >= 1 file).
+def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,
+                 prefix: str = "part") -> list[dict]:
+    """Stream a query into PREFIX-00000.parquet, ... of at most shard_rows rows each (always >= 1 file).
 
     Chunks are combined before writing so row-group boundaries depend only on the data, never on how
     DuckDB batched the result: the same rows give byte-identical files.
@@ -58,7 +59,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_
     pending_rows = 0
 
     def flush(table: pa.Table) -> None:
-        path = out_dir / f"part-{len(files):05d}.parquet"
+        path = out_dir / f"{prefix}-{len(files):05d}.parquet"
         pq.write_table(table.combine_chunks(), path, compression="zstd", row_group_size=ROW_GROUP_ROWS,
                        write_statistics=True)
         files.append({"path": path, "rows": table.num_rows})

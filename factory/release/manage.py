@@ -87,8 +87,19 @@ def _glob(path: Path, info: dict) -> str:
     return str(path / "data" / info["config_name"] / "*.parquet")
 
 
+# columns that say where a row came from, not what it is: a row whose only difference is one of these is
+# reported apart ("provenance only"), not as changed
+PROVENANCE_COLUMNS = frozenset({"run_id", "created_at", "executed_at", "ingested_at", "logged_at"})
+
+
 def diff_releases(a: str, b: str, *, releases_dir=None) -> dict:
-    """Per view: rows added / removed / changed (by primary key) and schema changes from release A to B."""
+    """Per view: rows added / removed / changed (by primary key, content columns) and rows whose provenance
+    alone differs, plus schema changes, from release A to B. Both releases are verified first."""
+    for name in (a, b):
+        try:
+            verify_release(name, releases_dir=releases_dir)
+        except FactoryError as exc:
+            raise FactoryError(f"cannot diff: release {name!r} does not verify: {exc}") from None
     pa_, ma = load_manifest(a, releases_dir)
     pb_, mb = load_manifest(b, releases_dir)
     out = {}
@@ -114,12 +125,22 @@ def _diff_view(con: duckdb.DuckDBPyConnection, glob_a: str, glob_b: str, ia: dic
     if not key or not set(key) <= cols_a.keys() & cols_b.keys():
         raise FactoryError(f"cannot diff: no shared primary key ({key})")
     common = [c for c in ia["columns"] if c[0] in cols_b and c[0] not in schema["retyped"]]
+    content = [c for c, _ in common if c not in PROVENANCE_COLUMNS]
+    provenance = [c for c, _ in common if c in PROVENANCE_COLUMNS]
     k = ", ".join(f'"{c}"' for c in key)
-    digest = "md5(to_json(struct_pack(" + ", ".join(f'"{c}" := "{c}"' for c, _ in common) + ")))"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE ra AS SELECT {k}, {digest} AS h FROM read_parquet('{glob_a}')")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE rb AS SELECT {k}, {digest} AS h FROM read_parquet('{glob_b}')")
+
+    def digest(columns: list[str]) -> str:
+        if not columns:
+            return "''"
+        return "md5(to_json(struct_pack(" + ", ".join(f'"{c}" := "{c}"' for c in columns) + ")))"
+
+    for side, glob in (("ra", glob_a), ("rb", glob_b)):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {side} AS SELECT {k}, {digest(content)} AS h, "
+                    f"{digest(provenance)} AS p FROM read_parquet('{glob}')")
     added = con.execute(f"SELECT count(*) FROM rb ANTI JOIN ra USING ({k})").fetchone()[0]
     removed = con.execute(f"SELECT count(*) FROM ra ANTI JOIN rb USING ({k})").fetchone()[0]
     changed = con.execute(f"SELECT count(*) FROM ra JOIN rb USING ({k}) WHERE ra.h <> rb.h").fetchone()[0]
+    moved = con.execute(f"SELECT count(*) FROM ra JOIN rb USING ({k}) WHERE ra.h = rb.h AND ra.p <> rb.p").fetchone()[0]
     return {"rows_a": ia["rows"], "rows_b": ib["rows"], "added": added, "removed": removed, "changed": changed,
+            "provenance_only": moved, "provenance_columns": provenance,
             "schema_changed": ia["schema_hash"] != ib["schema_hash"], "schema": schema}

@@ -4,22 +4,16 @@ from __future__ import annotations
 import ast
 import json
 
-SYSTEM_HINT = "Write a complete Python solution in a single ```python code block."
-
+from factory.errors import FactoryError
 
 def problem_prompt(row: dict) -> str:
-    """User message for a problem: question, starter code when the question lacks it, I/O contract."""
-    question = (row.get("question") or "").strip()
-    parts = [question]
-    starter = (row.get("starter_code") or "").strip()
-    if starter and starter not in question:
-        parts.append(f"Start from this code:\n```python\n{starter}\n```")
-    if row.get("test_format") == "stdio":
-        parts.append("Read the input from standard input and print the answer to standard output.")
-    elif row.get("entry_point"):
-        parts.append(f"Your code must define `{row['entry_point']}`.")
-    parts.append(SYSTEM_HINT)
-    return "\n\n".join(parts)
+    """The user message of a problem row: the `prompt` column every training view carries (one text, written
+    by sql/gold/problem_prompts.sql, for RL rows, pairs, candidates and every export format)."""
+    prompt = row.get("prompt")
+    if not prompt:
+        raise FactoryError("this release's rows carry no `prompt` column (cut before gold.problem_prompts "
+                           "existed): run `factory curate` and cut a new release")
+    return prompt
 
 
 def ground_truth(row: dict) -> dict:

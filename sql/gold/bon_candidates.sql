@@ -3,8 +3,7 @@
 SELECT
     r.problem_id, r.program_id, r.origin, r.model, r.pair_group, pr.sample_index,
     coalesce(json_extract_string(pr.metadata, '$.greedy') = 'true', false) AS is_greedy,
-    'Please provide a self-contained Python script that solves the following problem in a markdown code block:'
-        || chr(10) || '```' || chr(10) || '"""' || chr(10) || pb.question || chr(10) || '"""' || chr(10) || '```' AS prompt,
+    pp.prompt,
     'Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:'
         || chr(10) || '```python' || chr(10) || pr.code || chr(10) || '```' AS response,
     r.all_passed AS passed, r.pass_rate, c.split
@@ -12,4 +11,5 @@ FROM gold.program_pass_rates AS r
 JOIN silver.programs AS pr USING (program_id)
 JOIN silver.problems AS pb ON pb.problem_id = r.problem_id
 JOIN gold.clean_problems AS c ON c.problem_id = r.problem_id
+JOIN gold.problem_prompts AS pp ON pp.problem_id = r.problem_id
 WHERE r.complete

@@ -22,10 +22,11 @@ WITH usable_tests AS (
 )
 SELECT
     p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_preamble,
-    p.test_format, p.difficulty_label, p.license, c.split,
+    p.test_format, p.difficulty_label, p.license, c.split, pp.prompt,
     t.tests::VARCHAR AS tests, t.n_tests,
     d.pass_rate, d.potential, d.curriculum_stage
 FROM silver.problems AS p
 JOIN gold.clean_problems AS c USING (problem_id)
+JOIN gold.problem_prompts AS pp USING (problem_id)
 JOIN packed AS t USING (problem_id)
 LEFT JOIN gold.difficulty AS d USING (problem_id)

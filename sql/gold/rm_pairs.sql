@@ -2,10 +2,9 @@
 -- chosen pass rate {{ chosen_op }} {{ pair_min_chosen }}, difference {{ diff_op }} {{ pair_min_diff }}, rejected > {{ pair_min_rejected }}.
 -- Strict (paper Eq. 3) uses '>', the AceCoder code uses '>=' (default). Deduplicated by (chosen, rejected) code.
 -- Only gold.clean_problems; `split` is the problem's training split, so pairs of test problems stay in test.
+-- The prompt is the problem's gold.problem_prompts text, the one RL rows use.
 WITH scored AS (
-    SELECT r.*, pr.code, pb.source, pb.question, cp.split,
-           (SELECT t.code FROM silver.tests AS t JOIN gold.test_validation AS v USING (test_id)
-            WHERE t.problem_id = r.problem_id AND t.kind = 'assert' AND v.valid ORDER BY t.ordinal LIMIT 1) AS first_test
+    SELECT r.*, pr.code, pb.source, cp.split
     FROM gold.program_pass_rates AS r
     JOIN silver.programs AS pr USING (program_id)
     JOIN silver.problems AS pb ON pb.problem_id = r.problem_id
@@ -13,7 +12,7 @@ WITH scored AS (
     JOIN gold.clean_problems AS cp ON cp.problem_id = r.problem_id
     WHERE r.complete AND NOT v.excluded
 ), candidates AS (
-    SELECT c.problem_id, c.source, c.split, c.pair_group AS model, c.question, c.first_test,
+    SELECT c.problem_id, c.source, c.split, c.pair_group AS model,
            c.program_id AS chosen_program_id, c.code AS chosen, c.pass_rate AS chosen_pass_rate,
            r.program_id AS rejected_program_id, r.code AS rejected, r.pass_rate AS rejected_pass_rate
     FROM scored AS c
@@ -26,9 +25,7 @@ WITH scored AS (
 SELECT
     sha256(chosen_program_id || ':' || rejected_program_id)[:16] AS pair_id,
     problem_id, source, model,
-    'Please provide a self-contained Python script that solves the following problem in a markdown code block:'
-        || chr(10) || '```' || chr(10) || '"""' || chr(10) || question || chr(10)
-        || coalesce(first_test || chr(10), '') || '"""' || chr(10) || '```' AS prompt,
+    (SELECT pp.prompt FROM gold.problem_prompts AS pp WHERE pp.problem_id = candidates.problem_id) AS prompt,
     'Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:'
         || chr(10) || '```python' || chr(10) || chosen || chr(10) || '```' AS chosen,
     'Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:'

@@ -75,10 +75,30 @@ def test_openrlhf(releases, tmp_path):
     meta = export_release("r2", "openrlhf", out, releases_dir=releases.root)
     assert meta["files"]["rm/train.parquet"] == len(releases.pair_ids)
     rm = load(out / "rm" / "train.parquet", tmp_path)
-    assert {"prompt", "chosen", "rejected"} <= set(rm.column_names) and isinstance(rm[0]["chosen"], str)
+    # chat messages, so OpenRLHF's --data.apply_chat_template works; prompt and reply stay apart
+    assert {"prompt", "chosen", "rejected", "margin"} <= set(rm.column_names)
+    assert rm[0]["prompt"][0]["role"] == "user" and rm[0]["chosen"][0]["role"] == "assistant"
     prompts = load(out / "prompts" / "test.parquet", tmp_path)
-    assert {"input", "label"} <= set(prompts.column_names)
-    assert isinstance(prompts[0]["input"], str) and json.loads(prompts[0]["label"])
+    assert {"input", "label", "datasource"} <= set(prompts.column_names)
+    assert prompts[0]["input"][0]["role"] == "user" and json.loads(prompts[0]["label"])
+    assert set(prompts["datasource"]) == {"humaneval", "mbpp-sanitized"}
+    train = load(out / "prompts" / "train.parquet", tmp_path)
+    assert set(train["datasource"]) == {"apps"}
+
+
+def test_hf_format_has_configs_and_real_splits(releases, tmp_path):
+    import datasets
+    out = tmp_path / "hf"
+    meta = export_release("r2", "hf", out, releases_dir=releases.root)
+    assert meta["configs"]["rl_problems"] == {"train": releases.apps_problems,
+                                              "test": releases.r2["views"]["gold.rl_problems"]["rows"]
+                                              - releases.apps_problems}
+    ds = datasets.load_dataset(str(out), "rl_problems", cache_dir=str(tmp_path / "c"))
+    assert set(ds) == {"train", "test"} and set(ds["test"]["split"]) == {"test"}
+    assert ds["train"][0]["prompt"] and "Write a complete Python solution" in ds["train"][0]["prompt"]
+    pairs = datasets.load_dataset(str(out), "rm_pairs", cache_dir=str(tmp_path / "c"))
+    assert pairs["train"].num_rows == len(releases.pair_ids)
+    assert (out / "README.md").read_text().startswith("---\n")
 
 
 def test_acecode(releases, tmp_path):
@@ -160,3 +180,30 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
         with pytest.raises(FactoryError, match="no train-split problems"):
             handoff("he", launcher, tmp_path / f"run-{launcher}", releases_dir=tmp_path / "rel")
         assert list((tmp_path / f"run-{launcher}").iterdir()) == []
+
+
+def test_verl_export_round_trips_through_ingest(releases, tmp_path):
+    """`factory ingest verl` reads every verl export we write: assert (sanitized MBPP), check (HumanEval) and
+    call/stdio (APPS) problems come back with the same question, tests, entry point and preamble."""
+    from factory.ingest import ingest_source
+    from tests.lakeutil import init_lake
+    from tests.lakeutil import query as q
+
+    out = tmp_path / "verl"
+    export_release("r2", "verl", out, releases_dir=releases.root)
+    lake = init_lake(tmp_path / "lake")
+    got = ingest_source("verl", [out / "train.parquet", out / "test.parquet"], lake=lake, source="roundtrip")
+    assert got.problems == releases.r2["views"]["gold.rl_problems"]["rows"]
+
+    def suites(db, where):
+        rows = q(db, f"""SELECT trim(p.question, chr(32) || chr(9) || chr(10) || chr(13)), p.entry_point, coalesce(p.test_preamble, ''), p.test_format,
+                         list({{'kind': t.kind, 'code': t.code, 'input': t.input, 'expected': t.expected,
+                               'comparison': t.comparison}} ORDER BY t.ordinal)::VARCHAR
+                         FROM silver.problems p JOIN silver.tests t USING (problem_id) WHERE {where}
+                         GROUP BY ALL""")
+        return sorted(rows)
+    original = suites(releases.lake, "p.problem_id IN (SELECT problem_id FROM gold.rl_problems)")
+    again = suites(lake, "true")
+    assert len(again) == len(original)
+    diff = [(a, b) for a, b in zip(original, again) if a != b]
+    assert not diff, [[x[:2] + tuple(str(v)[:300] for v in x[2:]) for x in pair] for pair in diff[:2]]

@@ -17,7 +17,7 @@ from factory.release import (
     create_release, diff_releases, list_releases, reproduce_release, show_release, verify_release,
 )
 from factory.release.files import sha256_file
-from factory.stage import failed_runs
+from factory.stage import failed_runs, stage_run
 
 from .conftest import VIEWS, factory_cli
 
@@ -37,9 +37,11 @@ def test_release_layout_and_manifest(releases):
     assert {v: i["rows"] for v, i in r1["views"].items()} == lake_counts(releases.lake, r1["snapshot_id"])
     assert r1["views"]["gold.rm_pairs"]["rows"] == len(releases.pair_ids)
     assert r1["views"]["gold.rl_problems"]["rows"] > 164 + 400
-    shards = sorted((path / "data" / "rl_problems").glob("part-*.parquet"))
+    # HumanEval and sanitized MBPP are benchmarks: every rl_problems row is in the test split (test-*.parquet)
+    shards = sorted((path / "data" / "rl_problems").glob("test-*.parquet"))
     assert len(shards) == len(r1["views"]["gold.rl_problems"]["files"]) >= 3  # shard_rows=200
-    assert [s.name for s in shards][:2] == ["part-00000.parquet", "part-00001.parquet"]
+    assert [s.name for s in shards][:2] == ["test-00000.parquet", "test-00001.parquet"]
+    assert r1["views"]["gold.rl_problems"]["splits"] == {"test": r1["views"]["gold.rl_problems"]["rows"]}
     manifest = json.loads((path / "manifest.json").read_text())
     for f in manifest["files"]:
         assert sha256_file(path / f["path"]) == f["sha256"]
@@ -53,6 +55,18 @@ def test_release_layout_and_manifest(releases):
     ids = [pq.read_table(s, columns=["problem_id"]).column(0).to_pylist() for s in shards]
     flat = [i for part in ids for i in part]
     assert flat == sorted(flat) and len(ids[0]) == 200
+
+
+def test_datasets_sees_real_splits(releases):
+    """r2 adds APPS (a training source): `datasets` loads rl_problems as train + test, test rows only in test."""
+    r2 = releases.r2["views"]["gold.rl_problems"]
+    assert r2["splits"]["train"] == releases.apps_problems and r2["splits"]["test"] == r2["rows"] - releases.apps_problems
+    ds = datasets.load_dataset(str(releases.root / "r2"), "rl_problems")
+    assert set(ds) == {"train", "test"}
+    assert ds["train"].num_rows == releases.apps_problems and set(ds["train"]["source"]) == {"apps"}
+    assert set(ds["test"]["split"]) == {"test"} and set(ds["test"]["source"]) == {"humaneval", "mbpp-sanitized"}
+    card = (releases.root / "r2" / "README.md").read_text()
+    assert "## What curation kept out" in card and "| apps |" in card
 
 
 def test_release_is_recorded_and_read_only(releases):
@@ -69,7 +83,8 @@ def test_release_is_recorded_and_read_only(releases):
 
 def test_release_loads_with_datasets(releases, tmp_path):
     path = releases.root / "r1"
-    ds = datasets.load_dataset("parquet", data_dir=str(path / "data" / "rl_problems"), split="train",
+    # file names carry the split, so even the plain parquet loader sees it (r1 is benchmarks only: test)
+    ds = datasets.load_dataset("parquet", data_dir=str(path / "data" / "rl_problems"), split="test",
                                cache_dir=str(tmp_path / "a"))
     assert ds.num_rows == releases.r1["views"]["gold.rl_problems"]["rows"]
     assert {"problem_id", "question", "tests", "license"} <= set(ds.column_names)
@@ -122,11 +137,11 @@ def test_verify_detects_missing_and_extra_files(releases, r1_copy):
     rel = releases.r1["views"]["gold.rm_pairs"]["files"][0]["path"]
     _writable(r1_copy / "r1" / rel).unlink()
     (r1_copy / "r1" / "data" / "rl_problems").chmod(0o755)
-    (r1_copy / "r1" / "data" / "rl_problems" / "part-00099.parquet").write_bytes(b"x")
+    (r1_copy / "r1" / "data" / "rl_problems" / "test-00099.parquet").write_bytes(b"x")
     with pytest.raises(FactoryError) as err:
         verify_release("r1", releases_dir=r1_copy)
     assert f"{rel}: missing" in str(err.value)
-    assert "part-00099.parquet: not in the manifest" in str(err.value)
+    assert "test-00099.parquet: not in the manifest" in str(err.value)
 
 
 def test_diff_reports_added_rows(releases):
@@ -138,6 +153,30 @@ def test_diff_reports_added_rows(releases):
     assert d["gold.rm_pairs"]["added"] == d["gold.rm_pairs"]["removed"] == 0
     out = factory_cli("release", "diff", "r1", "r2", lake=releases.lake, releases=releases.root)
     assert out.returncode == 0 and f"+{releases.apps_problems} added" in out.stdout
+
+
+def test_diff_verifies_first_and_sets_provenance_apart(releases, r1_copy, tmp_path):
+    # a byte-flipped release is refused, as verify and export refuse it
+    shutil.copytree(releases.root / "r2", r1_copy / "r2")
+    shard = _writable(r1_copy / "r1" / releases.r1["views"]["gold.rl_problems"]["files"][0]["path"])
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(FactoryError, match="release 'r1' does not verify"):
+        diff_releases("r1", "r2", releases_dir=r1_copy)
+    # the same pairs written again by a later run: only run_id differs -> not "changed"
+    from tests.release.conftest import add_pairs
+    add_pairs(releases.lake)
+    root = tmp_path / "rel"
+    shutil.copytree(releases.root / "r1", root / "r1")
+    create_release("r1-again", ["gold.rm_pairs"], lake=releases.lake, releases_dir=root)
+    with stage_run("curate", {"test": "drop pairs again"}, lake=releases.lake) as run:
+        run.delete("gold.rm_pairs", "true")
+    d = diff_releases("r1", "r1-again", releases_dir=root)["gold.rm_pairs"]
+    assert (d["added"], d["removed"], d["changed"]) == (0, 0, 0)
+    assert d["provenance_only"] == len(releases.pair_ids) and d["provenance_columns"] == ["run_id"]
+    out = factory_cli("release", "diff", "r1", "r1-again", lake=releases.lake, releases=root)
+    assert out.returncode == 0 and "verified" in out.stdout and "differ only in provenance (run_id)" in out.stdout
 
 
 def test_reproduce_from_snapshot_after_later_changes(releases, tmp_path):
