@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import time
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, Interrupted, caused_by_interrupt
 from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
 from factory.generation.sample import build_sample_messages, extract_for_tests
+from factory.progress import Progress
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
 from factory.stage import stage_run, utcnow
@@ -85,6 +86,7 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
     engine.cache = cache
     report = {"problems": 0, "programs": 0, "cached_calls": 0, "new_calls": 0, "statuses": {}, "stopped": None}
     t0 = time.perf_counter()
+    progress = Progress(len(problems), f"sample {model_name}", "problem")
     try:
         for start in range(0, len(problems), chunk):
             part = problems[start:start + chunk]
@@ -127,9 +129,17 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
                 run.write("silver.programs", rows)
                 report["programs"] += len(rows)
                 report["problems"] += sum(1 for r in results if r is not None)
+            progress.update(len(part))
             if report["stopped"]:
                 break
+    except BaseException as exc:
+        if caused_by_interrupt(exc):
+            raise Interrupted(f"sample stopped: {report['problems']} of {len(problems)} problems committed "
+                              f"({report['programs']} programs); the chunk in flight was rolled back. Run the same "
+                              "command again to resume: answered requests are served from silver.llm_calls.") from None
+        raise
     finally:
+        progress.close()
         engine.close()
     report["seconds"] = round(time.perf_counter() - t0, 1)
     total = sum(report["statuses"].values())
