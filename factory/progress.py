@@ -21,6 +21,7 @@ class Progress:
         self.file = file or sys.stderr
         self.done, self.start = 0, time.monotonic()
         self._last = self.start
+        self._printed = -1   # `done` when the last plain line was printed
         self._bar = None
         self.enabled = enabled
         if enabled and getattr(self.file, "isatty", lambda: False)():
@@ -36,7 +37,7 @@ class Progress:
             return
         now = time.monotonic()
         if now - self._last >= self.every_s:
-            self._last = now
+            self._last, self._printed = now, self.done
             print(self.line(), file=self.file, flush=True)
 
     def line(self) -> str:
@@ -55,7 +56,7 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self.enabled and self.done:
+        elif self.enabled and self.done and self.done != self._printed:
             print(self.line(), file=self.file, flush=True)
         self.enabled = False
 
