@@ -52,7 +52,7 @@ def _print_step(row: dict) -> None:
 def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_dir: str | None = None,
                  epochs: int = 1, max_steps: int | None = None, batch_size: int = 4, max_length: int = 512,
                  lr: float = 1e-5, eval_fraction: float = 0.2, seed: int = 0, holdout_fraction: float = 0.0,
-                 releases_dir=None) -> dict:
+                 releases_dir=None, train_top_layers: int | None = None) -> dict:
     """Train a Bradley-Terry RM on a release's gold.rm_pairs; metrics -> ops.train_metrics.
 
     Problems selected by `is_heldout(problem_id, holdout_fraction)` are kept out of training entirely (for
@@ -65,7 +65,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
     pairs_dir = release_view_dir(release, "gold.rm_pairs", releases_dir)
     config = {"release": release, "model": model, "epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
               "max_length": max_length, "lr": lr, "eval_fraction": eval_fraction, "seed": seed,
-              "holdout_fraction": holdout_fraction}
+              "holdout_fraction": holdout_fraction, "train_top_layers": train_top_layers}
     with stage_run("train-rm", config, lake=lake) as run:
         out = Path(out_dir or f"runs/{run.run_id}")
         out.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
         pq.write_table(pairs.select(["prompt", "chosen", "rejected"]), pairs_path)
         result = train_rm(pairs_path, model=model, out_dir=out, epochs=epochs, lr=lr, batch_size=batch_size,
                           max_length=max_length, eval_fraction=eval_fraction, seed=seed, max_steps=max_steps,
-                          run_id=run.run_id, log_fn=_print_step)
+                          run_id=run.run_id, log_fn=_print_step, train_top_layers=train_top_layers)
         run.write("ops.train_metrics", metric_rows(result["metrics"], run.run_id))
         summary = {"release": release, "checkpoint": result["checkpoint"], "n_train": result["n_train"],
                    "n_eval": result["n_eval"], "step_time_s": result["step_time_s"],

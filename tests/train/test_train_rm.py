@@ -124,3 +124,24 @@ def test_matches_trl_reward_trainer(tmp_path):
         rc, rr = sequence_rewards(model, ids, mask).chunk(2)
         our_loss, _ = bt_loss(rc, rr, torch.tensor([o["margin"] for o in ours[:4]]))
     assert our_loss.item() == pytest.approx(trl_loss.item(), rel=1e-5)
+
+
+def test_top_layers_only_freezes_the_rest_and_still_learns(tmp_path):
+    from train.rm.model import load_reward_model
+    from train.rm.trainer import freeze_below
+
+    model, _ = load_reward_model("tiny")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    n = freeze_below(model, 1)
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(".layers.1." in t or t.startswith(("score", "model.norm")) for t in trainable)
+    assert n == sum(p.numel() for p in model.parameters() if p.requires_grad) < sum(p.numel() for p in
+                                                                                  model.parameters())
+    path = _write(_pairs(16), tmp_path / "pairs.parquet")
+    res = train_rm(path, model=model, tokenizer=load_reward_model("tiny")[1], out_dir=tmp_path / "o", epochs=6,
+                   lr=3e-3, batch_size=8, max_length=128, eval_fraction=0.25, save=False, train_top_layers=1)
+    train_rows = [h for h in res["history"] if h["split"] == "train"]
+    assert train_rows[-1]["loss"] < train_rows[0]["loss"]
+    after = dict(model.named_parameters())
+    frozen = [name for name in before if name not in trainable]
+    assert frozen and all(torch.equal(before[name], after[name]) for name in frozen)

@@ -42,6 +42,23 @@ def _from_pretrained(cls, source: Path, **kw):
     return cls.from_pretrained(str(source), **kw)
 
 
+def _quiet_load(cls, source: Path, **kw):
+    """Load without transformers' LOAD REPORT table: a causal-LM checkpoint has no `score` head, which is
+    expected (it starts fresh); say so in one line instead of a 'MISSING' table that reads like an error."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        model = _from_pretrained(cls, source, **kw)
+    finally:
+        hf_logging.set_verbosity(level)
+    head = getattr(model, "score", None)
+    if head is not None and source.suffix == ".gguf":
+        print(f"[rm] {source.name}: causal-LM backbone, new scalar `score` head ({head.weight.shape[-1]} -> 1)")
+    return model
+
+
 def load_reward_model(model="smollm2", tokenizer=None, device: str | None = None):
     """Return ``(seq_cls_model, tokenizer)`` ready for pairwise training/scoring.
 
@@ -58,7 +75,7 @@ def load_reward_model(model="smollm2", tokenizer=None, device: str | None = None
         source = smollm2_gguf_path() if str(model) == "smollm2" else Path(model)
         if tokenizer is None:
             tokenizer = _from_pretrained(AutoTokenizer, source)
-        model = _from_pretrained(AutoModelForSequenceClassification, source, num_labels=1, dtype=torch.float32)
+        model = _quiet_load(AutoModelForSequenceClassification, source, num_labels=1, dtype=torch.float32)
     elif tokenizer is None:
         raise ValueError("pass the tokenizer together with a loaded model")
     if tokenizer.pad_token is None:

@@ -102,18 +102,44 @@ def evaluate_pairs(model, tokenized: list[dict], tokenizer, batch_size: int = 8,
             "n_pairs": len(rc)}
 
 
+def freeze_below(model, top_layers: int) -> int:
+    """Train only the top `top_layers` transformer blocks, the final norm and the score head (a small-budget RM
+    on CPU: no gradients, optimizer state or saved activations for the frozen blocks). Returns trainable params."""
+    blocks = None
+    for name in ("model.layers", "transformer.h", "gpt_neox.layers"):
+        obj = model
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        if obj is not None:
+            blocks = obj
+            break
+    if blocks is None:
+        raise ValueError(f"train_top_layers: cannot find the transformer blocks of {type(model).__name__}")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    keep = list(blocks)[-top_layers:] if top_layers > 0 else []
+    heads = [getattr(model, n) for n in ("score", "classifier") if getattr(model, n, None) is not None]
+    norm = getattr(getattr(model, "model", None), "norm", None)
+    for module in keep + heads + ([norm] if norm is not None else []):
+        for p in module.parameters():
+            p.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epochs: int = 1, lr: float = 1e-5,
              batch_size: int = 8, max_length: int = 1024, eval_fraction: float = 0.1, seed: int = 0,
              use_margin: bool = True, center_rewards_coefficient: float | None = None, max_steps: int | None = None,
              weight_decay: float = 0.0, max_grad_norm: float = 1.0, padding_side: str = "right",
              overlong: str = "drop", device: str | None = None, save: bool = True, run_id: str | None = None,
-             log_fn=None, gradient_checkpointing: bool | None = None) -> dict:
+             log_fn=None, gradient_checkpointing: bool | None = None,
+             train_top_layers: int | None = None) -> dict:
     """Train a Bradley-Terry RM on a pairs Parquet (file or dir) and return ``dict(metrics, checkpoint, ...)``.
 
     ``model``: see :func:`train.rm.model.load_reward_model` (``"smollm2"`` default, ``"tiny"``, path, or a
     loaded model + ``tokenizer``). Loss −logσ(r_c − r_r − margin) (margin column used when present and
     ``use_margin``). Held-out split by prompt. ``gradient_checkpointing`` (default: on for CPU) recomputes
-    activations in backward, trading ~30 % step time for most of the activation memory. Writes ``out_dir/metrics.json`` (long-format records, see
+    activations in backward, trading ~30 % step time for most of the activation memory. ``train_top_layers=k``
+    trains only the top k blocks + final norm + head (the demo's CPU budget). Writes ``out_dir/metrics.json`` (long-format records, see
     :mod:`train.metrics`) and, if ``save``, ``out_dir/checkpoint`` via ``save_pretrained``.
     Returns ``{"metrics": records, "history": wide per-step rows, "eval": final held-out dict,
     "checkpoint": path or None, "n_train": int, "n_eval": int, "step_time_s": mean train step seconds}``.
@@ -126,8 +152,10 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
         if isinstance(mod, torch.nn.Dropout):
             mod.p = 0.0
     dev = next(model.parameters()).device
+    if train_top_layers is not None:
+        freeze_below(model, train_top_layers)
     if gradient_checkpointing is None:   # default: on for CPU, where memory (not compute) is what runs out
-        gradient_checkpointing = dev.type == "cpu"
+        gradient_checkpointing = dev.type == "cpu" and train_top_layers is None
     if gradient_checkpointing and getattr(model, "supports_gradient_checkpointing", False):
         # activations are recomputed in backward: SmolLM2 at 8 x 384 tokens needs ~3 GB instead of ~10 GB
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
