@@ -96,12 +96,17 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                      .fetchall()]
     con.close()
     sampled = sorted(p for p in humaneval_ids if is_heldout(p, HOLDOUT))[:sample_problems]
+    # SmolLM2 is loaded once for both sampling passes (the GGUF takes ~17 s to dequantise on 2 cores)
+    from factory.generation.hf_backend import DEFAULT_MODEL, load_model, resolve_model_path
+    policy = steps.run("load SmolLM2", lambda: load_model(resolve_model_path(None)), lambda _: DEFAULT_MODEL)
+    loaded = {"model": DEFAULT_MODEL, "model_obj": policy[0], "tokenizer": policy[1]}
     steps.run("sample greedy (SmolLM2)", lambda: run_sample(lake, source="humaneval", problem_ids=sampled, n=1,
-                                                            max_tokens=sample_tokens, temperature=0.0),
+                                                            max_tokens=sample_tokens, temperature=0.0, **loaded),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
     steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", problem_ids=sampled, n=n_samples,
-                                                     max_tokens=sample_tokens, temperature=0.7),
+                                                     max_tokens=sample_tokens, temperature=0.7, **loaded),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
+    del policy, loaded
     # references get room for legitimately slow solutions (sanitized MBPP 123 needs 3.6-6.1 s of CPU, depending
     # on the host); mutants and samples that loop forever should not cost that much each
     limits = {"reference": Limits(cpu_s=10.0, wall_min_s=15.0), "mutants": Limits(cpu_s=1.0, wall_min_s=4.0),
