@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import time
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, Interrupted, caused_by_interrupt
 from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.generation.synth import build_synth_messages, parse_synth_output
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
+from factory.progress import Progress
 from factory.sample_stage import LakeCallCache
 from factory.stage import stage_run, utcnow
 
@@ -44,6 +45,7 @@ def run_synth(lake=None, *, backend: str = "transformers", model: str | None = N
     engine.cache = cache
     report = {"seeds": 0, "ok": 0, "tests": 0, "failures": {}, "cached_calls": 0, "new_calls": 0}
     t0 = time.perf_counter()
+    progress = Progress(len(seeds), f"synth {model_name}", "seed")
     try:
         for start in range(0, len(seeds), chunk):
             part = seeds[start:start + chunk]
@@ -83,7 +85,15 @@ def run_synth(lake=None, *, backend: str = "transformers", model: str | None = N
                             _add_problem(rows, problem_id, attempt_id, s, parsed, model_name, now)
                 for table, data in rows.items():
                     run.write(table, data)
+            progress.update(len(part))
+    except BaseException as exc:
+        if caused_by_interrupt(exc):
+            raise Interrupted(f"synth stopped: {progress.done} of {len(seeds)} seeds committed ({report['ok']} problems); "
+                              "the chunk in flight was rolled back. Run the same command again to resume: "
+                              "answered requests are served from silver.llm_calls.") from None
+        raise
     finally:
+        progress.close()
         engine.close()
     report["seconds"] = round(time.perf_counter() - t0, 1)
     return report

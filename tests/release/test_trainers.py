@@ -203,3 +203,21 @@ def test_trl_reward_trainer_two_steps_and_grpo_one_step(built, tmp_path):
     assert result.global_step == 1
     rewards = [h for h in trainer.state.log_history if "reward" in h]
     assert rewards and 0.0 <= rewards[0]["reward"] <= 1.0
+
+
+def test_killed_mutants_score_below_one_and_zero_when_binary(built):
+    """Mutants the sandbox saw fail a test lose reward through the same path (soft < 1, binary 0)."""
+    out = _rows(built, "verl")
+    truth = {r["extra_info"]["problem_id"]: r["reward_model"]["ground_truth"]
+             for r in pq.read_table(out / "test.parquet").to_pylist()}
+    killed = q(built.lake, """SELECT p.problem_id, p.code FROM silver.programs p JOIN gold.latest_executions e
+                              USING (program_id) WHERE p.origin = 'mutant' GROUP BY ALL
+                              HAVING bool_or(e.status <> 'pass') ORDER BY 1, 2""")
+    killed = [(pid, code) for pid, code in killed if pid in truth][:12]
+    assert len(killed) >= 6
+    answers = [f"```python\n{code}\n```" for _, code in killed]
+    truths = [truth[pid] for pid, _ in killed]
+    soft = reward_module.score_completions(answers, truths)
+    binary = reward_module.score_completions(answers, truths, binary=True)
+    assert all(s < 1.0 for s in soft), soft
+    assert binary == [0.0] * len(killed)
