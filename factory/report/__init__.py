@@ -32,6 +32,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
             runs.setdefault(row.get("stage", "?"), {}).setdefault("failed", 0)
             runs[row.get("stage", "?")]["failed"] += 1
         curves = data.train_curves(con)
+        kept_out = data.curation(con)
     finally:
         con.close()
     sections = [
@@ -44,6 +45,9 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         ("Difficulty vs potential 4p(1-p)", plots.difficulty(diff or [], out / "difficulty.png"),
          "gold.difficulty is not in the lake" if diff is None else
          "gold.difficulty is empty: run `factory curate` after sampling or mutating programs"),
+        ("What reaches training, and what curation kept out (per source)",
+         plots.curation(kept_out, out / "curation.png"),
+         "gold.training_exclusions is not in the lake: run `factory curate`" if kept_out is None else "no problems"),
         ("Stage funnel (from ops.runs)", plots.funnel(fun, runs, out / "funnel.png"), "no stage runs recorded"),
         ("Training and best-of-N (latest runs, from ops.train_metrics)", plots.training(curves, out / "training.png"),
          "no training runs yet: run `factory train rm`, `factory eval bon` or `factory train rl`"),

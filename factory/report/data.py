@@ -97,3 +97,12 @@ def train_curves(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
     for stage, step, metric, value in rows:
         out.setdefault(stage, []).append((step, metric, value))
     return out
+
+
+def curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
+    """The per-source curation funnel (factory.funnel), or None for a lake made before the exclusion views."""
+    from factory.funnel import curation_funnel
+    try:
+        return curation_funnel(con)
+    except duckdb.Error:
+        return None

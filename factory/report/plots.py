@@ -151,3 +151,33 @@ def training(curves: dict[str, list[tuple]], path: Path) -> Path | None:
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def curation(rows: list[dict] | None, path: Path) -> Path | None:
+    """Per source: what reaches the training views (train / test split) and what curation kept out, and the
+    problems each exclusion rule matched (rules overlap, so the right panel does not add up per source)."""
+    if not rows:
+        return None
+    from factory.funnel import REASONS
+
+    names = [r["source"] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3, 0.4 * len(rows) + 1.5)))
+    left = [0] * len(rows)
+    for key, color in (("train", "tab:green"), ("test", "tab:blue"), ("excluded", "tab:red"),
+                       ("no_usable_tests", "tab:gray")):
+        vals = [r[key] for r in rows]
+        a.barh(names, vals, left=left, color=color, label=key.replace("_", " "))
+        left = [x + y for x, y in zip(left, vals)]
+    a.set_title("problems per source: in the training views vs kept out")
+    a.invert_yaxis()
+    a.legend(fontsize=8)
+    left = [0] * len(rows)
+    colors = ("tab:purple", "tab:orange", "tab:olive", "tab:brown", "tab:pink")   # not the left panel's colors
+    for reason, color in zip(REASONS, colors):
+        vals = [r[reason] for r in rows]
+        b.barh(names, vals, left=left, color=color, label=reason)
+        left = [x + y for x, y in zip(left, vals)]
+    b.set_title("problems matched per exclusion rule")
+    b.invert_yaxis()
+    b.legend(fontsize=8)
+    return _save(fig, path)

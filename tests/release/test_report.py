@@ -20,7 +20,7 @@ def test_report_on_ingested_lake(releases, tmp_path):
     page = tmp_path / "report" / "index.html"
     text = page.read_text()
     images = re.findall(r'<img src="([^"]+)"', text)
-    assert len(images) >= 2 and {"sources.png", "funnel.png"} <= set(images)
+    assert len(images) >= 3 and {"sources.png", "funnel.png", "curation.png"} <= set(images)
     for name in images:
         data = (page.parent / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 5000
