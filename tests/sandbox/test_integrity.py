@@ -233,6 +233,16 @@ case("T_pytest_report_patch", PYT(D("""
     def f():
         return 2
     """), "from solution import f\n\ndef test_a():\n    assert f() == 1\n"), WRONG)
+# KodCode-style pytest files use the program's names without importing them: the judge binds the free names
+# from `solution`, which gives the program no more reach than `from solution import name` would
+P_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
+T_EVEN = "def test_is_even():\n    assert is_even(2) == True\n    assert is_even(3) == False\n"
+case("T_pytest_free_names_correct", PYT(P_EVEN, T_EVEN), PASS)
+case("T_pytest_free_names_eq_anything", PYT("class _Any:\n    def __eq__(self, other):\n        return True\n"
+                                            "def is_even(n):\n    return _Any()\n", T_EVEN), WRONG)
+case("T_pytest_free_names_builtin_len", PYT("len = lambda x: 3\ndef f():\n    return []\n",
+                                            "def test_len():\n    assert len(f()) == 3\n"), WRONG)
+case("T_pytest_free_names_missing", PYT("def something_else():\n    return 1\n", T_EVEN), WRONG)
 P_ASSERTIONERROR = "import builtins\nbuiltins.AssertionError = type('AssertionError', (Exception,), {})\n" \
                    "def f():\n    return 2\n"
 case("T_AssertionError_rebind_check", CHK(P_ASSERTIONERROR, "def check(candidate):\n    assert candidate() == 1\n"),
