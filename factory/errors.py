@@ -22,13 +22,25 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C / SIGTERM reached a stage: what was committed before it, and how to resume (the CLI prints it)."""
 
 
-def caused_by_interrupt(exc: BaseException) -> bool:
-    """True when exc is, or was raised because of, a KeyboardInterrupt (DuckDB turns one that lands inside a
-    query into ``RuntimeError: Query interrupted`` with the KeyboardInterrupt as its cause)."""
+def interrupt_in(exc: BaseException | None) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt exc is, or was raised because of (DuckDB turns one that lands inside a query into
+    ``RuntimeError: Query interrupted`` with the KeyboardInterrupt as its cause); None when there is none."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):
-            return True
+            return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None
+
+
+def caused_by_interrupt(exc: BaseException) -> bool:
+    return interrupt_in(exc) is not None
+
+
+def reraise_as_interrupted(exc: BaseException, describe) -> None:
+    """In a stage's ``except BaseException`` block: when exc comes from Ctrl-C / SIGTERM, raise Interrupted with
+    ``describe(signal name)`` (what was committed, how to resume); otherwise return so the caller re-raises."""
+    interrupt = interrupt_in(exc)
+    if interrupt is not None:
+        raise Interrupted(describe(str(interrupt) or "SIGINT")) from None

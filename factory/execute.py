@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from factory.catalog import default_catalog
-from factory.errors import FactoryError, InputError, Interrupted, caused_by_interrupt
+from factory.errors import FactoryError, InputError, reraise_as_interrupted
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
@@ -240,20 +240,12 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             progress.close()
         except BaseException as exc:
             progress.close()
-            if not caused_by_interrupt(exc):
-                raise
-            raise Interrupted(
-                f"execute stopped by {_signal_name(exc)}: {len(report.runs)} batch(es) committed before it "
+            reraise_as_interrupted(exc, lambda signal: (
+                f"execute stopped by {signal}: {len(report.runs)} batch(es) committed before it "
                 f"({report.programs} of {len(programs)} programs, {report.verdicts} verdicts); the batch in flight "
-                "was rolled back. Run the same command again to resume: programs with verdicts are skipped."
-            ) from None
+                "was rolled back. Run the same command again to resume: programs with verdicts are skipped."))
+            raise
     return report
-
-
-def _signal_name(exc: BaseException) -> str:
-    while exc is not None and not isinstance(exc, KeyboardInterrupt):
-        exc = exc.__cause__ or exc.__context__
-    return str(exc) if exc is not None and str(exc) else "SIGINT"
 
 
 def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> list[Verdict]:

@@ -67,6 +67,19 @@ def health_lines(rows: list[dict]) -> list[str]:
     return out
 
 
+def warn_unhealthy(rows: list[dict], file=None) -> None:
+    """Warnings (stderr) for unhealthy sources: their reference pass rate and the missing modules, and what
+    curation does with the problems whose reference misses a module."""
+    import sys
+
+    file = file or sys.stderr
+    for line in health_lines(rows):
+        print(f"warning: unhealthy source {line}", file=file)
+    if any(r["environment_failures"] for r in rows):
+        print("warning: problems whose reference misses a module are marked (gold.environment_failures, reason "
+              "'environment'), not counted as hard; install the modules and re-execute to score them", file=file)
+
+
 def funnel_markdown(rows: list[dict]) -> list[str]:
     """Markdown table (release cards, reports)."""
     head = ["source", "problems", *REASONS, "no usable tests", "train", "test"]

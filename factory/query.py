@@ -80,9 +80,9 @@ def shell(lake=None) -> None:
 
 
 def status(lake=None) -> None:
+    """Tables with row counts, the last runs, failed runs (from the lake's log) and the last snapshots."""
     from factory.stage import FAILED_RUNS, failed_runs
 
-    """Tables with row counts, the last runs and the last snapshots."""
     con = connect(lake, read_only=True)
     try:
         print(f"lake: {resolve_lake_dir(lake)}")

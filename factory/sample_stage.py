@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from factory.errors import FactoryError, Interrupted, caused_by_interrupt
+from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
 from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.progress import Progress
@@ -133,10 +133,10 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
             if report["stopped"]:
                 break
     except BaseException as exc:
-        if caused_by_interrupt(exc):
-            raise Interrupted(f"sample stopped: {report['problems']} of {len(problems)} problems committed "
-                              f"({report['programs']} programs); the chunk in flight was rolled back. Run the same "
-                              "command again to resume: answered requests are served from silver.llm_calls.") from None
+        reraise_as_interrupted(exc, lambda signal: (
+            f"sample stopped: {report['problems']} of {len(problems)} problems committed ({report['programs']} "
+            "programs); the chunk in flight was rolled back. Run the same command again to resume: answered "
+            "requests are served from silver.llm_calls."))
         raise
     finally:
         progress.close()

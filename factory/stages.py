@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 
 def register(sub, add_lake) -> None:
@@ -171,7 +170,7 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
     """Environment health check after running references: sources whose references fail here, and why."""
     import duckdb
 
-    from factory.funnel import health_lines, unhealthy_sources
+    from factory.funnel import unhealthy_sources, warn_unhealthy
     from factory.lake import connect
 
     con = connect(lake, read_only=True)
@@ -181,12 +180,7 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
         return
     finally:
         con.close()
-    for line in health_lines(rows):
-        print(f"warning: environment health: {line}", file=sys.stderr)
-    if any(r["environment_failures"] for r in rows):
-        print("warning: `factory curate` marks problems whose reference misses a module (reason 'environment' in "
-              "gold.training_exclusions) instead of calling them hard; install the modules and re-execute to "
-              "score them", file=sys.stderr)
+    warn_unhealthy(rows)
 
 
 def _parse_value(text: str):
@@ -209,18 +203,14 @@ def cmd_curate(args) -> None:
             raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         overrides[key.strip()] = _parse_value(value.strip())
-    from factory.funnel import health_lines, print_funnel
+    from factory.funnel import print_funnel, warn_unhealthy
 
     counts = curate(args.lake, overrides)
     for name, n in counts.items():
         print(f"{name:<30} {n}")
     print()
     print_funnel(counts.funnel)
-    for line in health_lines(counts.unhealthy):
-        print(f"warning: unhealthy source {line}", file=sys.stderr)
-    if any(r["environment_failures"] for r in counts.unhealthy):
-        print("warning: problems whose reference misses a module are marked (gold.environment_failures, reason "
-              "'environment'), not counted as hard; install the modules and re-execute to score them", file=sys.stderr)
+    warn_unhealthy(counts.unhealthy)
 
 
 def cmd_dedup(args) -> None:

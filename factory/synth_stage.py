@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from factory.errors import FactoryError, Interrupted, caused_by_interrupt
+from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.generation.synth import build_synth_messages, parse_synth_output
 from factory.ingest.normalize import stable_hash
@@ -87,10 +87,10 @@ def run_synth(lake=None, *, backend: str = "transformers", model: str | None = N
                     run.write(table, data)
             progress.update(len(part))
     except BaseException as exc:
-        if caused_by_interrupt(exc):
-            raise Interrupted(f"synth stopped: {progress.done} of {len(seeds)} seeds committed ({report['ok']} problems); "
-                              "the chunk in flight was rolled back. Run the same command again to resume: "
-                              "answered requests are served from silver.llm_calls.") from None
+        reraise_as_interrupted(exc, lambda signal: (
+            f"synth stopped: {progress.done} of {len(seeds)} seeds committed ({report['ok']} problems); the chunk "
+            "in flight was rolled back. Run the same command again to resume: answered requests are served from "
+            "silver.llm_calls."))
         raise
     finally:
         progress.close()

@@ -92,8 +92,13 @@ def _sql_list(values) -> str:
     return "[" + ", ".join(f"'{_quote(str(v))}'" for v in values) + "]::VARCHAR[]"
 
 
+def _names(value) -> list[str]:
+    """A `--set` list parameter: one name or a list (JSON-parsed)."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
 def _exclusions(value) -> tuple[str, str]:
-    reasons = [value] if isinstance(value, str) else list(value or [])
+    reasons = _names(value)
     unknown = [r for r in reasons if r not in EXCLUSION_REASONS]
     if unknown:
         raise FactoryError(f"exclude: unknown reasons {unknown}; known: {list(EXCLUSION_REASONS)} "
@@ -108,7 +113,7 @@ def _benchmarks(value) -> tuple[str, str]:
                   "WHERE stage = 'decontam' AND status = 'success' ORDER BY finished_at DESC LIMIT 1)")
         return (f"coalesce({latest}, {_sql_list(DEFAULT_BENCHMARKS)})",
                 "those of the latest decontam run, else " + ", ".join(DEFAULT_BENCHMARKS))
-    names = [value] if isinstance(value, str) else list(value or [])
+    names = _names(value)
     return _sql_list(names), ", ".join(names) or "none"
 
 

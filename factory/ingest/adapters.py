@@ -13,6 +13,7 @@ from typing import Callable
 
 from factory.errors import InputError
 from factory.ingest.evalplus_inputs import mbppplus_args
+from factory.sandbox.serialize import _dumps as tagged_json
 from factory.sandbox.serialize import serialize_value
 from factory.ingest.normalize import (
     TEST_FORMATS, Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
@@ -314,8 +315,8 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         raise InputError(f"{len(inputs)} inputs vs {len(outputs)} outputs", file=ctx[0], line=ctx[1],
                          field="reward_model.ground_truth")
     fn = truth.get("fn_name")
-    if fn and ours:   # our outputs are values in the sandbox's JSON format already: keep them exactly
-        tests = [TestRow("call", input=json.dumps(i), expected=_tagged_json(o)) for i, o in zip(inputs, outputs)]
+    if fn and ours:   # our outputs are sandbox tagged JSON already: written back exactly as the sandbox writes them
+        tests = [TestRow("call", input=json.dumps(i), expected=tagged_json(o)) for i, o in zip(inputs, outputs)]
     elif fn:          # prime/TACO style: outputs wrapped in a one-element list
         tests = [TestRow("call", input=json.dumps(i if isinstance(i, list) else [i]),
                          expected=encode_value(o[0] if isinstance(o, list) and len(o) == 1 else o))
@@ -325,11 +326,6 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     return Normalized(source_id=_verl_id(extra, ctx), question=_strip_factory_hints(prompt) if ours else prompt,
                       entry_point=fn, test_format="call" if fn else "stdio", tests=tests,
                       metadata={"data_source": rec.get("data_source"), "ability": rec.get("ability")})
-
-
-def _tagged_json(tree) -> str:
-    """A value already in the sandbox's tagged-JSON form, written back exactly as the sandbox writes it."""
-    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _verl_id(extra: dict, ctx: Ctx) -> str:

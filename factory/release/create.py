@@ -116,33 +116,35 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
         sql, columns = select_sql(con, spec)
         folder = root / "data" / view_dirname(view)
         shards, splits = [], {}
-        for split, where in _split_filters(columns):
-            part = f"SELECT * FROM ({sql}) WHERE {where}" if where else sql
-            n = con.execute(f"SELECT count(*) FROM ({part})").fetchone()[0]
-            if n == 0 and (splits or split != "train"):
-                continue
+        for split in _splits_present(con, sql, columns):
+            part = f"SELECT * FROM ({sql}) WHERE {_SPLIT_OF} = '{split}'" if _has_split(columns) else sql
             got = write_shards(con, part, folder, shard_rows, prefix=split)
             shards += got
-            splits[split] = {"rows": n, "files": [g["path"].relative_to(root).as_posix() for g in got]}
-        if "train" in splits and splits["train"]["rows"] == 0 and len(splits) > 1:  # only test rows after all
-            for rel in splits.pop("train")["files"]:
-                (root / rel).unlink()
-            shards = [g for g in shards if g["path"].name.startswith("test-")]
+            splits[split] = sum(g["rows"] for g in got)
         files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
                      "rows": sum(f["rows"] for f in files), "columns": [list(c) for c in columns],
-                     "schema_hash": schema_hash(columns), "files": files,
-                     "splits": {k: v["rows"] for k, v in splits.items()}}
+                     "schema_hash": schema_hash(columns), "files": files, "splits": splits}
     return out
 
 
-def _split_filters(columns: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
-    """Views with a `split` column are written as train-*.parquet and test-*.parquet (split = 'test'; every
-    other value, NULL included, is train), so `datasets` sees real splits; other views are one train split."""
-    if "split" not in {c for c, _ in columns}:
-        return [("train", None)]
-    return [("train", "split IS DISTINCT FROM 'test'"), ("test", "split = 'test'")]
+# Views with a `split` column are written as train-*.parquet and test-*.parquet (split = 'test'; every other
+# value, NULL included, is train), so `datasets` sees real splits; other views are one train split.
+_SPLIT_OF = "CASE WHEN split = 'test' THEN 'test' ELSE 'train' END"
+
+
+def _has_split(columns: list[tuple[str, str]]) -> bool:
+    return "split" in {c for c, _ in columns}
+
+
+def _splits_present(con: duckdb.DuckDBPyConnection, sql: str, columns: list[tuple[str, str]]) -> list[str]:
+    """The splits that have rows, train before test; an empty view is one (empty) train split, so a view
+    always gets at least one file."""
+    if not _has_split(columns):
+        return ["train"]
+    found = {r[0] for r in con.execute(f"SELECT DISTINCT {_SPLIT_OF} FROM ({sql})").fetchall()}
+    return [k for k in ("train", "test") if k in found] or ["train"]
 
 
 def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,

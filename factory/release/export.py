@@ -241,8 +241,6 @@ def _write_hf(path: Path, manifest: dict, staging: Path) -> tuple[dict[str, int]
 def _validate_hf(out: Path, meta: dict) -> dict:
     import datasets
 
-    import tempfile
-
     with tempfile.TemporaryDirectory() as cache:
         for config, splits in meta["configs"].items():
             ds = datasets.load_dataset(str(out), config, cache_dir=cache)

@@ -6,6 +6,7 @@ import json
 
 from factory.errors import FactoryError
 
+
 def problem_prompt(row: dict) -> str:
     """The user message of a problem row: the `prompt` column every training view carries (one text, written
     by sql/gold/problem_prompts.sql, for RL rows, pairs, candidates and every export format)."""
