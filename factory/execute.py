@@ -24,6 +24,7 @@ from factory.ingest.readers import read_records
 from factory.lake import connect
 from factory.progress import Progress
 from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
+from factory.sandbox.rows import bare_row, is_json, merge_verdicts, verdict_row
 from factory.stage import stage_run, utcnow
 
 SELECTIONS = {
@@ -33,8 +34,6 @@ SELECTIONS = {
     "synth": "p.origin = 'synth'",
     "all": "true",
 }
-_TEXT_CAP = 2000
-_SEVERITY = ["pass", "fail", "runtime_error", "output_limit", "memory_limit", "timeout", "infra_error"]
 
 
 @dataclass
@@ -68,75 +67,6 @@ def _job(row: dict, tests: list[dict]) -> Job:
                                expected=t["expected"], comparison=t["comparison"], atol=t["atol"]) for t in tests])
 
 
-def _merge(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdict, bool]]:
-    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins.
-
-    The flag is judged_in_process over all cases: one case judged inside the candidate's process makes the row
-    forgeable."""
-    merged: dict[tuple[str, str], tuple[Verdict, bool]] = {}
-    for v in verdicts:
-        if v.test_id is None:
-            continue
-        key = (v.program_id, v.test_id.split("::", 1)[0])
-        in_process = v.judged_in_process
-        old = merged.get(key)
-        if old is None:
-            merged[key] = (v, in_process)
-        elif _SEVERITY.index(_status(v)) > _SEVERITY.index(_status(old[0])):
-            merged[key] = (v, in_process or old[1])
-        else:
-            merged[key] = (old[0], in_process or old[1])
-    return merged
-
-
-def clean_json(value) -> str | None:
-    """JSON text for a JSON column: surrogates escaped (inside JSON strings this is lossless: '\\ud800' parses
-    back to the same character); text that is not JSON is wrapped as {"unparsed": text} instead of failing."""
-    text = clean_text(value)
-    if text is None or _is_json(text):
-        return text
-    return json.dumps({"unparsed": text})
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _number(value, kind=float):
-    try:
-        return None if value is None else kind(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def verdict_row(program_id: str, test_id: str, v: Verdict, in_process: bool, limits_hash: str, now) -> dict:
-    """The silver.executions row of a merged verdict, every text field made valid UTF-8 (defense in depth: a row
-    the program managed to fill with bad text must not abort the batch)."""
-    try:
-        return {
-            "program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": _status(v),
-            "cpu_ms": _number(v.cpu_ms), "wall_ms": _number(v.wall_ms), "peak_memory_kb": _number(v.peak_memory_kb, int),
-            "stdout": clean_text((v.stdout or "")[:_TEXT_CAP]), "stderr": clean_text((v.stderr or "")[:_TEXT_CAP]),
-            "error_type": clean_text(v.error_type), "error_message": clean_text((v.error_message or "")[:_TEXT_CAP] or None),
-            "limits": clean_json(v.limits), "sandbox_version": SANDBOX_VERSION, "sandbox_meta": clean_json(v.sandbox_meta),
-            "judged_in_process": bool(in_process), "executed_at": now}
-    except Exception as exc:  # noqa: BLE001 - keep the verdict's status, drop what could not be stored
-        return _bare_row(program_id, test_id, _status(v), in_process, limits_hash, now, exc)
-
-
-def _bare_row(program_id, test_id, status, in_process, limits_hash, now, exc) -> dict:
-    return {"program_id": program_id, "test_id": test_id, "limits_hash": limits_hash, "status": status,
-            "cpu_ms": None, "wall_ms": None, "peak_memory_kb": None, "stdout": None, "stderr": None,
-            "error_type": "VerdictNotStored", "error_message": clean_text(f"verdict text could not be stored: "
-                                                                          f"{type(exc).__name__}: {exc}")[:_TEXT_CAP],
-            "limits": None, "sandbox_version": SANDBOX_VERSION, "sandbox_meta": None,
-            "judged_in_process": bool(in_process), "executed_at": now}
-
-
 def executions_table(rows: list[dict]) -> pa.Table:
     """Arrow table of execution rows; a row that still cannot be converted is replaced by its bare row."""
     schema = default_catalog()["silver.executions"].arrow_schema(skip=("run_id",))
@@ -149,17 +79,13 @@ def executions_table(rows: list[dict]) -> pa.Table:
                 pa.Table.from_pylist([r], schema=schema)
                 safe.append(r)
             except Exception as exc:  # noqa: BLE001
-                safe.append(_bare_row(r.get("program_id"), r.get("test_id"), r.get("status") or "infra_error",
+                safe.append(bare_row(r.get("program_id"), r.get("test_id"), r.get("status") or "infra_error",
                                       r.get("judged_in_process"), r.get("limits_hash"), r.get("executed_at"), exc))
         return pa.Table.from_pylist(safe, schema=schema)
 
 
 def _tty() -> bool:
     return sys.stderr.isatty()
-
-
-def _status(v: Verdict) -> str:
-    return v.status if v.status in _SEVERITY else "infra_error"
 
 
 def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport) -> None:
@@ -184,7 +110,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     for v in pool.run(jobs, progress=_tty()):
         if v.status == "no_expected" and v.actual is not None:
             expected = clean_text(v.actual)  # serialized JSON: a surrogate escaped as \udXXX parses back the same
-            if _is_json(expected):
+            if is_json(expected):
                 actual[v.test_id] = expected
     with stage_run("expected", {"sources": sources, "sandbox_version": SANDBOX_VERSION}, lake=lake) as run:
         ids = list({r["test_id"] for r in pending})
@@ -282,7 +208,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
             by_program[t["program_id"]].append(t)
         jobs = [_job(p, by_program[p["program_id"]]) for p in batch if by_program[p["program_id"]]]
         report.skipped_no_tests += len(batch) - len(jobs)
-        merged = _merge(_verdicts(pool, jobs, progress))
+        merged = merge_verdicts(_verdicts(pool, jobs, progress))
         now = utcnow()
         rows = []
         for (program_id, test_id), (v, in_process) in merged.items():

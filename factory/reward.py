@@ -16,6 +16,10 @@ of tests passed (soft, AceCoder-style) or 1.0 only when all pass (``binary=True`
 extracted scores 0. Infra errors raise instead of silently scoring 0; anything the candidate causes (bad text,
 crashes, timeouts, output it cannot decode) only lowers its score.
 
+Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
+batch to a `factory serve` verifier instead of the in-process pool: same extraction, same tests, same reward;
+a verifier failure raises :class:`factory.serve.client.VerifierError` instead of scoring 0.
+
 Tests judged inside the candidate's own process (``Verdict.judged_in_process``: kind ``unittest``, e.g.
 BigCodeBench) can be forged by the program, so by default (``exclude_in_process=True``) they count neither as
 passed nor in the total; a completion whose tests are all of that kind then scores 0. Pass
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import threading
 
 from factory.generation.sample import extract_for_tests
@@ -33,6 +38,17 @@ from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
 _POOL: SandboxPool | None = None
 _LOCK = threading.Lock()
 DEFAULT_LIMITS = Limits(cpu_s=2.0, wall_min_s=6.0)
+_VERIFIER_URL: str | None = None
+
+
+def use_verifier(url: str | None) -> None:
+    """Score through a `factory serve` URL (None: back to the in-process pool). Same as FACTORY_VERIFIER_URL."""
+    global _VERIFIER_URL
+    _VERIFIER_URL = url
+
+
+def verifier_url() -> str | None:
+    return _VERIFIER_URL or os.environ.get("FACTORY_VERIFIER_URL") or None
 
 
 def _pool(limits: Limits) -> SandboxPool:
@@ -77,7 +93,15 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
     A test is one ground-truth test: pytest/unittest cases (``test_id::case``) of it pass only if all pass.
     exclude_in_process=True (default) leaves out tests judged in the candidate's own process (forgeable);
     with nothing left the reward is 0. Raises only on sandbox infra errors, never on a candidate's failure.
+    With a verifier URL set (:func:`use_verifier`, FACTORY_VERIFIER_URL) the batch goes to `factory serve`.
     """
+    url = verifier_url()
+    if url:
+        from factory.serve.client import VerifierClient
+
+        return VerifierClient(url).rewards([_text(c) for c in completions], list(ground_truths), binary=binary,
+                                           exclude_in_process=exclude_in_process,
+                                           limits={"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb})
     jobs, index = [], {}
     rewards = [0.0] * len(completions)
     for i, (completion, gt) in enumerate(zip(completions, ground_truths)):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 
 def register(sub, add_lake) -> None:
@@ -131,8 +132,34 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-benchmark-df", type=int, help="ignore n-grams shared by more benchmark items than this")
     p.set_defaults(fn=cmd_decontam)
 
+    p = sub.add_parser("serve", help="HTTP verifier for online RL: SandboxFusion /run_code + /submit, batch /v1/judge")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback; 0.0.0.0 to expose)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    p.add_argument("--max-queue", type=int, default=4096, help="programs admitted at once; beyond: 429 + Retry-After")
+    p.add_argument("--infra-retries", type=int, default=2, help="re-runs of a program hit by an infrastructure error")
+    p.add_argument("--drain-s", type=float, default=30.0, help="on SIGTERM/SIGINT: seconds to finish in-flight work")
+    p.add_argument("--max-cpu-s", type=float, default=60.0, help="largest per-request CPU limit accepted")
+    p.add_argument("--max-memory-mb", type=int, default=8192, help="largest per-request memory limit accepted")
+    p.add_argument("--max-items", type=int, default=4096, help="largest /v1/judge batch accepted")
+    p.set_defaults(fn=cmd_serve)
+
     from factory.release.cli import register_release  # release, export, report
     register_release(sub, add_lake)
+
+
+def cmd_serve(args) -> None:
+    from factory.serve.app import serve
+    from factory.serve.protocol import Caps
+
+    def ready(engine):
+        print(f"factory serve: http://{args.host}:{args.port}  ({engine.workers} sandbox workers, queue bound "
+              f"{engine.max_queue}); verl: reward.sandbox_fusion.url=http://{args.host}:{args.port}/run_code",
+              file=sys.stderr, flush=True)
+    caps = Caps(max_cpu_s=args.max_cpu_s, max_memory_mb=args.max_memory_mb, max_items=args.max_items)
+    failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
+                   drain_s=args.drain_s, caps=caps, on_ready=ready)
+    print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)
 
 
 def cmd_execute(args) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from . import zygote as zproto
@@ -18,6 +19,12 @@ from .verdicts import SubJob, build_verdicts_safe, split_job
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _BOOT = ("import sys; sys.path.insert(0, {root!r}); "
          "from factory.sandbox.zygote import main; main()")
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """Marker from :meth:`SandboxPool.run` (``yield_done=True``): every verdict of this job was yielded."""
+    program_id: str
 
 
 class Worker:
@@ -192,11 +199,16 @@ class SandboxPool:
     def meta_json(self) -> str:
         return self.workers[0].meta_json
 
-    def run(self, jobs: Iterable[Job], progress: bool = False) -> Iterator[Verdict]:
+    def run(self, jobs: Iterable[Job], progress: bool = False, yield_done: bool = False) -> Iterator[Verdict]:
+        """Verdicts as they finish. ``jobs`` is consumed lazily (an endless generator makes a long-lived
+        stream). ``yield_done=True`` also yields :class:`JobDone` after the last verdict of each job, so a
+        caller routing verdicts of many concurrent requests knows when one job is complete."""
         tasks: queue.Queue = queue.Queue(maxsize=4 * self.max_batch * len(self.workers))
         results: queue.Queue = queue.Queue()
         stop = threading.Event()
         meta = self.meta_json
+        left: dict[int, int] = {}   # id(job) -> sub-jobs not finished yet (yield_done)
+        left_lock = threading.Lock()
 
         def feed():
             try:
@@ -204,6 +216,12 @@ class SandboxPool:
                     if stop.is_set():
                         break
                     subs, early = split_job(job, meta, self.limits_json)
+                    if yield_done:
+                        if subs:
+                            with left_lock:
+                                left[id(job)] = len(subs)
+                        else:
+                            early = early + [JobDone(job.program_id)]
                     if early:
                         results.put(early)
                     for sub in subs:
@@ -238,6 +256,12 @@ class SandboxPool:
                     verdicts = []
                     for sub, raw in zip(batch, raws):
                         verdicts += build_verdicts_safe(sub, raw, self.limits, w.meta_json, self.limits_json)
+                        if yield_done:
+                            with left_lock:
+                                left[id(sub.job)] -= 1
+                                if not left[id(sub.job)]:
+                                    del left[id(sub.job)]
+                                    verdicts.append(JobDone(sub.job.program_id))
                     results.put(verdicts)
                 if last:
                     results.put(None)
@@ -264,7 +288,7 @@ class SandboxPool:
                 if isinstance(item, BaseException):
                     raise item
                 for v in item:
-                    if bar is not None:
+                    if bar is not None and not isinstance(v, JobDone):
                         bar.update(1)
                     yield v
             completed = True

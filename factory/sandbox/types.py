@@ -91,6 +91,8 @@ class Verdict:
     # True only where the test ran in the candidate's own process (kind 'unittest', e.g. BigCodeBench tests
     # that inspect DataFrames/axes): such a verdict can be forged by the program; curation/rewards may drop it
     judged_in_process: bool = False
+    # stdin/stdout tests: the program's exit status (0, the code it exited with, or -N when killed by signal N)
+    exit_code: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -277,10 +277,12 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     stdout_b = raw.get("stdout", b"")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        v.exit_code = -sig
         v.status = "memory_limit" if (msg.get("oom") and sig == signal.SIGKILL) else "runtime_error"
         v.error_type, v.error_message = "Signal", f"killed by signal {sig}"
         return v
     code = os.WEXITSTATUS(status)
+    v.exit_code = code
     if code != 0:
         last = [ln for ln in raw.get("stderr", b"").decode("utf-8", "replace").splitlines() if ln.strip()]
         m = _EXC_LINE.match(last[-1]) if last else None

@@ -1,0 +1,315 @@
+"""`factory serve`: the HTTP verifier (Starlette on uvicorn) in front of :class:`VerifierEngine`.
+
+Endpoints
+- ``POST /run_code``  SandboxFusion RunCodeRequest -> RunCodeResponse (verl's ``sandbox_fusion`` utility and
+  the ``sandbox-fusion`` client call it unchanged)
+- ``POST /submit``    SandboxFusion SubmitRequest -> EvalResult, tests from ``config.provided_data``
+- ``POST /v1/judge``  native batch: many (program or completion, tests) in one request; per item the
+  ``silver.executions`` rows and the reward; ``"stream": true`` answers NDJSON, one line per finished item
+- ``GET /health`` (alive), ``GET /ready`` (pool warm and not draining), ``GET /metrics`` (Prometheus),
+  ``GET /v1/stats`` (the same as JSON)
+
+Status codes: 4xx name the field (400 malformed JSON / unsupported language, 413 body or batch too large,
+422 missing or mistyped field); 429 queue full and 503 draining, both with Retry-After. An infrastructure failure
+the service could not fix by retrying is a SandboxError (``/run_code``) or an item ``error`` - never a failed test.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.routing import Route
+
+from factory.sandbox import Job
+
+from .engine import Overloaded, ServerShutdown, Ticket, TooLarge, VerifierEngine
+from .protocol import (BadRequest, Caps, _get, parse_run_code, program_from_completion, request_limits,
+                       run_code_response, score, tests_from_provided, verdict_rows)
+
+MAX_BODY_BYTES = 32 << 20
+
+
+def _error(status: int, message: str, request_id: str, field: str | None = None, retry_after: int | None = None):
+    headers = {"X-Request-ID": request_id}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    body = {"error": message, "request_id": request_id}
+    if field:
+        body["field"] = field
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class Waiter:
+    """Finished tickets handed from pump threads to one request's event loop."""
+
+    def __init__(self):
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue = asyncio.Queue()
+
+    def __call__(self, ticket: Ticket) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, ticket)
+
+
+def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
+    metrics = engine.metrics
+
+    async def read_json(request: Request, rid: str):
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > max_body_bytes:
+            raise BadRequest(f"request body of {declared} bytes is over the limit of {max_body_bytes}", None, 413)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body_bytes:
+                raise BadRequest(f"request body is over the limit of {max_body_bytes} bytes", None, 413)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            raise BadRequest("empty request body: send a JSON object", None, 400)
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise BadRequest(f"malformed JSON: {exc}", None, 400) from None
+
+    def endpoint(name: str):
+        def wrap(fn):
+            async def handler(request: Request):
+                rid = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
+                t0 = time.perf_counter()
+                try:
+                    response = await fn(request, rid)
+                except BadRequest as exc:
+                    response = _error(exc.status, str(exc), rid, exc.field)
+                except Overloaded as exc:
+                    response = _error(503 if exc.draining else 429, str(exc), rid, retry_after=exc.retry_after)
+                except TooLarge as exc:
+                    response = _error(413, str(exc), rid)
+                except ServerShutdown as exc:
+                    response = _error(503, str(exc), rid, retry_after=5)
+                except Exception as exc:  # noqa: BLE001 - a bug of ours is a 500 naming it, never a verdict
+                    response = _error(500, f"verifier error (not your code): {type(exc).__name__}: {exc}", rid)
+                response.headers.setdefault("X-Request-ID", rid)
+                metrics.request_done(name, response.status_code, time.perf_counter() - t0)
+                return response
+            return handler
+        return wrap
+
+    async def run_jobs(jobs: list[Job], limits, rid: str) -> dict[str, Ticket]:
+        """Admit, queue and await every job; keyed by the caller's program id."""
+        engine.admit(len(jobs))
+        waiter = Waiter()
+        try:
+            tickets = engine.submit(jobs, limits, waiter)
+        except BaseException:
+            engine.release(len(jobs))
+            raise
+        done: dict[str, Ticket] = {}
+        by_internal = {t.job.program_id: j.program_id for t, j in zip(tickets, jobs)}
+        while len(done) < len(jobs):
+            t = await waiter.queue.get()
+            done[by_internal[t.job.program_id]] = t
+        return done
+
+    @endpoint("run_code")
+    async def run_code(request: Request, rid: str):
+        body = await read_json(request, rid)
+        job, limits = parse_run_code(body, engine, caps)
+        ticket = (await run_jobs([job], limits, rid))[job.program_id]
+        return JSONResponse(run_code_response(ticket, rid))
+
+    @endpoint("submit")
+    async def submit(request: Request, rid: str):
+        body = await read_json(request, rid)
+        if not isinstance(body, dict):
+            raise BadRequest("request body must be a JSON object", None, 422)
+        _get(body, "dataset", str, required=True)
+        sub_id = body.get("id")
+        if sub_id is None:
+            raise BadRequest("missing required field 'id'", "id", 422)
+        completion = _get(body, "completion", str, required=True)
+        config = _get(body, "config", dict, default={})
+        lang = config.get("language") or "python"
+        if lang not in ("python", "python3"):
+            raise BadRequest(f"config.language '{lang}' is not run by this verifier: it runs python only",
+                             "config.language", 400)
+        provided = config.get("provided_data")
+        if provided is None:
+            raise BadRequest("config.provided_data is required: this verifier judges the tests you send "
+                             "(registered SandboxFusion datasets are not served)", "config.provided_data", 422)
+        if isinstance(provided, list):   # a list of problems: the one with this id
+            match = [p for p in provided if isinstance(p, dict) and str(p.get("id")) == str(sub_id)]
+            if not match:
+                raise BadRequest(f"config.provided_data has no problem with id {sub_id!r}", "config.provided_data")
+            provided = match[0]
+        tests, entry, preamble = tests_from_provided(provided)
+        entry = (config.get("extra") or {}).get("entry_point") or entry
+        limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"),
+                                memory_mb=(config.get("extra") or {}).get("memory_limit_MB"), where="config.")
+        code, status, kind = program_from_completion(completion, entry, tests)
+        base = {"id": sub_id, "extracted_code": code or "", "full_code": code, "test_code": None,
+                "extracted_type": kind}
+        if code is None:
+            return JSONResponse({**base, "accepted": False, "tests": [],
+                                 "extra": {"request_id": rid, "extraction": status}})
+        job = Job("submit", code, tests, entry_point=entry, preamble=preamble)
+        ticket = (await run_jobs([job], limits, rid))["submit"]
+        if ticket.error or any(v.status == "infra_error" for v in ticket.verdicts):
+            why = ticket.error or next(f"{v.error_type}: {v.error_message}" for v in ticket.verdicts
+                                       if v.status == "infra_error")
+            return _error(503, f"verifier failed, not your code: {why}", rid, retry_after=2)
+        rows = verdict_rows(ticket, str(sub_id))
+        cases = []
+        for row in rows:
+            ok = row["status"] == "pass"
+            exec_info = {"status": "Success" if ok else "Failed", "message": row["error_message"] or "",
+                         "compile_result": None, "executor_pod_name": None, "files": {},
+                         "run_result": {"status": "TimeLimitExceeded" if row["status"] == "timeout" else "Finished",
+                                        "execution_time": (row["wall_ms"] or 0) / 1000, "return_code": 0 if ok else 1,
+                                        "stdout": row["stdout"], "stderr": row["stderr"]}}
+            cases.append({"passed": ok, "exec_info": exec_info, "test_info": {"test_id": row["test_id"],
+                                                                              "status": row["status"]}})
+        accepted = bool(rows) and all(c["passed"] for c in cases) and len(rows) == len(tests)
+        return JSONResponse({**base, "accepted": accepted, "tests": cases,
+                             "extra": {"request_id": rid, "infra_retries": ticket.infra_retries,
+                                       "reward": score(rows, [t.test_id for t in tests])}})
+
+    def parse_items(body) -> tuple[list, list[dict], object, dict]:
+        if not isinstance(body, dict):
+            raise BadRequest("request body must be a JSON object with 'items'", None, 422)
+        items = _get(body, "items", list, required=True)
+        if len(items) > caps.max_items:
+            raise BadRequest(f"{len(items)} items is over this server's batch cap of {caps.max_items}; split it",
+                             "items", 413)
+        lim = _get(body, "limits", dict, default={})
+        limits = request_limits(engine, caps, cpu_s=lim.get("cpu_s"), memory_mb=lim.get("memory_mb"),
+                                output_bytes=lim.get("max_output_bytes"), where="limits.")
+        opts = {"exclude_in_process": bool(body.get("exclude_in_process", True)), "binary": bool(body.get("binary"))}
+        jobs, meta = [], []
+        for i, item in enumerate(items):
+            where = f"items[{i}]."
+            if not isinstance(item, dict):
+                raise BadRequest(f"items[{i}] must be an object", f"items[{i}]", 422)
+            item_id = str(item.get("id", i))
+            truth = item.get("ground_truth")
+            if truth is None and "tests" in item:
+                truth = {k: item[k] for k in ("tests", "entry_point", "test_preamble") if k in item}
+            if truth is None:
+                raise BadRequest(f"missing required field '{where}ground_truth' (or '{where}tests')",
+                                 f"{where}ground_truth", 422)
+            tests, entry, preamble = tests_from_provided(truth, where=f"{where}ground_truth")
+            if "code" in item:
+                code, status = _get(item, "code", str, where=where), "given"
+            else:
+                completion = _get(item, "completion", str, required=True, where=where)
+                code, status, _ = program_from_completion(completion, entry, tests)
+            meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests]})
+            if code is not None and tests:
+                jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble))
+        return jobs, meta, limits, opts
+
+    def item_result(m: dict, ticket: Ticket | None, opts: dict) -> dict:
+        out = {"id": m["id"], "extraction": m["extraction"], "tests": len(m["test_ids"])}
+        if ticket is None:
+            return {**out, "reward": 0.0, "passed": False, "rows": [], "infra_retries": 0, "error": None}
+        rows = verdict_rows(ticket, m["id"])
+        infra = [r for r in rows if r["status"] == "infra_error"]
+        error = ticket.error or (f"infra_error after {ticket.infra_retries} retries: {infra[0]['error_type']}: "
+                                 f"{infra[0]['error_message']}" if infra else None)
+        reward = None if error else score(rows, m["test_ids"], opts["exclude_in_process"], opts["binary"])
+        return {**out, "reward": reward, "passed": reward == 1.0 if reward is not None else None, "rows": rows,
+                "infra_retries": ticket.infra_retries, "error": error}
+
+    @endpoint("judge")
+    async def judge(request: Request, rid: str):
+        body = await read_json(request, rid)
+        jobs, meta, limits, opts = parse_items(body)
+        if not body.get("stream"):
+            done = await run_jobs(jobs, limits, rid) if jobs else {}
+            results = [item_result(m, done.get(str(i)), opts) for i, m in enumerate(meta)]
+            return JSONResponse({"request_id": rid, "items": results})
+        engine.admit(len(jobs))
+        waiter = Waiter()
+        try:
+            tickets = engine.submit(jobs, limits, waiter) if jobs else []
+        except BaseException:
+            engine.release(len(jobs))
+            raise
+        internal = {t.job.program_id: int(j.program_id) for t, j in zip(tickets, jobs)}
+
+        async def lines():
+            sent = 0
+            for i, m in enumerate(meta):   # unextractable items answer at once
+                if str(i) not in {j.program_id for j in jobs}:
+                    sent += 1
+                    yield json.dumps({"type": "item", "index": i, **item_result(m, None, opts)}) + "\n"
+            for _ in range(len(jobs)):
+                t = await waiter.queue.get()
+                i = internal[t.job.program_id]
+                sent += 1
+                yield json.dumps({"type": "item", "index": i, **item_result(meta[i], t, opts)}) + "\n"
+            yield json.dumps({"type": "end", "request_id": rid, "items": sent}) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson", headers={"X-Request-ID": rid})
+
+    async def health(request: Request):
+        return JSONResponse({"status": "ok"})
+
+    async def ready(request: Request):
+        ok = engine.ready
+        return JSONResponse({"ready": ok, "draining": engine.draining, "queue_depth": engine.queue_depth()},
+                            status_code=200 if ok else 503)
+
+    def state() -> dict:
+        return {"queue_depth": engine.queue_depth(), "pools": len(engine.pools), "workers": engine.workers,
+                "ready": engine.ready}
+
+    async def prometheus(request: Request):
+        return PlainTextResponse(metrics.prometheus(**state()), media_type="text/plain; version=0.0.4")
+
+    async def stats(request: Request):
+        return JSONResponse(metrics.snapshot(**state()))
+
+    async def not_found(request: Request, exc):
+        return JSONResponse({"error": f"no endpoint {request.method} {request.url.path}; see /docs-less list: "
+                             "POST /run_code, /submit, /v1/judge; GET /health, /ready, /metrics, /v1/stats"},
+                            status_code=exc.status_code if hasattr(exc, "status_code") else 404)
+
+    routes = [Route("/run_code", run_code, methods=["POST"]), Route("/submit", submit, methods=["POST"]),
+              Route("/v1/judge", judge, methods=["POST"]), Route("/health", health), Route("/ready", ready),
+              Route("/metrics", prometheus), Route("/v1/stats", stats)]
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    app.state.engine = engine
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None, *, max_queue: int = 4096,
+          infra_retries: int = 2, drain_s: float = 30.0, caps: Caps = Caps(), log_level: str = "warning",
+          on_ready=None) -> int:
+    """Run the service until SIGINT/SIGTERM; then stop admitting (503), finish in-flight work for up to drain_s
+    seconds, fail the rest explicitly. Returns the number of programs failed at shutdown."""
+    import uvicorn
+
+    engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries)
+    engine.warm()
+    app = create_app(engine, caps)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            engine.draining = True          # new requests get 503 at once; in-flight ones keep running
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=drain_s,
+                            access_log=False, lifespan="off")
+    server = Server(config)
+    if on_ready is not None:
+        on_ready(engine)
+    try:
+        server.run()
+    finally:
+        failed = engine.drain(timeout=1.0)
+    return failed

@@ -1,0 +1,68 @@
+"""Batch client of `factory serve` (`POST /v1/judge`), stdlib only: the reward functions use it when
+``FACTORY_VERIFIER_URL`` is set. 429/503 are retried after the server's Retry-After; a transport failure, a
+server error or an item the server could not judge raises :class:`VerifierError` - never a 0 reward."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+
+class VerifierError(RuntimeError):
+    """The verifier (not the candidate) failed: the caller must not score these completions."""
+
+
+class VerifierClient:
+    def __init__(self, url: str, *, timeout: float = 900.0, chunk: int = 1024, max_wait_s: float = 300.0):
+        self.url = url.rstrip("/")
+        for suffix in ("/v1/judge", "/run_code"):
+            if self.url.endswith(suffix):
+                self.url = self.url[: -len(suffix)]
+        self.timeout, self.chunk, self.max_wait_s = timeout, chunk, max_wait_s
+
+    def _post(self, path: str, body: dict) -> dict:
+        data = json.dumps(body).encode()
+        waited = 0.0
+        while True:
+            req = urllib.request.Request(self.url + path, data=data, method="POST",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read())
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode("utf-8", "replace")[:500]
+                if exc.code in (429, 503) and waited < self.max_wait_s:
+                    delay = float(exc.headers.get("Retry-After") or 1)
+                    time.sleep(delay)
+                    waited += delay
+                    continue
+                raise VerifierError(f"verifier {self.url}{path} answered {exc.code}: {detail}") from None
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                raise VerifierError(f"verifier {self.url}{path} unreachable or cut off: {exc}") from None
+
+    def judge(self, items: list[dict], *, limits: dict | None = None, binary: bool = False,
+              exclude_in_process: bool = True) -> list[dict]:
+        """One result per item (``reward``, ``rows``, ...), in order; items go in chunks of ``chunk``."""
+        out: list[dict] = []
+        for start in range(0, len(items), self.chunk):
+            part = items[start:start + self.chunk]
+            body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)], "binary": binary,
+                    "exclude_in_process": exclude_in_process}
+            if limits:
+                body["limits"] = limits
+            answer = self._post("/v1/judge", body)
+            results = answer.get("items") or []
+            if len(results) != len(part):
+                raise VerifierError(f"verifier returned {len(results)} results for {len(part)} items")
+            for r in results:
+                if r.get("error"):
+                    raise VerifierError(f"verifier could not judge item {r['id']}: {r['error']} "
+                                        f"(request {answer.get('request_id')})")
+            out += results
+        return out
+
+    def rewards(self, completions: list[str], ground_truths: list, **kw) -> list[float]:
+        items = [{"completion": c, "ground_truth": json.loads(g) if isinstance(g, str) else g}
+                 for c, g in zip(completions, ground_truths)]
+        return [float(r["reward"]) for r in self.judge(items, **kw)]

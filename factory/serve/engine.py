@@ -1,0 +1,262 @@
+"""The verifier engine behind `factory serve`: warm sandbox pools fed by one endless job stream each.
+
+Requests from many HTTP handlers become :class:`Ticket` s (one per program). Each distinct :class:`Limits` gets
+its own :class:`StreamingPool` (a :class:`SandboxPool` running ``pool.run(<endless generator>)`` in a pump
+thread), so jobs of different requests interleave on the same warm workers and a slow program holds one worker,
+not a batch. Admission is bounded (``max_queue`` programs waiting or running): beyond it :class:`Overloaded`
+carries a Retry-After estimate. A program whose verdicts include an infrastructure failure (a zygote died, the
+trusted side failed) is re-run up to ``infra_retries`` times before its ``infra_error`` is reported, and the
+ticket says how many retries it took. :meth:`VerifierEngine.drain` stops admission, lets in-flight programs
+finish within a timeout and fails the rest explicitly (``ServerShutdown``): no verdict is silently dropped.
+
+Importable without DuckDB (sandbox boundary); the HTTP layer is :mod:`factory.serve.app`.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from factory.sandbox import Job, Limits, SandboxPool, Verdict
+from factory.sandbox.pool import JobDone
+
+from .metrics import Metrics
+
+# infra_error verdicts that describe the request, not the infrastructure: re-running cannot change them
+NOT_RETRYABLE = {"InvalidTest", "InvalidJob", "NoTestsCollected"}
+
+
+class Overloaded(Exception):
+    """Admission refused: the queue is full (HTTP 429) or the server is draining (HTTP 503)."""
+
+    def __init__(self, message: str, retry_after: float, draining: bool = False):
+        super().__init__(message)
+        self.retry_after, self.draining = max(1, int(retry_after + 0.999)), draining
+
+
+class TooLarge(ValueError):
+    """A request bigger than the queue bound (HTTP 413): split it."""
+
+
+class ServerShutdown(Exception):
+    """In-flight work the server could not finish before shutting down."""
+
+
+@dataclass
+class Ticket:
+    """One program of one request: its verdicts, retries and completion callback."""
+    job: Job
+    limits: Limits
+    on_done: Callable[["Ticket"], None]
+    verdicts: list[Verdict] = field(default_factory=list)
+    infra_retries: int = 0
+    error: str | None = None          # set when the server failed the ticket (shutdown, pool crash)
+    submitted: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+
+
+class StreamingPool:
+    """A SandboxPool that runs one endless stream of jobs; verdicts are routed to tickets as they finish."""
+
+    def __init__(self, limits: Limits, workers: int, engine: "VerifierEngine"):
+        self.limits, self.engine = limits, engine
+        self.pool = SandboxPool(limits, workers=workers)
+        self.inbox: queue.Queue = queue.Queue()
+        self.tickets: dict[str, Ticket] = {}
+        self.lock = threading.Lock()
+        self.last_used = time.monotonic()
+        self.closed = False
+        self.thread = threading.Thread(target=self._pump, daemon=True, name=f"verifier-pump-{limits.hash()}")
+        self.thread.start()
+
+    def submit(self, ticket: Ticket) -> None:
+        with self.lock:
+            if self.closed:
+                raise ServerShutdown("sandbox pool is closed")
+            self.tickets[ticket.job.program_id] = ticket
+            self.last_used = time.monotonic()
+        self.inbox.put(ticket.job)
+
+    @property
+    def pending(self) -> int:
+        return len(self.tickets)
+
+    def _jobs(self):
+        while True:
+            job = self.inbox.get()
+            if job is None:
+                return
+            yield job
+
+    def _pump(self) -> None:
+        try:
+            for item in self.pool.run(self._jobs(), yield_done=True):
+                if isinstance(item, JobDone):
+                    self._job_done(item.program_id)
+                else:
+                    ticket = self.tickets.get(item.program_id)
+                    if ticket is not None:
+                        ticket.verdicts.append(item)
+        except BaseException as exc:  # noqa: BLE001 - a crashed pool fails its tickets explicitly, never silently
+            self.fail_all(f"sandbox pool failed: {type(exc).__name__}: {exc}")
+            self.engine._pool_crashed(self)
+
+    def _job_done(self, program_id: str) -> None:
+        ticket = self.tickets.get(program_id)
+        if ticket is None:
+            return
+        retry = any(v.status == "infra_error" and v.error_type not in NOT_RETRYABLE for v in ticket.verdicts)
+        if retry and ticket.infra_retries < self.engine.infra_retries and not self.closed:
+            ticket.infra_retries += 1
+            self.engine.metrics.count("infra_retries")
+            ticket.verdicts = []
+            self.inbox.put(ticket.job)
+            return
+        if retry and self.closed:
+            ticket.error = "server shut down before this program finished"
+        with self.lock:
+            self.tickets.pop(program_id, None)
+            self.last_used = time.monotonic()
+        self.engine._finish(ticket)
+
+    def fail_all(self, why: str) -> None:
+        with self.lock:
+            tickets, self.tickets = list(self.tickets.values()), {}
+        for ticket in tickets:
+            ticket.error = why
+            self.engine._finish(ticket)
+
+    def close(self, wait: float = 10.0) -> None:
+        with self.lock:
+            self.closed = True
+        self.inbox.put(None)
+        self.thread.join(timeout=wait)
+        if self.thread.is_alive():   # programs still running past the wait: stop the workers now
+            for w in self.pool.workers:
+                w.abort()
+            self.thread.join(timeout=10)
+        self.fail_all("server shut down before this program finished")
+        self.pool.close()
+
+
+class VerifierEngine:
+    """Warm pools keyed by limits, bounded admission, infra retries, metrics and a graceful drain."""
+
+    def __init__(self, workers: int | None = None, *, base_limits: Limits | None = None, max_queue: int = 4096,
+                 infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None):
+        self.workers = workers or os.cpu_count() or 1
+        self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.0, wall_min_s=5.0, capture_bytes=1 << 16)
+        self.max_queue, self.infra_retries, self.max_pools = max_queue, infra_retries, max_pools
+        self.metrics = metrics or Metrics()
+        self.pools: dict[Limits, StreamingPool] = {}
+        self.lock = threading.Lock()
+        self.draining = False
+        self.ids = itertools.count()
+        self.in_flight = 0
+        self.idle = threading.Condition(self.lock)
+
+    # ---- admission -------------------------------------------------------------------------------------
+    def retry_after(self, n: int = 1) -> float:
+        rate = self.metrics.programs_per_s() or self.workers
+        return (self.in_flight + n) / max(rate, 1e-3)
+
+    def admit(self, n: int) -> None:
+        """Reserve room for n programs or raise :class:`Overloaded`."""
+        with self.lock:
+            if self.draining:
+                raise Overloaded("server is shutting down; retry against another replica or later",
+                                 5.0, draining=True)
+            if n > self.max_queue:
+                raise TooLarge(f"request has {n} programs; this server admits at most {self.max_queue} at once "
+                                 f"(split the batch)")
+            if self.in_flight + n > self.max_queue:
+                self.metrics.count("rejected")
+                raise Overloaded(f"queue full ({self.in_flight} programs in flight, bound {self.max_queue})",
+                                 self.retry_after(n))
+            self.in_flight += n
+
+    def release(self, n: int) -> None:
+        with self.lock:
+            self.in_flight -= n
+            if self.in_flight <= 0:
+                self.in_flight = 0
+                self.idle.notify_all()
+
+    # ---- submission --------------------------------------------------------------------------------------
+    def limits_for(self, cpu_s=None, memory_mb=None, max_output_bytes=None) -> Limits:
+        change = {k: v for k, v in (("cpu_s", cpu_s), ("memory_mb", memory_mb),
+                                    ("max_output_bytes", max_output_bytes)) if v is not None}
+        return replace(self.base_limits, **change) if change else self.base_limits
+
+    def _pool(self, limits: Limits) -> StreamingPool:
+        with self.lock:
+            pool = self.pools.get(limits)
+            if pool is not None:
+                return pool
+            if len(self.pools) >= self.max_pools:
+                idle = [p for p in self.pools.values() if not p.pending]
+                if not idle:
+                    raise Overloaded(f"{self.max_pools} distinct limit sets busy; retry with the server's default "
+                                     f"limits or later", 2.0)
+                victim = min(idle, key=lambda p: p.last_used)
+                del self.pools[victim.limits]
+                threading.Thread(target=victim.close, daemon=True).start()
+            pool = self.pools[limits] = StreamingPool(limits, self.workers, self)
+            return pool
+
+    def warm(self) -> None:
+        """Start the default pool now (readiness waits for it)."""
+        self._pool(self.base_limits)
+
+    def submit(self, jobs: list[Job], limits: Limits, on_done: Callable[[Ticket], None]) -> list[Ticket]:
+        """Queue already-admitted jobs; ``on_done(ticket)`` runs (in a pump thread) when each finishes.
+        Program ids are made unique per server, so requests never collide."""
+        pool = self._pool(limits)
+        tickets = []
+        for job in jobs:
+            internal = replace(job, program_id=f"{job.program_id}#{next(self.ids)}")
+            ticket = Ticket(internal, limits, on_done)
+            tickets.append(ticket)
+            pool.submit(ticket)
+        return tickets
+
+    def _finish(self, ticket: Ticket) -> None:
+        ticket.finished = time.monotonic()
+        self.metrics.program_done(ticket)
+        self.release(1)
+        try:
+            ticket.on_done(ticket)
+        except Exception:  # noqa: BLE001 - a handler that went away must not stop the pump
+            pass
+
+    def _pool_crashed(self, pool: StreamingPool) -> None:
+        with self.lock:
+            if self.pools.get(pool.limits) is pool:
+                del self.pools[pool.limits]
+        self.metrics.count("pool_crashes")
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return not self.draining and self.base_limits in self.pools
+
+    def queue_depth(self) -> int:
+        return self.in_flight
+
+    def drain(self, timeout: float = 30.0) -> int:
+        """Stop admitting, wait up to ``timeout`` s for in-flight programs, fail the rest explicitly and close
+        the pools. Returns how many programs were failed."""
+        with self.lock:
+            self.draining = True
+            deadline = time.monotonic() + timeout
+            while self.in_flight > 0 and time.monotonic() < deadline:
+                self.idle.wait(timeout=max(0.05, deadline - time.monotonic()))
+            left = self.in_flight
+            pools, self.pools = list(self.pools.values()), {}
+        for pool in pools:
+            pool.close(wait=0.5 if left else 10.0)
+        return left
