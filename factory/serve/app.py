@@ -59,15 +59,17 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
     metrics = engine.metrics
 
     async def read_json(request: Request, rid: str):
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > max_body_bytes:
-            raise BadRequest(f"request body of {declared} bytes is over the limit of {max_body_bytes}", None, 413)
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > max_body_bytes:
-                raise BadRequest(f"request body is over the limit of {max_body_bytes} bytes", None, 413)
+                chunks = []
+                if size > 8 * max_body_bytes:   # no more reading: the client sees the connection close
+                    break
+                continue                        # read the rest (discarded) so the client gets a clean 413
             chunks.append(chunk)
+        if size > max_body_bytes:
+            raise BadRequest(f"request body of {size}+ bytes is over the limit of {max_body_bytes} bytes", None, 413)
         raw = b"".join(chunks)
         if not raw.strip():
             raise BadRequest("empty request body: send a JSON object", None, 400)
@@ -310,6 +312,8 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None,
         on_ready(engine)
     try:
         server.run()
+    except KeyboardInterrupt:   # uvicorn re-raises the signal it handled, after its graceful shutdown
+        pass
     finally:
         failed = engine.drain(timeout=1.0)
     return failed

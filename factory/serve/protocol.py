@@ -61,6 +61,8 @@ def _type_name(types) -> str:
 def _positive(value, name: str, cap: float):
     if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest(f"field '{name}' must be a number, got {type(value).__name__}", name, 422)
     if value <= 0:
         raise BadRequest(f"field '{name}' must be > 0, got {value}", name, 422)
     if value > cap:
