@@ -291,12 +291,12 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
 
 def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None, *, max_queue: int = 4096,
           infra_retries: int = 2, drain_s: float = 30.0, caps: Caps = Caps(), log_level: str = "warning",
-          on_ready=None) -> int:
+          base_limits=None, on_ready=None) -> int:
     """Run the service until SIGINT/SIGTERM; then stop admitting (503), finish in-flight work for up to drain_s
     seconds, fail the rest explicitly. Returns the number of programs failed at shutdown."""
     import uvicorn
 
-    engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries)
+    engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits)
     engine.warm()
     app = create_app(engine, caps)
 

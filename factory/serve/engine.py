@@ -149,7 +149,7 @@ class VerifierEngine:
     def __init__(self, workers: int | None = None, *, base_limits: Limits | None = None, max_queue: int = 4096,
                  infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None):
         self.workers = workers or os.cpu_count() or 1
-        self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.0, wall_min_s=5.0, capture_bytes=1 << 16)
+        self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.5, wall_min_s=5.0, capture_bytes=1 << 16)
         self.max_queue, self.infra_retries, self.max_pools = max_queue, infra_retries, max_pools
         self.metrics = metrics or Metrics()
         self.pools: dict[Limits, StreamingPool] = {}

@@ -1,0 +1,248 @@
+"""Load test of `factory serve` with a realistic RL step, against the offline `factory execute` verdicts.
+
+1. A throwaway lake: HumanEval + MBPP + CodeContests ingested, AST mutants of their references, and
+   `factory execute --select all --cpu-s 1` -> the offline verdicts.
+2. Rollouts: programs of that lake (references and mutants: correct, wrong, crashing and timing-out programs),
+   each with its problem's tests, replayed as one RL step of N rollouts.
+3. `factory serve` (same limits as the offline run) on a loopback port; an async HTTP load generator (httpx)
+   sends the step as `/v1/judge` requests of --batch items, --concurrency in flight; at 1x and kx CPU
+   oversubscription (busy-loop processes). Measured: verdicts/s, request p50/p99, flips vs offline.
+4. The same workload through verl's own `sandbox_fusion` client (`check_correctness`, one `/run_code` call per
+   test, `max_concurrent` 64/256 via its semaphore): time and flips (pass vs not pass).
+
+Bounded: --time-limit seconds overall; loopback only. Prints a table and writes JSON.
+
+    python bench/serve_bench.py [--rollouts 512 2048] [--oversub 1 4] [--verl-concurrency 64 256]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
+
+from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
+
+
+def factory(lake: Path, *args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "factory.cli", *args, "--lake", str(lake)], check=True,
+                          capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def build_lake(lake: Path) -> None:
+    factory(lake, "init")
+    factory(lake, "ingest", "humaneval", "--path", str(DATA / "humaneval" / "HumanEval.jsonl.gz"))
+    factory(lake, "ingest", "mbpp", "--path", str(DATA / "mbpp" / "mbpp.jsonl"))
+    factory(lake, "ingest", "codecontests", "--path", str(DATA / "codecontests_subset300" / "codecontests_subset300.jsonl"))
+    factory(lake, "mutate", "--max-per-program", "2")
+    factory(lake, "execute", "--select", "all", "--cpu-s", str(CPU_S))
+
+
+def load_programs(lake: Path) -> list[dict]:
+    sys.path.insert(0, str(ROOT))
+    import factory.lake as L
+
+    con = L.connect(str(lake), read_only=True)
+    rows = con.execute("""
+        SELECT g.program_id, g.origin, g.code, p.source, p.entry_point, p.test_preamble,
+               list({test_id: t.test_id, kind: t.kind, code: t.code, input: t.input, expected: t.expected,
+                     comparison: t.comparison, atol: t.atol} ORDER BY t.ordinal) AS tests,
+               map_from_entries(list({k: e.test_id, v: e.status})) AS offline
+        FROM silver.programs g JOIN silver.problems p USING (problem_id)
+        JOIN silver.tests t USING (problem_id)
+        JOIN silver.executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
+        GROUP BY ALL""").to_arrow_table().to_pylist()
+    con.close()
+    return rows
+
+
+def pick_rollouts(programs: list[dict], n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    pool = sorted(programs, key=lambda r: r["program_id"])
+    rng.shuffle(pool)
+    return [pool[i % len(pool)] for i in range(n)]
+
+
+def item(r: dict) -> dict:
+    return {"id": r["program_id"], "code": r["code"],
+            "ground_truth": {"tests": r["tests"], "entry_point": r["entry_point"], "test_preamble": r["test_preamble"]}}
+
+
+def burn():
+    while True:
+        pass
+
+
+async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: int) -> dict:
+    import httpx
+
+    sem = asyncio.Semaphore(concurrency)
+    latencies, results = [], []
+
+    async def one(client, chunk):
+        async with sem:
+            t0 = time.perf_counter()
+            while True:
+                r = await client.post(url + "/v1/judge", json={"items": [item(x) for x in chunk]})
+                if r.status_code in (429, 503):
+                    await asyncio.sleep(float(r.headers.get("retry-after", 1)))
+                    continue
+                r.raise_for_status()
+                break
+            latencies.append(time.perf_counter() - t0)
+            results.extend(r.json()["items"])
+
+    t0 = time.perf_counter()
+    async with httpx.AsyncClient(timeout=600) as client:
+        await asyncio.gather(*(one(client, rollouts[i:i + batch]) for i in range(0, len(rollouts), batch)))
+    return {"seconds": time.perf_counter() - t0, "latencies": latencies, "results": results}
+
+
+def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, list]:
+    by_id = {}
+    for r in results:
+        by_id.setdefault(r["id"], []).append(r)
+    flips, verdicts, examples = 0, 0, []
+    seen: dict[str, int] = {}
+    for ro in rollouts:
+        k = seen.get(ro["program_id"], 0)
+        seen[ro["program_id"]] = k + 1
+        res = by_id[ro["program_id"]][k]
+        for row in res["rows"]:
+            verdicts += 1
+            if row["status"] != ro["offline"].get(row["test_id"]):
+                flips += 1
+                examples.append((ro["program_id"], row["test_id"], ro["offline"].get(row["test_id"]), row["status"]))
+    return flips, verdicts, examples[:10]
+
+
+def q(values: list[float], p: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(p * len(v)))] if v else 0.0
+
+
+def verl_in_outs(r: dict) -> dict:
+    kinds = {t["kind"] for t in r["tests"]}
+    if kinds == {"stdio"}:
+        return {"inputs": [t["input"] for t in r["tests"]], "outputs": [t["expected"] for t in r["tests"]]}
+    pre = (r["test_preamble"] + "\n") if r["test_preamble"] else ""
+    cases = [pre + t["code"] + (f"\ncheck({r['entry_point']})" if t["kind"] == "check" else "") for t in r["tests"]]
+    return {"inputs": [""] * len(cases), "outputs": [None] * len(cases), "assert_case": cases}
+
+
+def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
+    import logging
+
+    from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
+
+    logging.getLogger("verl").setLevel(logging.ERROR)
+    sem = threading.Semaphore(max_concurrent)
+    flips = verdicts = api_errors = 0
+
+    def one(r):
+        res, _ = check_correctness(url + "/run_code", verl_in_outs(r), r["code"], timeout=int(CPU_S), memory_limit_mb=1024,
+                                   concurrent_semaphore=sem)
+        return r, res
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_concurrent) as ex:
+        for r, res in ex.map(one, rollouts):
+            for t, got in zip(r["tests"], res):
+                verdicts += 1
+                api_errors += got == -1
+                flips += (got is True) != (r["offline"].get(t["test_id"]) == "pass")
+    return {"seconds": time.perf_counter() - t0, "verdicts": verdicts, "flips": flips, "api_errors": api_errors}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rollouts", type=int, nargs="+", default=[512, 2048])
+    ap.add_argument("--oversub", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--verl-concurrency", type=int, nargs="*", default=[64, 256])
+    ap.add_argument("--batch", type=int, default=16, help="rollouts per /v1/judge request")
+    ap.add_argument("--concurrency", type=int, default=32, help="requests in flight")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--lake", help="reuse a lake built by an earlier run (skips ingest/mutate/execute)")
+    ap.add_argument("--time-limit", type=float, default=3600)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_bench.json"))
+    a = ap.parse_args()
+    deadline = time.time() + a.time_limit
+    tmp = tempfile.mkdtemp(prefix="serve-bench-")
+    lake = Path(a.lake) if a.lake else Path(tmp) / "lake"
+    t0 = time.time()
+    if not a.lake:
+        build_lake(lake)
+    programs = load_programs(lake)
+    offline_mix: dict[str, int] = {}
+    for p in programs:
+        worst = "pass" if all(s == "pass" for s in p["offline"].values()) else sorted(
+            {s for s in p["offline"].values() if s != "pass"})[0]
+        offline_mix[worst] = offline_mix.get(worst, 0) + 1
+    out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
+           "workers": a.workers, "cpu_count": os.cpu_count(), "batch": a.batch, "concurrency": a.concurrency,
+           "native": [], "verl": []}
+    print(f"lake: {len(programs)} programs with offline verdicts ({offline_mix})", flush=True)
+    server = Server("--workers", str(a.workers), "--cpu-s", str(CPU_S), "--wall-factor", "10", "--max-queue", "8192")
+    assert server.url.startswith("http://127.0.0.1:")
+    try:
+        for n in a.rollouts:
+            rollouts = pick_rollouts(programs, n)
+            for k in a.oversub:
+                if time.time() > deadline:
+                    break
+                burners = [multiprocessing.Process(target=burn, daemon=True)
+                           for _ in range((k - 1) * (os.cpu_count() or 1))]
+                for b in burners:
+                    b.start()
+                try:
+                    res = asyncio.run(judge_async(server.url, rollouts, a.batch, a.concurrency))
+                finally:
+                    for b in burners:
+                        b.terminate()
+                flips, verdicts, examples = flips_native(rollouts, res["results"])
+                row = {"rollouts": n, "oversub": k, "seconds": round(res["seconds"], 2), "verdicts": verdicts,
+                       "verdicts_per_s": round(verdicts / res["seconds"], 1),
+                       "rollouts_per_s": round(n / res["seconds"], 1),
+                       "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
+                       "flips": flips, "flip_examples": examples}
+                out["native"].append(row)
+                print(json.dumps({k2: v for k2, v in row.items() if k2 != "flip_examples"}), flush=True)
+            for c in a.verl_concurrency:
+                if time.time() > deadline:
+                    break
+                v = run_verl(server.url, rollouts, c)
+                row = {"rollouts": n, "max_concurrent": c, "seconds": round(v["seconds"], 2),
+                       "verdicts": v["verdicts"], "verdicts_per_s": round(v["verdicts"] / v["seconds"], 1),
+                       "flips": v["flips"], "api_errors": v["api_errors"]}
+                out["verl"].append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        server.stop()
+    print(f"\n{'path':<22}{'rollouts':>9}{'load':>6}{'verdicts':>10}{'verdicts/s':>12}{'p50 s':>8}{'p99 s':>8}"
+          f"{'flips':>7}")
+    for r in out["native"]:
+        print(f"{'native /v1/judge':<22}{r['rollouts']:>9}{str(r['oversub']) + 'x':>6}{r['verdicts']:>10}"
+              f"{r['verdicts_per_s']:>12}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}")
+    for r in out["verl"]:
+        print(f"{'verl client mc=' + str(r['max_concurrent']):<22}{r['rollouts']:>9}{'1x':>6}{r['verdicts']:>10}"
+              f"{r['verdicts_per_s']:>12}{'':>8}{'':>8}{r['flips']:>7}")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=1))
+    print(f"\nlake kept at {lake}" if not a.lake else "")
+
+
+if __name__ == "__main__":
+    main()
