@@ -67,6 +67,8 @@ def load_programs(lake: Path) -> list[dict]:
         JOIN silver.executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
         GROUP BY ALL""").to_arrow_table().to_pylist()
     con.close()
+    for r in rows:
+        r["offline"] = dict(r["offline"])   # arrow MAP -> list of pairs
     return rows
 
 

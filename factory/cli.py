@@ -16,6 +16,9 @@ def cmd_init(args) -> None:
     from factory.stage import stage_run
 
     lake_dir = resolve_lake_dir(args.lake)
+    if args.catalog or args.data_path:
+        from factory.lake import write_lake_config
+        write_lake_config(lake_dir, args.catalog or f"sqlite:{lake_dir.resolve() / 'catalog.sqlite'}", args.data_path)
     with stage_run("init", {"catalog": "data_catalog.yaml"}, lake=lake_dir, create=True) as run:
         views = run.materialize()
     print(f"lake ready at {lake_dir} (run {run.run_id}; {run.summary or 'schema up to date'}; "
@@ -88,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("init", help="create the lake (or add tables/columns newly declared in the catalog)")
     _add_lake(p)
+    p.add_argument("--catalog", help="postgres:<libpq conninfo> for a multi-writer lake (default: LAKE/catalog.sqlite)")
+    p.add_argument("--data-path", help="where Parquet files go: a directory or s3://bucket/prefix (default: LAKE/data)")
     p.set_defaults(fn=cmd_init)
 
     from factory.ingest.adapters import ADAPTERS

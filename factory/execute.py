@@ -43,6 +43,8 @@ class ExecuteReport:
     expected_filled: int = 0
     expected_failed: int = 0
     skipped_no_tests: int = 0
+    retried_batches: int = 0      # --engine ray: batches re-run after their node was lost
+    lost_nodes: int = 0
     status_counts: dict = field(default_factory=lambda: defaultdict(int))
     runs: list = field(default_factory=list)
 
@@ -130,9 +132,14 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
 
 def execute(lake=None, *, selection: str = "reference", sources: list[str] | None = None, model: str | None = None,
             limits: Limits | None = None, workers: int | None = None, max_programs: int | None = None,
-            batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None
+            batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None,
+            engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None
             ) -> ExecuteReport:
-    """Execute the selected programs on every test of their problem that has no verdict under `limits` yet."""
+    """Execute the selected programs on every test of their problem that has no verdict under `limits` yet.
+
+    ``engine="ray"`` runs the sandbox on every node of a Ray cluster (:class:`RaySandboxPool`); verdicts are
+    committed here, by the driver, through the same batches. ``shard=(i, n)`` takes only the programs whose id
+    hashes to i mod n, so n drivers on n machines split one selection and commit into one lake."""
     limits = limits or Limits()
     limits_hash = limits.hash()
     report = ExecuteReport()
@@ -140,8 +147,13 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     if program_ids is not None:
         where += " AND list_contains(?, p.program_id)"
         params.append(program_ids)
-    with SandboxPool(limits, workers) as pool:
-        if fill_expected:
+    if shard is not None:
+        i, n = shard
+        if not (n >= 1 and 0 <= i < n):
+            raise InputError(f"--shard {i}/{n}: need 0 <= i < n")
+        where += f" AND hash(p.program_id) % {int(n)} = {int(i)}"
+    with _pool(engine, limits, workers, ray_address) as pool:
+        if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             fill_expected_outputs(lake, pool, sources, report)
         con = connect(lake, read_only=True)
         programs = con.execute(f"""
@@ -164,6 +176,8 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
                 batch = programs[start:start + batch_programs]
                 _execute_batch(lake, pool, batch, limits, selection, sources, report, progress)
             progress.close()
+            report.retried_batches = getattr(pool, "retried_batches", 0)
+            report.lost_nodes = len(getattr(pool, "lost_nodes", []))
         except BaseException as exc:
             progress.close()
             reraise_as_interrupted(exc, lambda signal: (
@@ -172,6 +186,18 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
                 "was rolled back. Run the same command again to resume: programs with verdicts are skipped."))
             raise
     return report
+
+
+def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | None):
+    if engine == "local":
+        return SandboxPool(limits, workers)
+    if engine == "ray":
+        try:
+            from factory.sandbox.ray_pool import RaySandboxPool
+            return RaySandboxPool(limits, ray_address)
+        except ImportError as exc:
+            raise FactoryError(f"--engine ray needs Ray installed (pip install 'ray>=2.40'): {exc}") from None
+    raise InputError(f"unknown engine {engine!r} (local | ray)")
 
 
 def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> list[Verdict]:

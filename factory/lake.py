@@ -6,6 +6,14 @@ Layout of a lake directory::
     LAKE/data/            Parquet data files, one folder per schema/table
     LAKE/.writer.lock     flock held by the one writing stage (see factory.stage)
 
+or, for several machines writing one lake (``factory init --catalog postgres:... --data-path DIR|s3://...``)::
+
+    LAKE/lake.json        {"catalog": "postgres:<libpq conninfo>", "data_path": "<dir or s3://bucket/prefix/>"}
+
+A PostgreSQL catalog lets concurrent writers commit (DuckLake resolves and retries non-conflicting commits,
+so no file lock is taken); object storage goes through httpfs with the usual AWS credentials/env
+(``AWS_ENDPOINT_URL`` for S3-compatible endpoints).
+
 Every connection attaches the lake as catalog ``lake`` and makes it the default, so SQL refers to tables as
 ``silver.problems``. The DuckLake and SQLite extensions come from the pip packages
 ``duckdb-extension-ducklake`` / ``duckdb-extension-sqlite`` (offline); when those are absent we fall back to
@@ -22,6 +30,7 @@ import duckdb
 from factory.errors import FactoryError
 
 CATALOG_FILE = "catalog.sqlite"
+CONFIG_FILE = "lake.json"
 DATA_DIR = "data"
 LAKE_ALIAS = "lake"
 
@@ -55,16 +64,69 @@ def extension_paths() -> dict[str, Path] | None:
     sqlite = _packaged_extension("duckdb_extension_sqlite", "sqlite.duckdb_extension")
     if not (ducklake and sqlite):
         return None
-    target = _extension_cache() / "sqlite_scanner.duckdb_extension"
-    if not target.exists() or target.resolve() != sqlite.resolve():
+    return {"ducklake": ducklake, "sqlite_scanner": _linked(sqlite, "sqlite_scanner")}
+
+
+def _linked(path: Path, name: str) -> Path:
+    """The extension file under the name DuckDB derives its internal name from (sqlite_scanner, ...)."""
+    target = _extension_cache() / f"{name}.duckdb_extension"
+    if not target.exists() or target.resolve() != path.resolve():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".tmp{os.getpid()}")
         try:
-            tmp.symlink_to(sqlite)
+            tmp.symlink_to(path)
         except OSError:
-            shutil.copyfile(sqlite, tmp)
+            shutil.copyfile(path, tmp)
         os.replace(tmp, target)
-    return {"ducklake": ducklake, "sqlite_scanner": target}
+    return target
+
+
+def optional_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Load postgres / httpfs: from their pip packages (offline) if installed, else INSTALL (online)."""
+    module, internal = {"postgres": ("duckdb_extension_postgres", "postgres_scanner"),
+                        "httpfs": ("duckdb_extension_httpfs", "httpfs")}[name]
+    path = _packaged_extension(module, f"{name}.duckdb_extension")
+    try:
+        if path:
+            con.execute(f"LOAD '{_linked(path, internal)}'")
+        else:
+            con.execute(f"INSTALL {name}")
+            con.execute(f"LOAD {name}")
+    except duckdb.Error as exc:
+        raise FactoryError(f"cannot load the DuckDB {name} extension: pip install "
+                           f"{module.replace('_', '-')}=={duckdb.__version__} (offline) or allow downloads ({exc})")
+
+
+def lake_config(lake_dir: Path) -> dict:
+    """The lake's catalog and data path: LAKE/lake.json if present, else the local SQLite layout."""
+    cfg_file = lake_dir / CONFIG_FILE
+    if cfg_file.is_file():
+        import json
+        cfg = json.loads(cfg_file.read_text())
+        data = cfg.get("data_path") or str(lake_dir / DATA_DIR)
+        return {"catalog": cfg["catalog"], "data_path": data if data.endswith("/") else data + "/"}
+    return {"catalog": f"sqlite:{lake_dir / CATALOG_FILE}", "data_path": f"{lake_dir / DATA_DIR}/"}
+
+
+def write_lake_config(lake_dir: Path, catalog: str, data_path: str | None) -> None:
+    """Record a non-default catalog (``postgres:<conninfo>``) and data path for `factory init`."""
+    import json
+
+    if not catalog.startswith(("postgres:", "sqlite:")):
+        raise FactoryError(f"--catalog {catalog!r}: expected postgres:<libpq conninfo> or sqlite:<file>")
+    if data_path and not data_path.startswith(("s3://", "gs://", "r2://", "az://")):
+        data_path = str(Path(data_path).resolve())
+    lake_dir.mkdir(parents=True, exist_ok=True)
+    cfg = {"catalog": catalog, "data_path": data_path or str(lake_dir / DATA_DIR)}
+    existing = lake_dir / CONFIG_FILE
+    if existing.is_file() and json.loads(existing.read_text()) != cfg:
+        raise FactoryError(f"{existing} already names another catalog/data path: {existing.read_text().strip()}")
+    existing.write_text(json.dumps(cfg, indent=1) + "\n")
+
+
+def shared_catalog(lake_dir: Path) -> bool:
+    """True when several processes may write at once (a PostgreSQL catalog): no file lock."""
+    return lake_config(lake_dir)["catalog"].startswith("postgres:")
 
 
 def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
@@ -92,24 +154,33 @@ def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
 def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None = None,
                alias: str = LAKE_ALIAS) -> str:
     """The ATTACH statement for a lake (also printed for users of the plain duckdb CLI)."""
-    opts = [f"DATA_PATH '{lake_dir / DATA_DIR}/'"]
+    cfg = lake_config(lake_dir)
+    opts = [f"DATA_PATH '{cfg['data_path']}'"]
     if read_only:
         opts.append("READ_ONLY")
     if snapshot is not None:
         opts.append(f"SNAPSHOT_VERSION {int(snapshot)}")
-    return f"ATTACH 'ducklake:sqlite:{lake_dir / CATALOG_FILE}' AS {alias} ({', '.join(opts)})"
+    catalog = cfg["catalog"].replace("'", "''")
+    return f"ATTACH 'ducklake:{catalog}' AS {alias} ({', '.join(opts)})"
 
 
 def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = False,
             snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the lake attached as ``lake`` and set as default catalog."""
     lake_dir = resolve_lake_dir(lake)
-    if not create and not (lake_dir / CATALOG_FILE).is_file():
+    configured = (lake_dir / CONFIG_FILE).is_file()
+    if not create and not ((lake_dir / CATALOG_FILE).is_file() or configured):
         raise FactoryError(f"no lake at {lake_dir} (run `factory init --lake {lake_dir}` first)")
-    if create:
-        (lake_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    cfg = lake_config(lake_dir)
+    if create and "://" not in cfg["data_path"]:
+        Path(cfg["data_path"]).mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     load_extensions(con)
+    if cfg["catalog"].startswith("postgres:"):
+        optional_extension(con, "postgres")
+    if "://" in cfg["data_path"]:
+        optional_extension(con, "httpfs")
+        _s3_secret(con)
     try:
         con.execute(attach_sql(lake_dir, read_only=read_only or snapshot is not None, snapshot=snapshot))
     except duckdb.Error as exc:
@@ -117,6 +188,23 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
         raise FactoryError(f"cannot attach lake {lake_dir}: {exc}") from exc
     con.execute(f"USE {LAKE_ALIAS}")
     return con
+
+
+def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
+    """S3 credentials from the usual AWS environment (and AWS_ENDPOINT_URL for S3-compatible servers)."""
+    env = os.environ
+    parts = ["TYPE s3"]
+    if env.get("AWS_ACCESS_KEY_ID"):
+        parts += [f"KEY_ID '{env['AWS_ACCESS_KEY_ID']}'", f"SECRET '{env.get('AWS_SECRET_ACCESS_KEY', '')}'"]
+    else:
+        parts.append("PROVIDER credential_chain")
+    if env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"):
+        parts.append(f"REGION '{env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION')}'")
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        parts += [f"ENDPOINT '{host.rstrip('/')}'", "URL_STYLE 'path'", f"USE_SSL {str(scheme == 'https').lower()}"]
+    con.execute(f"CREATE OR REPLACE SECRET factory_s3 ({', '.join(parts)})")
 
 
 def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:

@@ -53,6 +53,10 @@ def git_sha() -> str | None:
 def writer_lock(lake_dir: Path, timeout_s: float = 600.0) -> Iterator[None]:
     """Exclusive flock on LAKE/.writer.lock; waits up to timeout_s for another writer to finish."""
     lake_dir.mkdir(parents=True, exist_ok=True)
+    from factory.lake import shared_catalog
+    if shared_catalog(lake_dir):   # PostgreSQL catalog: DuckLake's own conflict detection + commit retry
+        yield
+        return
     with open(lake_dir / ".writer.lock", "a+") as fh:
         deadline = time.monotonic() + timeout_s
         while True:

@@ -19,6 +19,10 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-programs", type=int, help="stop after this many programs")
     p.add_argument("--batch-programs", type=int, default=500, help="programs per committed transaction")
     p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local process pool (default) or every node of a Ray cluster")
+    p.add_argument("--ray-address", default="auto", help="with --engine ray: auto | ray://host:port | host:port")
+    p.add_argument("--shard", help="i/n: only programs whose id hashes to i mod n (n drivers, one lake)")
     p.set_defaults(fn=cmd_execute)
 
     p = sub.add_parser("curate", help="test validation, pass rates, difficulty, filters, pairs (SQL transforms)")
@@ -171,6 +175,18 @@ def cmd_serve(args) -> None:
     print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)
 
 
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """'i/n' -> (i, n); None stays None."""
+    if not text:
+        return None
+    from factory.errors import InputError
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise InputError(f"--shard {text!r}: expected i/n, e.g. 0/4") from None
+    return i, n
+
+
 def cmd_execute(args) -> None:
     from factory.errors import FactoryError
     from factory.execute import add_samples, execute
@@ -185,9 +201,12 @@ def cmd_execute(args) -> None:
         selection = "samples"
     report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
                      workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
-                     fill_expected=not args.no_expected, program_ids=program_ids)
+                     fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
+                     ray_address=args.ray_address, shard=parse_shard(args.shard))
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
+    if report.retried_batches:
+        print(f"ray: {report.lost_nodes} node(s) lost; {report.retried_batches} batch(es) re-run on the others")
     if report.expected_filled or report.expected_failed:
         print(f"expected outputs computed: {report.expected_filled} (reference failed on {report.expected_failed})")
     if selection in ("reference", "all") and report.programs:
