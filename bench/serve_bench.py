@@ -61,7 +61,8 @@ def load_programs(lake: Path) -> list[dict]:
         SELECT g.program_id, g.origin, g.code, p.source, p.entry_point, p.test_preamble,
                list({test_id: t.test_id, kind: t.kind, code: t.code, input: t.input, expected: t.expected,
                      comparison: t.comparison, atol: t.atol} ORDER BY t.ordinal) AS tests,
-               map_from_entries(list({k: e.test_id, v: e.status})) AS offline
+               map_from_entries(list({k: e.test_id, v: e.status})) AS offline,
+               map_from_entries(list({k: e.test_id, v: e.cpu_ms})) AS offline_cpu_ms
         FROM silver.programs g JOIN silver.problems p USING (problem_id)
         JOIN silver.tests t USING (problem_id)
         JOIN silver.executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
@@ -69,6 +70,7 @@ def load_programs(lake: Path) -> list[dict]:
     con.close()
     for r in rows:
         r["offline"] = dict(r["offline"])   # arrow MAP -> list of pairs
+        r["offline_cpu_ms"] = dict(r["offline_cpu_ms"])
     return rows
 
 
@@ -114,11 +116,17 @@ async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: i
     return {"seconds": time.perf_counter() - t0, "latencies": latencies, "results": results}
 
 
-def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, list]:
+def near_limit(*cpu_ms) -> bool:
+    """A verdict decided by CPU-time jitter: the test needs about the limit (within 15 %) on one of the runs."""
+    return any(c is not None and c >= 0.85 * CPU_S * 1000 for c in cpu_ms)
+
+
+def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, list, int]:
+    """(flips, verdicts, examples, flips that are timeout<->other on a test needing about the limit)."""
     by_id = {}
     for r in results:
         by_id.setdefault(r["id"], []).append(r)
-    flips, verdicts, examples = 0, 0, []
+    flips, verdicts, examples, timing = 0, 0, [], 0
     seen: dict[str, int] = {}
     for ro in rollouts:
         k = seen.get(ro["program_id"], 0)
@@ -126,10 +134,13 @@ def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, l
         res = by_id[ro["program_id"]][k]
         for row in res["rows"]:
             verdicts += 1
-            if row["status"] != ro["offline"].get(row["test_id"]):
+            before = ro["offline"].get(row["test_id"])
+            if row["status"] != before:
                 flips += 1
-                examples.append((ro["program_id"], row["test_id"], ro["offline"].get(row["test_id"]), row["status"]))
-    return flips, verdicts, examples[:10]
+                cpu = ro["offline_cpu_ms"].get(row["test_id"])
+                timing += "timeout" in (before, row["status"]) and near_limit(cpu, row["cpu_ms"])
+                examples.append((ro["program_id"], row["test_id"], before, row["status"], cpu, row["cpu_ms"]))
+    return flips, verdicts, examples[:10], timing
 
 
 def q(values: list[float], p: float) -> float:
@@ -154,6 +165,7 @@ def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
     logging.getLogger("verl").setLevel(logging.ERROR)
     sem = threading.Semaphore(max_concurrent)
     flips = verdicts = api_errors = 0
+    examples = []
 
     def one(r):
         res, _ = check_correctness(url + "/run_code", verl_in_outs(r), r["code"], timeout=int(CPU_S), memory_limit_mb=1024,
@@ -165,14 +177,25 @@ def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
             for t, got in zip(r["tests"], res):
                 verdicts += 1
                 api_errors += got == -1
-                flips += (got is True) != (r["offline"].get(t["test_id"]) == "pass")
-    return {"seconds": time.perf_counter() - t0, "verdicts": verdicts, "flips": flips, "api_errors": api_errors}
+                if (got is True) != (r["offline"].get(t["test_id"]) == "pass"):
+                    flips += 1
+                    examples.append((r["program_id"], t["test_id"], t["kind"], r["offline"].get(t["test_id"]), got,
+                                     r["offline_cpu_ms"].get(t["test_id"])))
+    return {"seconds": time.perf_counter() - t0, "verdicts": verdicts, "flips": flips, "api_errors": api_errors,
+            "examples": examples}
+
+
+def _kinds(examples: list) -> dict:
+    out: dict[str, int] = {}
+    for e in examples:
+        out[e[2]] = out.get(e[2], 0) + 1
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rollouts", type=int, nargs="+", default=[512, 2048])
-    ap.add_argument("--oversub", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--oversub", type=int, nargs="*", default=[1, 4])
     ap.add_argument("--verl-concurrency", type=int, nargs="*", default=[64, 256])
     ap.add_argument("--batch", type=int, default=16, help="rollouts per /v1/judge request")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight")
@@ -214,21 +237,22 @@ def main() -> None:
                 finally:
                     for b in burners:
                         b.terminate()
-                flips, verdicts, examples = flips_native(rollouts, res["results"])
+                flips, verdicts, examples, timing = flips_native(rollouts, res["results"])
                 row = {"rollouts": n, "oversub": k, "seconds": round(res["seconds"], 2), "verdicts": verdicts,
                        "verdicts_per_s": round(verdicts / res["seconds"], 1),
                        "rollouts_per_s": round(n / res["seconds"], 1),
                        "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
-                       "flips": flips, "flip_examples": examples}
+                       "flips": flips, "flips_near_time_limit": timing, "flip_examples": examples}
                 out["native"].append(row)
-                print(json.dumps({k2: v for k2, v in row.items() if k2 != "flip_examples"}), flush=True)
+                print(json.dumps(row), flush=True)
             for c in a.verl_concurrency:
                 if time.time() > deadline:
                     break
                 v = run_verl(server.url, rollouts, c)
                 row = {"rollouts": n, "max_concurrent": c, "seconds": round(v["seconds"], 2),
                        "verdicts": v["verdicts"], "verdicts_per_s": round(v["verdicts"] / v["seconds"], 1),
-                       "flips": v["flips"], "api_errors": v["api_errors"]}
+                       "flips": v["flips"], "api_errors": v["api_errors"], "flip_kinds": _kinds(v["examples"]),
+                       "flip_examples": v["examples"][:12]}
                 out["verl"].append(row)
                 print(json.dumps(row), flush=True)
     finally:

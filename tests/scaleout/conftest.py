@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,12 +34,13 @@ def _as_user(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
-@pytest.fixture(scope="session")
-def postgres(tmp_path_factory):
+@contextmanager
+def postgres_server(base: Path):
+    """Start a PostgreSQL server in ``base`` on a free loopback port; yields its connection facts."""
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     if not (initdb and pg_ctl):
-        pytest.skip("PostgreSQL binaries not installed (Debian package `postgresql`; .ci/run installs it)")
-    base = tmp_path_factory.mktemp("pg")
+        raise FileNotFoundError("PostgreSQL binaries not installed (Debian package `postgresql`)")
+    base.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(PG_USER)
@@ -66,8 +68,15 @@ def postgres(tmp_path_factory):
         _as_user([pg_ctl, "-D", str(data), "-m", "fast", "stop"])
 
 
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory):
+    if not (_bin("initdb") and _bin("pg_ctl")):
+        pytest.skip("PostgreSQL binaries not installed (Debian package `postgresql`; .ci/run installs it)")
+    with postgres_server(tmp_path_factory.mktemp("pg")) as pg:
+        yield pg
+
+
 def conninfo(pg: dict, db: str) -> str:
     return f"postgres:dbname={db} host={pg['host']} port={pg['port']} user={pg['user']}"
 
 
-__all__ = ["conninfo", "Path"]

@@ -1,0 +1,82 @@
+"""Catalog commit latency and per-row storage of verdicts: SQLite vs PostgreSQL catalog (a real server started
+here as in tests/scaleout), local data path. Each commit is one stage run writing --rows execution rows
+(the shape `factory execute` writes per batch). Prints a table and writes JSON; feeds docs/scale.md.
+
+    python bench/lake_bench.py [--commits 20] [--rows 2000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from factory.lake import write_lake_config  # noqa: E402
+from factory.sandbox import Verdict  # noqa: E402
+from factory.sandbox.rows import verdict_row  # noqa: E402
+from factory.stage import stage_run, utcnow  # noqa: E402
+
+
+def rows(commit: int, n: int) -> list[dict]:
+    now = utcnow()
+    meta = json.dumps({"sandbox_version": "0.3.1", "cgroup": "v1", "seccomp": True, "netns": True})
+    out = []
+    for i in range(n):
+        v = Verdict(f"p{commit:04d}{i // 10:05d}", f"t{i % 10}", "pass" if i % 3 else "fail", cpu_ms=3.2 + i % 7,
+                    wall_ms=4.1 + i % 5, peak_memory_kb=7000 + i % 50, sandbox_meta=meta, limits='{"cpu_s": 4.0}')
+        out.append(verdict_row(v.program_id, v.test_id, v, False, "abc123def456", now))
+    return out
+
+
+def measure(lake: Path, commits: int, n: int) -> dict:
+    with stage_run("init", {}, lake=lake, create=True) as run:
+        run.materialize()
+    lat = []
+    for c in range(commits):
+        batch = rows(c, n)
+        t0 = time.perf_counter()
+        with stage_run("execute", {"bench": c}, lake=lake) as run:
+            run.write("silver.executions", batch)
+        lat.append(time.perf_counter() - t0)
+    return {"commits": commits, "rows_per_commit": n, "median_s": round(statistics.median(lat), 3),
+            "p90_s": round(sorted(lat)[int(0.9 * len(lat))], 3)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--commits", type=int, default=20)
+    ap.add_argument("--rows", type=int, default=2000)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lake_bench.json"))
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="lake-bench-"))
+    out = {"sqlite": measure(tmp / "sqlite", a.commits, a.rows)}
+    data = tmp / "sqlite" / "data" / "silver" / "executions"
+    size = sum(f.stat().st_size for f in data.rglob("*.parquet"))
+    out["bytes_per_execution_row"] = round(size / (a.commits * a.rows), 1)
+    try:
+        from tests.scaleout.conftest import conninfo, postgres_server
+        with postgres_server(tmp / "pg") as pg:
+            pg["createdb"]("bench")
+            write_lake_config(tmp / "pglake", conninfo(pg, "bench"), str(tmp / "pgdata"))
+            out["postgres"] = measure(tmp / "pglake", a.commits, a.rows)
+    except FileNotFoundError as exc:
+        out["postgres"] = {"skipped": str(exc)}
+    print(f"{'catalog':<10}{'commits':>8}{'rows/commit':>12}{'median s':>10}{'p90 s':>8}")
+    for k in ("sqlite", "postgres"):
+        r = out[k]
+        if "median_s" in r:
+            print(f"{k:<10}{r['commits']:>8}{r['rows_per_commit']:>12}{r['median_s']:>10}{r['p90_s']:>8}")
+    print(f"execution row in Parquet (synthetic verdicts, empty stdout): {out['bytes_per_execution_row']} bytes")
+    Path(a.out).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("FACTORY_NO_PROGRESS", "1")
+    main()

@@ -1,0 +1,89 @@
+"""Sandbox throughput: local pool vs Ray with 1 node (all CPUs) vs 2 nodes (half the CPUs each), same programs
+(HumanEval references + AST mutants), same machine: the point is Ray's overhead and identical verdicts, not a
+speed-up (the CPUs are the same). Prints a table and writes JSON.
+
+    python bench/ray_bench.py [--mutants 3] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+from factory.mutate import mutants  # noqa: E402
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
+
+LIMITS = Limits(cpu_s=0.5, wall_min_s=3.0)
+
+
+def jobs(n_mutants: int) -> list[Job]:
+    rows = [json.loads(x) for x in gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt")]
+    out = []
+    for r in rows:
+        ref = r["prompt"] + r["canonical_solution"]
+        test = [TestSpec("check", "check", code=r["test"])]
+        out.append(Job(f"{r['task_id']}/ref", ref, test, entry_point=r["entry_point"]))
+        for k, m in enumerate(mutants(ref, max_mutants=n_mutants)):
+            out.append(Job(f"{r['task_id']}/m{k}", m.code, test, entry_point=r["entry_point"]))
+    return out
+
+
+def timed(pool, work: list[Job], rounds: int) -> tuple[float, dict]:
+    best, verdicts = None, {}
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        verdicts = {(v.program_id, v.test_id): v.status for v in pool.run(work)}
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best, verdicts
+
+
+def main() -> None:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from factory.sandbox.ray_pool import RaySandboxPool
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mutants", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ray_bench.json"))
+    a = ap.parse_args()
+    work = jobs(a.mutants)
+    cpus = os.cpu_count() or 2
+    out = {"programs": len(work), "cpus": cpus, "rows": []}
+    with SandboxPool(LIMITS, workers=cpus) as pool:
+        t, local = timed(pool, work, a.rounds)
+    out["rows"].append({"engine": "local pool", "nodes": 1, "seconds": round(t, 2),
+                        "programs_per_s": round(len(work) / t, 1), "same_verdicts": True})
+    for nodes in (1, 2):
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus // nodes})
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=cpus // nodes)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        try:
+            with RaySandboxPool(LIMITS, cluster.address) as pool:
+                t, got = timed(pool, work, a.rounds)
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+        out["rows"].append({"engine": "ray", "nodes": nodes, "seconds": round(t, 2),
+                            "programs_per_s": round(len(work) / t, 1), "same_verdicts": got == local})
+    print(f"{'engine':<12}{'nodes':>6}{'programs':>10}{'seconds':>9}{'programs/s':>12}{'same verdicts':>15}")
+    for r in out["rows"]:
+        print(f"{r['engine']:<12}{r['nodes']:>6}{len(work):>10}{r['seconds']:>9}{r['programs_per_s']:>12}"
+              f"{str(r['same_verdicts']):>15}")
+    Path(a.out).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
