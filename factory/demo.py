@@ -106,7 +106,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     steps.run("sample (SmolLM2)", lambda: run_sample(lake, source="humaneval", problem_ids=sampled, n=n_samples,
                                                      max_tokens=sample_tokens, temperature=0.7, **loaded),
               lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}")
-    del loaded   # the policy's weights stay: the reward model below starts from the same backbone
+    del policy, loaded
     # references get room for legitimately slow solutions (sanitized MBPP 123 needs 3.6-6.1 s of CPU, depending
     # on the host); mutants and samples that loop forever should not cost that much each (HumanEval references
     # need a few ms: 0.25 s is a 50x margin, and the ~60 looping mutants no longer cost 30 s of the demo)
@@ -128,8 +128,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     rm = steps.run("train RM", lambda: run_train_rm(lake, "demo-v1", model=rm_model, out_dir=out / "rm",
                                                     max_steps=rm_steps, batch_size=4, max_length=384, lr=1e-4,
                                                     train_top_layers=None if rm_model == "tiny" else 4,
-                                                    holdout_fraction=HOLDOUT, releases_dir=releases,
-                                                    backbone=policy if rm_model == "smollm2" else None),
+                                                    holdout_fraction=HOLDOUT, releases_dir=releases),
                    lambda r: f"held-out pair accuracy {r['heldout_accuracy']} (untrained {r['untrained_accuracy']}), "
                              f"{r['step_time_s']:.2f}s/step")
     bon = steps.run("best-of-N eval", lambda: run_eval_bon(lake, "demo-v1", rm=rm["checkpoint"],

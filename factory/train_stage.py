@@ -52,11 +52,9 @@ def _print_step(row: dict) -> None:
 def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_dir: str | None = None,
                  epochs: int = 1, max_steps: int | None = None, batch_size: int = 4, max_length: int = 512,
                  lr: float = 1e-5, eval_fraction: float = 0.2, seed: int = 0, holdout_fraction: float = 0.0,
-                 releases_dir=None, train_top_layers: int | None = None, backbone=None) -> dict:
+                 releases_dir=None, train_top_layers: int | None = None) -> dict:
     """Train a Bradley-Terry RM on a release's gold.rm_pairs; metrics -> ops.train_metrics.
 
-    ``backbone=(causal_lm, tokenizer)``: the already loaded model named by ``model`` (the demo samples with
-    SmolLM2 and trains the RM on the same weights without dequantising the GGUF again).
     Problems selected by `is_heldout(problem_id, holdout_fraction)` are kept out of training entirely (for
     best-of-N evaluation); `eval_fraction` is the trainer's own held-out split of the remaining pairs.
     """
@@ -78,12 +76,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
             raise FactoryError(f"release {release!r} has no training pairs after the hold-out")
         pairs_path = out / "train_pairs.parquet"
         pq.write_table(pairs.select(["prompt", "chosen", "rejected"]), pairs_path)
-        if backbone is not None:
-            from train.rm.model import reward_model_from_causal_lm
-            rm_model, rm_tokenizer = reward_model_from_causal_lm(backbone[0]), backbone[1]
-        else:
-            rm_model, rm_tokenizer = model, None
-        result = train_rm(pairs_path, model=rm_model, tokenizer=rm_tokenizer, out_dir=out, epochs=epochs, lr=lr, batch_size=batch_size,
+        result = train_rm(pairs_path, model=model, out_dir=out, epochs=epochs, lr=lr, batch_size=batch_size,
                           max_length=max_length, eval_fraction=eval_fraction, seed=seed, max_steps=max_steps,
                           run_id=run.run_id, log_fn=_print_step, train_top_layers=train_top_layers)
         run.write("ops.train_metrics", metric_rows(result["metrics"], run.run_id))

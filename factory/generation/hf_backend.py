@@ -53,8 +53,8 @@ def load_model(model: str | Path, dtype=None):
 class TransformersBackend(Backend):
     """``model.generate`` on CPU/GPU with the tokenizer's chat template (ChatML fallback).
 
-    Seeded sampling requests run one at a time after ``torch.manual_seed(seed)`` (reproducible regardless of
-    batching); greedy requests (temperature 0, seed irrelevant) and unseeded requests with equal params are batched ``batch_size`` prompts at a time (left
+    Seeded requests run one at a time after ``torch.manual_seed(seed)`` (reproducible regardless of
+    batching); unseeded requests with equal params are batched ``batch_size`` prompts at a time (left
     padding). ``n`` samples come from ``num_return_sequences``; greedy (temperature 0) decodes once and
     repeats. Pass ``model_obj``/``tokenizer`` to use an in-memory model; ``model`` then only names it.
     """
@@ -100,7 +100,7 @@ class TransformersBackend(Backend):
         batches: list[list[int]] = []
         open_: dict[SamplingParams, list[int]] = {}
         for i, r in enumerate(requests):
-            if r.params.seed is not None and r.params.temperature > 0:   # greedy needs no seed: batched
+            if r.params.seed is not None:
                 batches.append([i])
                 continue
             b = open_.setdefault(r.params, [])

@@ -145,23 +145,3 @@ def test_top_layers_only_freezes_the_rest_and_still_learns(tmp_path):
     after = dict(model.named_parameters())
     frozen = [name for name in before if name not in trainable]
     assert frozen and all(torch.equal(before[name], after[name]) for name in frozen)
-
-
-def test_reward_model_from_a_loaded_causal_lm_keeps_its_backbone():
-    """The demo trains its RM on the SmolLM2 weights it sampled with, without a second GGUF load: every
-    backbone tensor is the causal LM's, the head is new, and the copy is independent of the policy."""
-    from factory.generation.tiny import build_tiny_model
-    from train.rm.model import reward_model_from_causal_lm
-
-    causal, tok = build_tiny_model(seed=3)
-    rm = reward_model_from_causal_lm(causal)
-    src = causal.model.state_dict()
-    for name, tensor in rm.model.state_dict().items():
-        assert torch.equal(tensor, src[name]), name
-    assert rm.score.weight.shape[0] == 1
-    with torch.no_grad():
-        rm.model.embed_tokens.weight.add_(1.0)
-    assert not torch.equal(rm.model.embed_tokens.weight, causal.model.embed_tokens.weight)
-    model, tok = load_reward_model(rm, tok)
-    ids = torch.tensor([encode(tok, "def f(): return 1")])
-    assert sequence_rewards(model, ids, torch.ones_like(ids)).shape == (1,)

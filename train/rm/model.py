@@ -59,21 +59,6 @@ def _quiet_load(cls, source: Path, **kw):
     return model
 
 
-def reward_model_from_causal_lm(causal_lm):
-    """A sequence-classification RM (fresh scalar `score` head) on the backbone of an already loaded causal LM:
-    no second GGUF dequantisation when the same model was just used for sampling. Weights are copied."""
-    from transformers import AutoModelForSequenceClassification
-
-    config = causal_lm.config.__class__.from_dict({**causal_lm.config.to_dict(), "num_labels": 1})
-    torch.manual_seed(0)
-    rm = AutoModelForSequenceClassification.from_config(config, dtype=torch.float32)
-    missing, unexpected = rm.model.load_state_dict(causal_lm.model.state_dict(), strict=False)
-    if unexpected or [m for m in missing if "rotary" not in m]:
-        raise ValueError(f"backbone weights do not match: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    print(f"[rm] causal-LM backbone reused from memory, new scalar `score` head ({rm.score.weight.shape[-1]} -> 1)")
-    return rm
-
-
 def load_reward_model(model="smollm2", tokenizer=None, device: str | None = None):
     """Return ``(seq_cls_model, tokenizer)`` ready for pairwise training/scoring.
 
