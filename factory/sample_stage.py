@@ -51,9 +51,15 @@ class LakeCallCache:
         return run.write("silver.llm_calls", rows)
 
 
-def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None) -> list[dict]:
+def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None,
+              shard: tuple[int, int] | None = None) -> list[dict]:
     con = connect(lake, read_only=True)
     clauses, params = ["true"], []
+    if shard is not None:
+        i, n = shard
+        if not (n >= 1 and 0 <= i < n):
+            raise FactoryError(f"--shard {i}/{n}: need 0 <= i < n")
+        clauses.append(f"hash(p.problem_id) % {int(n)} = {int(i)}")
     if source:
         clauses.append("p.source = ?")
         params.append(source)
@@ -75,9 +81,10 @@ def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str
 def run_sample(lake=None, *, backend: str = "transformers", model: str | None = None, source: str | None = None,
                limit: int | None = None, n: int = 4, temperature: float = 0.7, top_p: float = 1.0,
                max_tokens: int = 384, seed: int = 0, chunk: int = 4, budget_tokens: int | None = None,
-               budget_calls: int | None = None, problem_ids: list[str] | None = None, **backend_kw) -> dict:
+               budget_calls: int | None = None, problem_ids: list[str] | None = None,
+               shard: tuple[int, int] | None = None, **backend_kw) -> dict:
     """Sample n programs for each selected problem; returns counts (programs, extraction statuses, calls)."""
-    problems = _problems(lake, source, limit, problem_ids)
+    problems = _problems(lake, source, limit, problem_ids, shard)
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     budget = Budget(max_tokens=budget_tokens, max_calls=budget_calls) if (budget_tokens or budget_calls) else None
     engine = make_backend(backend, model, budget=budget, **backend_kw)

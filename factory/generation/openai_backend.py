@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,7 +26,7 @@ class OpenAIBackend(Backend):
 
     name = "openai"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+    def __init__(self, model: str, *, base_url: str | list[str] | None = None, api_key: str | None = None,
                  concurrency: int = 8, max_retries: int = 4, timeout_s: float = 120.0,
                  backoff_base_s: float = 0.5, backoff_max_s: float = 30.0,
                  continue_final_message: bool = False, extra_body: dict | None = None,
@@ -36,16 +37,24 @@ class OpenAIBackend(Backend):
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.continue_final_message = continue_final_message
         self.extra_body = dict(extra_body or {})
+        urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
         if client is None:
             try:
                 import openai
             except ImportError as e:  # pragma: no cover - depends on environment
                 raise ImportError("the openai backend needs `pip install openai`") from e
-            client = openai.OpenAI(
-                base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-                timeout=timeout_s, max_retries=0)
-        self.client = client
+            clients = [openai.OpenAI(base_url=u or os.environ.get("OPENAI_BASE_URL"),
+                                     api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                                     timeout=timeout_s, max_retries=0) for u in urls]
+        else:
+            clients = [client]
+        # several endpoints: each request goes to the endpoint with the fewest requests in flight
+        # (``concurrency`` per endpoint); one that still fails after its retries moves to the next endpoint
+        self.clients, self.urls = clients, urls
+        self.client = clients[0]
+        self.in_flight = [0] * len(clients)
+        self.failures = [0] * len(clients)
+        self._lb = threading.Lock()
 
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
         def task(req: ChatRequest) -> GenerationResult | None:
@@ -55,9 +64,10 @@ class OpenAIBackend(Backend):
             gate.done(req, res)
             return res
 
-        if self.concurrency == 1 or len(requests) == 1:
+        width = self.concurrency * len(self.clients)
+        if width == 1 or len(requests) == 1:
             return [task(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+        with ThreadPoolExecutor(max_workers=min(width, len(requests))) as pool:
             return list(pool.map(task, requests))
 
     def _run_one(self, request: ChatRequest) -> GenerationResult:
@@ -85,11 +95,34 @@ class OpenAIBackend(Backend):
         result.latency_s = time.perf_counter() - t0
         return result
 
+    def _pick(self, tried: set[int]) -> int:
+        with self._lb:
+            free = [i for i in range(len(self.clients)) if i not in tried]
+            i = min(free, key=lambda k: (self.in_flight[k], self.failures[k]))
+            self.in_flight[i] += 1
+            return i
+
     def _with_retries(self, request: ChatRequest, n: int, seed: int | None):
+        tried: set[int] = set()
+        while True:
+            i = self._pick(tried)
+            try:
+                return self._with_retries_on(self.clients[i], request, n, seed)
+            except Exception:
+                with self._lb:
+                    self.failures[i] += 1
+                tried.add(i)
+                if len(tried) == len(self.clients):
+                    raise
+            finally:
+                with self._lb:
+                    self.in_flight[i] -= 1
+
+    def _with_retries_on(self, client, request: ChatRequest, n: int, seed: int | None):
         attempt = 0
         while True:
             try:
-                return self._create(request, n, seed)
+                return self._create(client, request, n, seed)
             except Exception as e:  # noqa: BLE001
                 retryable, retry_after = _classify(e)
                 if not retryable or attempt >= self.max_retries:
@@ -101,7 +134,7 @@ class OpenAIBackend(Backend):
                 time.sleep(delay)
                 attempt += 1
 
-    def _create(self, request: ChatRequest, n: int, seed: int | None):
+    def _create(self, client, request: ChatRequest, n: int, seed: int | None):
         p = request.params
         kwargs = dict(model=self.model, messages=[dict(m) for m in request.messages],
                       temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, n=n,
@@ -115,7 +148,7 @@ class OpenAIBackend(Backend):
             extra.update(continue_final_message=True, add_generation_prompt=False)
         if extra:
             kwargs["extra_body"] = extra
-        return self.client.chat.completions.create(**kwargs)
+        return client.chat.completions.create(**kwargs)
 
 
 def _classify(exc: Exception) -> tuple[bool, float | None]:

@@ -195,3 +195,21 @@ def test_synth_and_sample_roundtrip_over_http(fake_server):
                                                            assistant_prefix=False), SamplingParams(n=2))])
     codes = [extract_code(c, parsed.entry_point) for c in smp.completions]
     assert codes == [("def inc(x):\n    return x + 1\n", "ok"), ("def inc(x):\n    return x + 2\n", "ok")]
+
+
+def test_several_endpoints_share_the_load_and_fail_over():
+    """`--base-url A --base-url B`: requests spread over both real servers; one endpoint failing every call
+    (after its retries) costs nothing, its requests are answered by the other."""
+    from tests.generation.conftest import FakeOpenAIServer
+
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        a.delay_s = b.delay_s = 0.05
+        backend = make_backend("openai", "fake-model", base_url=[a.base_url, b.base_url], api_key="k",
+                               concurrency=2, backoff_base_s=0.01, timeout_s=5.0, max_retries=1)
+        out = backend.generate([_req(f"p{i}", max_tokens=5) for i in range(12)])
+        assert all(r.error is None and r.completions for r in out)
+        assert len(a.bodies) >= 3 and len(b.bodies) >= 3 and len(a.bodies) + len(b.bodies) == 12
+        a.plan = [500] * 100                      # A is down: everything goes to B after A's retries
+        out = backend.generate([_req(f"q{i}", max_tokens=5) for i in range(6)])
+        assert all(r.error is None and r.completions == [f"echo[q{i}] seed=None i=0"] for i, r in enumerate(out))
+        assert backend.failures[0] >= 1 and backend.failures[1] == 0
