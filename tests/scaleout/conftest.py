@@ -28,6 +28,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
+    """Until something accepts connections on 127.0.0.1:port (a server process just started)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:.0f} s")
+
+
 def _as_user(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     if os.geteuid() == 0:
         cmd = ["runuser", "-u", PG_USER, "--"] + cmd
@@ -54,13 +66,7 @@ def postgres_server(base: Path):
     _as_user([pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o",
               f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100", "start"])
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_for_port(port)
         yield {"host": "127.0.0.1", "port": port, "user": "postgres", "base": base,
                "createdb": lambda name: _as_user([_bin("createdb"), "-h", "127.0.0.1", "-p", str(port),
                                                   "-U", "postgres", name])}

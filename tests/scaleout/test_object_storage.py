@@ -5,13 +5,13 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import time
 
 import pytest
 
 from factory.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
+from tests.scaleout.conftest import wait_for_port
 
 
 @pytest.fixture
@@ -30,13 +30,7 @@ def s3_server(monkeypatch):
     for k, v in {"AWS_ACCESS_KEY_ID": "factory", "AWS_SECRET_ACCESS_KEY": "factory-secret",
                  "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": url}.items():
         monkeypatch.setenv(k, v)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
+    wait_for_port(port)
     client = boto3.client("s3", endpoint_url=url)
     client.create_bucket(Bucket="lake-bucket")
     yield client
