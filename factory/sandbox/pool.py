@@ -167,13 +167,11 @@ class SandboxPool:
     taken from the pid, so several pools on one host spread out).  A worker's judge and
     program call each other many times per test; on one core those calls cost no cross-core wake-ups
     (HumanEval: ~1.3x throughput).  Each worker is capped at one core's time anyway (cgroup cpu quota).
-    ``confirm_timeouts``: a program with a timed-out test is run once more before the timeout is reported.
     """
 
     def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),
-                 max_batch: int = 16, pin_cpus: bool = True, confirm_timeouts: bool = True):
+                 max_batch: int = 16, pin_cpus: bool = True):
         self.limits, self.max_batch = limits, max(1, max_batch)
-        self.confirm_timeouts = confirm_timeouts
         self.limits_json = json.dumps(limits.as_dict(), sort_keys=True)
         n = workers or os.cpu_count() or 1
         tag = uuid.uuid4().hex[:8]
@@ -196,48 +194,6 @@ class SandboxPool:
         if errors:
             self.close()
             raise errors[0]
-
-    def _confirmed(self, w: Worker, sub, raw, stop: threading.Event) -> list[Verdict]:
-        """The sub-job's verdicts, each timeout confirmed by a re-run before it is reported: CPU time near the
-        limit jitters (measured: 1.00 s in one run, 0.73 s in the next under other load). One timed-out test is
-        re-run first; if it times out again the program really is that slow and every timeout stands (a looping
-        program costs one extra limit, not twice its tests); otherwise the timed-out tests are re-run and the
-        re-run verdicts replace theirs."""
-        verdicts = build_verdicts_safe(sub, raw, self.limits, w.meta_json, self.limits_json)
-        if not self.confirm_timeouts or stop.is_set():
-            return verdicts
-
-        def spec_of(v: Verdict):
-            for spec in sub.specs:
-                if v.test_id == spec.test_id or str(v.test_id).startswith(f"{spec.test_id}::"):
-                    return spec
-            return None
-        slow = []
-        for v in verdicts:
-            spec = spec_of(v) if v.status == "timeout" else None
-            if spec is not None and spec not in slow:
-                slow.append(spec)
-        if not slow:
-            return verdicts
-        probe = self._rerun(w, sub, slow[:1])
-        if probe is None or any(v.status == "timeout" for v in probe):
-            return verdicts
-        rest = self._rerun(w, sub, slow[1:]) if len(slow) > 1 else []
-        if rest is None:
-            return verdicts
-        redone = {id(s) for s in slow}
-        return [v for v in verdicts if id(spec_of(v)) not in redone or spec_of(v) is None] + probe + rest
-
-    def _rerun(self, w: Worker, sub, specs: list) -> list[Verdict] | None:
-        """Verdicts of some of a sub-job's tests run again (None if the re-run itself hit an infra error)."""
-        from .verdicts import SubJob
-
-        again = SubJob(sub.job, sub.mode)
-        for spec in specs:
-            again.add(spec)
-        out = build_verdicts_safe(again, w.run_many([again.payload(self.limits)])[0], self.limits, w.meta_json,
-                                  self.limits_json)
-        return None if any(v.status == "infra_error" for v in out) else out
 
     @property
     def meta_json(self) -> str:
@@ -299,7 +255,7 @@ class SandboxPool:
                     raws = w.run_many([sub.payload(self.limits) for sub in batch])
                     verdicts = []
                     for sub, raw in zip(batch, raws):
-                        verdicts += self._confirmed(w, sub, raw, stop)
+                        verdicts += build_verdicts_safe(sub, raw, self.limits, w.meta_json, self.limits_json)
                         if yield_done:
                             with left_lock:
                                 left[id(sub.job)] -= 1
