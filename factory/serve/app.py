@@ -105,11 +105,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         """Admit, queue and await every job; keyed by the caller's program id."""
         engine.admit(len(jobs))
         waiter = Waiter()
-        try:
-            tickets = engine.submit(jobs, limits, waiter)
-        except BaseException:
-            engine.release(len(jobs))
-            raise
+        tickets = engine.submit(jobs, limits, waiter)
         done: dict[str, Ticket] = {}
         by_internal = {t.job.program_id: j.program_id for t, j in zip(tickets, jobs)}
         while len(done) < len(jobs):
@@ -236,11 +232,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             return JSONResponse({"request_id": rid, "items": results})
         engine.admit(len(jobs))
         waiter = Waiter()
-        try:
-            tickets = engine.submit(jobs, limits, waiter) if jobs else []
-        except BaseException:
-            engine.release(len(jobs))
-            raise
+        tickets = engine.submit(jobs, limits, waiter) if jobs else []
         internal = {t.job.program_id: int(j.program_id) for t, j in zip(tickets, jobs)}
 
         async def lines():
@@ -277,7 +269,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         return JSONResponse(metrics.snapshot(**state()))
 
     async def not_found(request: Request, exc):
-        return JSONResponse({"error": f"no endpoint {request.method} {request.url.path}; see /docs-less list: "
+        return JSONResponse({"error": f"no endpoint {request.method} {request.url.path}; endpoints: "
                              "POST /run_code, /submit, /v1/judge; GET /health, /ready, /metrics, /v1/stats"},
                             status_code=exc.status_code if hasattr(exc, "status_code") else 404)
 

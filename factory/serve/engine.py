@@ -214,14 +214,19 @@ class VerifierEngine:
 
     def submit(self, jobs: list[Job], limits: Limits, on_done: Callable[[Ticket], None]) -> list[Ticket]:
         """Queue already-admitted jobs; ``on_done(ticket)`` runs (in a pump thread) when each finishes.
-        Program ids are made unique per server, so requests never collide."""
-        pool = self._pool(limits)
-        tickets = []
-        for job in jobs:
-            internal = replace(job, program_id=f"{job.program_id}#{next(self.ids)}")
-            ticket = Ticket(internal, limits, on_done)
-            tickets.append(ticket)
-            pool.submit(ticket)
+        Program ids are made unique per server, so requests never collide. If queuing fails part-way, the
+        admission of the jobs not queued is released here (queued ones release when they finish)."""
+        tickets: list[Ticket] = []
+        try:
+            pool = self._pool(limits)
+            for job in jobs:
+                internal = replace(job, program_id=f"{job.program_id}#{next(self.ids)}")
+                ticket = Ticket(internal, limits, on_done)
+                pool.submit(ticket)
+                tickets.append(ticket)
+        except BaseException:
+            self.release(len(jobs) - len(tickets))
+            raise
         return tickets
 
     def _finish(self, ticket: Ticket) -> None:
