@@ -18,7 +18,7 @@ def cmd_init(args) -> None:
     lake_dir = resolve_lake_dir(args.lake)
     if args.catalog or args.data_path:
         from factory.lake import write_lake_config
-        write_lake_config(lake_dir, args.catalog or f"sqlite:{lake_dir.resolve() / 'catalog.sqlite'}", args.data_path)
+        write_lake_config(lake_dir, args.catalog, args.data_path)
     with stage_run("init", {"catalog": "data_catalog.yaml"}, lake=lake_dir, create=True) as run:
         views = run.materialize()
     print(f"lake ready at {lake_dir} (run {run.run_id}; {run.summary or 'schema up to date'}; "

@@ -23,6 +23,7 @@ from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.lake import connect
 from factory.progress import Progress
+from factory.query import shard_predicate
 from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
 from factory.sandbox.rows import bare_row, is_json, merge_verdicts, verdict_row
 from factory.stage import stage_run, utcnow
@@ -147,11 +148,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     if program_ids is not None:
         where += " AND list_contains(?, p.program_id)"
         params.append(program_ids)
-    if shard is not None:
-        i, n = shard
-        if not (n >= 1 and 0 <= i < n):
-            raise InputError(f"--shard {i}/{n}: need 0 <= i < n")
-        where += f" AND hash(p.program_id) % {int(n)} = {int(i)}"
+    where += f" AND {shard_predicate(shard, 'p.program_id')}"
     with _pool(engine, limits, workers, ray_address) as pool:
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             fill_expected_outputs(lake, pool, sources, report)

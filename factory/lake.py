@@ -21,6 +21,7 @@ DuckDB's ``INSTALL`` (needs network).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -101,17 +102,16 @@ def lake_config(lake_dir: Path) -> dict:
     """The lake's catalog and data path: LAKE/lake.json if present, else the local SQLite layout."""
     cfg_file = lake_dir / CONFIG_FILE
     if cfg_file.is_file():
-        import json
         cfg = json.loads(cfg_file.read_text())
         data = cfg.get("data_path") or str(lake_dir / DATA_DIR)
         return {"catalog": cfg["catalog"], "data_path": data if data.endswith("/") else data + "/"}
     return {"catalog": f"sqlite:{lake_dir / CATALOG_FILE}", "data_path": f"{lake_dir / DATA_DIR}/"}
 
 
-def write_lake_config(lake_dir: Path, catalog: str, data_path: str | None) -> None:
-    """Record a non-default catalog (``postgres:<conninfo>``) and data path for `factory init`."""
-    import json
-
+def write_lake_config(lake_dir: Path, catalog: str | None, data_path: str | None) -> None:
+    """Record a non-default catalog (``postgres:<conninfo>``) and/or data path for `factory init`; a missing
+    catalog is the lake's own SQLite file."""
+    catalog = catalog or f"sqlite:{lake_dir.resolve() / CATALOG_FILE}"
     if not catalog.startswith(("postgres:", "sqlite:")):
         raise FactoryError(f"--catalog {catalog!r}: expected postgres:<libpq conninfo> or sqlite:<file>")
     if data_path and not data_path.startswith(("s3://", "gs://", "r2://", "az://")):
@@ -152,9 +152,9 @@ def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None = None,
-               alias: str = LAKE_ALIAS) -> str:
+               alias: str = LAKE_ALIAS, cfg: dict | None = None) -> str:
     """The ATTACH statement for a lake (also printed for users of the plain duckdb CLI)."""
-    cfg = lake_config(lake_dir)
+    cfg = cfg or lake_config(lake_dir)
     opts = [f"DATA_PATH '{cfg['data_path']}'"]
     if read_only:
         opts.append("READ_ONLY")
@@ -168,8 +168,7 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
             snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the lake attached as ``lake`` and set as default catalog."""
     lake_dir = resolve_lake_dir(lake)
-    configured = (lake_dir / CONFIG_FILE).is_file()
-    if not create and not ((lake_dir / CATALOG_FILE).is_file() or configured):
+    if not create and not ((lake_dir / CATALOG_FILE).is_file() or (lake_dir / CONFIG_FILE).is_file()):
         raise FactoryError(f"no lake at {lake_dir} (run `factory init --lake {lake_dir}` first)")
     cfg = lake_config(lake_dir)
     if create and "://" not in cfg["data_path"]:
@@ -182,7 +181,7 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
         optional_extension(con, "httpfs")
         _s3_secret(con)
     try:
-        con.execute(attach_sql(lake_dir, read_only=read_only or snapshot is not None, snapshot=snapshot))
+        con.execute(attach_sql(lake_dir, read_only=read_only or snapshot is not None, snapshot=snapshot, cfg=cfg))
     except duckdb.Error as exc:
         con.close()
         raise FactoryError(f"cannot attach lake {lake_dir}: {exc}") from exc

@@ -6,8 +6,19 @@ import sys
 
 import duckdb
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, InputError
 from factory.lake import LAKE_ALIAS, attach_sql, connect, extension_paths, resolve_lake_dir
+
+
+def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
+    """SQL that keeps the rows whose ``column`` hashes to i mod n (``--shard i/n``: n drivers split one selection
+    and commit into one lake); ``true`` without a shard."""
+    if shard is None:
+        return "true"
+    i, n = shard
+    if not (n >= 1 and 0 <= i < n):
+        raise InputError(f"--shard {i}/{n}: need 0 <= i < n")
+    return f"hash({column}) % {int(n)} = {int(i)}"
 
 
 def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table", output: str | None = None) -> None:

@@ -34,6 +34,7 @@ import threading
 
 from factory.generation.sample import extract_for_tests
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
+from factory.sandbox.rows import merge_verdicts, tests_reward
 
 _POOL: SandboxPool | None = None
 _LOCK = threading.Lock()
@@ -115,23 +116,16 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
         pid = f"c{i}"
         index[pid] = (i, {t.test_id for t in tests})
         jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble))
-    ok: dict[tuple[str, str], bool] = {}  # (program, test) -> every case passed
-    in_process: set[tuple[str, str]] = set()
+    verdicts = []
     for v in _pool(limits).run(jobs):
         if v.status == "infra_error":
             raise RuntimeError(f"sandbox infra error while scoring: {v.error_message}")
-        if v.test_id is None:
-            continue
-        key = (v.program_id, str(v.test_id).split("::", 1)[0])
-        ok[key] = ok.get(key, True) and v.status == "pass"
-        if v.judged_in_process:
-            in_process.add(key)
+        verdicts.append(v)
+    outcomes: dict[str, dict[str, tuple[str, bool]]] = {}   # program -> test row -> (worst case status, in process)
+    for (pid, test_id), (v, in_process) in merge_verdicts(verdicts).items():
+        outcomes.setdefault(pid, {})[test_id] = (v.status, in_process)
     for pid, (i, test_ids) in index.items():
-        counted = [t for t in test_ids if not (exclude_in_process and (pid, t) in in_process)]
-        if not counted:
-            continue
-        frac = sum(ok.get((pid, t), False) for t in counted) / len(counted)
-        rewards[i] = float(frac == 1.0) if binary else frac
+        rewards[i] = tests_reward(outcomes.get(pid, {}), test_ids, exclude_in_process, binary)
     return rewards
 
 

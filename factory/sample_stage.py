@@ -11,6 +11,7 @@ import json
 import time
 
 from factory.errors import FactoryError, reraise_as_interrupted
+from factory.query import shard_predicate
 from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
 from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.progress import Progress
@@ -54,12 +55,7 @@ class LakeCallCache:
 def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None,
               shard: tuple[int, int] | None = None) -> list[dict]:
     con = connect(lake, read_only=True)
-    clauses, params = ["true"], []
-    if shard is not None:
-        i, n = shard
-        if not (n >= 1 and 0 <= i < n):
-            raise FactoryError(f"--shard {i}/{n}: need 0 <= i < n")
-        clauses.append(f"hash(p.problem_id) % {int(n)} = {int(i)}")
+    clauses, params = [shard_predicate(shard, "p.problem_id")], []
     if source:
         clauses.append("p.source = ?")
         params.append(source)

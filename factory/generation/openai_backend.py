@@ -50,8 +50,7 @@ class OpenAIBackend(Backend):
             clients = [client]
         # several endpoints: each request goes to the endpoint with the fewest requests in flight
         # (``concurrency`` per endpoint); one that still fails after its retries moves to the next endpoint
-        self.clients, self.urls = clients, urls
-        self.client = clients[0]
+        self.clients = clients
         self.in_flight = [0] * len(clients)
         self.failures = [0] * len(clients)
         self._lb = threading.Lock()

@@ -82,3 +82,16 @@ def bare_row(program_id, test_id, status, in_process, limits_hash, now, exc) -> 
                                                                           f"{type(exc).__name__}: {exc}")[:TEXT_CAP],
             "limits": None, "sandbox_version": SANDBOX_VERSION, "sandbox_meta": None,
             "judged_in_process": bool(in_process), "executed_at": now}
+
+
+def tests_reward(outcomes: dict[str, tuple[str, bool]], test_ids, exclude_in_process: bool = True,
+                 binary: bool = False) -> float:
+    """The reward of one program: the fraction of its problem's test rows passed (1.0/0.0 when binary).
+    ``outcomes``: test row id -> (status, judged_in_process), as :func:`merge_verdicts` gives them; a test with
+    no outcome counts as failed. Rows judged inside the candidate's own process (forgeable) are left out unless
+    ``exclude_in_process=False``; with nothing left the reward is 0."""
+    counted = [t for t in test_ids if not (exclude_in_process and outcomes.get(t, ("", False))[1])]
+    if not counted:
+        return 0.0
+    frac = sum(outcomes.get(t, ("", False))[0] == "pass" for t in counted) / len(counted)
+    return float(frac == 1.0) if binary else frac

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from factory.sandbox import Job
 
 from .engine import Overloaded, ServerShutdown, Ticket, TooLarge, VerifierEngine
-from .protocol import (BadRequest, Caps, _get, parse_run_code, program_from_completion, request_limits,
+from .protocol import (BadRequest, Caps, _get, check_language, parse_run_code, program_from_completion, request_limits,
                        run_code_response, score, tests_from_provided, verdict_rows)
 
 MAX_BODY_BYTES = 32 << 20
@@ -58,7 +58,7 @@ class Waiter:
 def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
     metrics = engine.metrics
 
-    async def read_json(request: Request, rid: str):
+    async def read_json(request: Request):
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
@@ -101,28 +101,33 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             return handler
         return wrap
 
-    async def run_jobs(jobs: list[Job], limits, rid: str) -> dict[str, Ticket]:
-        """Admit, queue and await every job; keyed by the caller's program id."""
+    def start_jobs(jobs: list[Job], limits):
+        """Admit and queue every job; an async iterator of (the caller's program id, finished ticket)."""
         engine.admit(len(jobs))
         waiter = Waiter()
-        tickets = engine.submit(jobs, limits, waiter)
-        done: dict[str, Ticket] = {}
+        tickets = engine.submit(jobs, limits, waiter) if jobs else []
         by_internal = {t.job.program_id: j.program_id for t, j in zip(tickets, jobs)}
-        while len(done) < len(jobs):
-            t = await waiter.queue.get()
-            done[by_internal[t.job.program_id]] = t
-        return done
+
+        async def finished():
+            for _ in range(len(jobs)):
+                t = await waiter.queue.get()
+                yield by_internal[t.job.program_id], t
+        return finished()
+
+    async def run_jobs(jobs: list[Job], limits) -> dict[str, Ticket]:
+        """Admit, queue and await every job; keyed by the caller's program id."""
+        return {pid: t async for pid, t in start_jobs(jobs, limits)}
 
     @endpoint("run_code")
     async def run_code(request: Request, rid: str):
-        body = await read_json(request, rid)
+        body = await read_json(request)
         job, limits = parse_run_code(body, engine, caps)
-        ticket = (await run_jobs([job], limits, rid))[job.program_id]
+        ticket = (await run_jobs([job], limits))[job.program_id]
         return JSONResponse(run_code_response(ticket, rid))
 
     @endpoint("submit")
     async def submit(request: Request, rid: str):
-        body = await read_json(request, rid)
+        body = await read_json(request)
         if not isinstance(body, dict):
             raise BadRequest("request body must be a JSON object", None, 422)
         _get(body, "dataset", str, required=True)
@@ -131,10 +136,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             raise BadRequest("missing required field 'id'", "id", 422)
         completion = _get(body, "completion", str, required=True)
         config = _get(body, "config", dict, default={})
-        lang = config.get("language") or "python"
-        if lang not in ("python", "python3"):
-            raise BadRequest(f"config.language '{lang}' is not run by this verifier: it runs python only",
-                             "config.language", 400)
+        check_language(config, where="config.")
         provided = config.get("provided_data")
         if provided is None:
             raise BadRequest("config.provided_data is required: this verifier judges the tests you send "
@@ -155,7 +157,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             return JSONResponse({**base, "accepted": False, "tests": [],
                                  "extra": {"request_id": rid, "extraction": status}})
         job = Job("submit", code, tests, entry_point=entry, preamble=preamble)
-        ticket = (await run_jobs([job], limits, rid))["submit"]
+        ticket = (await run_jobs([job], limits))["submit"]
         if ticket.error or any(v.status == "infra_error" for v in ticket.verdicts):
             why = ticket.error or next(f"{v.error_type}: {v.error_message}" for v in ticket.verdicts
                                        if v.status == "infra_error")
@@ -224,26 +226,23 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
 
     @endpoint("judge")
     async def judge(request: Request, rid: str):
-        body = await read_json(request, rid)
+        body = await read_json(request)
         jobs, meta, limits, opts = parse_items(body)
         if not body.get("stream"):
-            done = await run_jobs(jobs, limits, rid) if jobs else {}
+            done = await run_jobs(jobs, limits)
             results = [item_result(m, done.get(str(i)), opts) for i, m in enumerate(meta)]
             return JSONResponse({"request_id": rid, "items": results})
-        engine.admit(len(jobs))
-        waiter = Waiter()
-        tickets = engine.submit(jobs, limits, waiter) if jobs else []
-        internal = {t.job.program_id: int(j.program_id) for t, j in zip(tickets, jobs)}
+        finished = start_jobs(jobs, limits)
+        queued = {j.program_id for j in jobs}
 
         async def lines():
             sent = 0
             for i, m in enumerate(meta):   # unextractable items answer at once
-                if str(i) not in {j.program_id for j in jobs}:
+                if str(i) not in queued:
                     sent += 1
                     yield json.dumps({"type": "item", "index": i, **item_result(m, None, opts)}) + "\n"
-            for _ in range(len(jobs)):
-                t = await waiter.queue.get()
-                i = internal[t.job.program_id]
+            async for pid, t in finished:
+                i = int(pid)
                 sent += 1
                 yield json.dumps({"type": "item", "index": i, **item_result(meta[i], t, opts)}) + "\n"
             yield json.dumps({"type": "end", "request_id": rid, "items": sent}) + "\n"

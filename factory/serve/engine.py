@@ -30,6 +30,9 @@ from .metrics import Metrics
 NOT_RETRYABLE = {"InvalidTest", "InvalidJob", "NoTestsCollected"}
 
 
+SHUT_DOWN = "server shut down before this program finished"
+
+
 class Overloaded(Exception):
     """Admission refused: the queue is full (HTTP 429) or the server is draining (HTTP 503)."""
 
@@ -117,7 +120,7 @@ class StreamingPool:
             self.inbox.put(ticket.job)
             return
         if retry and self.closed:
-            ticket.error = "server shut down before this program finished"
+            ticket.error = SHUT_DOWN
         with self.lock:
             self.tickets.pop(program_id, None)
             self.last_used = time.monotonic()
@@ -139,7 +142,7 @@ class StreamingPool:
             for w in self.pool.workers:
                 w.abort()
             self.thread.join(timeout=10)
-        self.fail_all("server shut down before this program finished")
+        self.fail_all(SHUT_DOWN)
         self.pool.close()
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from factory.sandbox import Job, Limits, TestSpec, clean_text
-from factory.sandbox.rows import merge_verdicts, verdict_row
+from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
 
 from .engine import Ticket
 
@@ -78,12 +78,13 @@ def request_limits(engine, caps: Caps, *, cpu_s=None, memory_mb=None, output_byt
                              max_output_bytes=int(output_bytes) if output_bytes else None)
 
 
-def _language(body: dict) -> None:
-    lang = _get(body, "language", str, default="python")
+def check_language(body: dict, where: str = "") -> None:
+    """Only python runs here; another SandboxFusion language (or an unknown one) is a 400 naming it."""
+    lang = _get(body, "language", str, default="python", where=where)
     if lang not in PYTHON:
         known = "a SandboxFusion language" if lang in SANDBOX_FUSION_LANGUAGES else "not a known language"
-        raise BadRequest(f"language '{lang}' is {known} this verifier does not run: it runs python only",
-                         "language", 400)
+        raise BadRequest(f"{where}language '{lang}' is {known} this verifier does not run: it runs python only",
+                         f"{where}language", 400)
 
 
 # ---- SandboxFusion /run_code -------------------------------------------------------------------------------
@@ -94,16 +95,14 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits]:
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object", None, 422)
     code = _get(body, "code", str, required=True)
-    _language(body)
+    check_language(body)
     stdin = _get(body, "stdin", str, default="")
     for key in ("files", "fetch_files"):
         if _get(body, key, (dict, list), default=None):
             raise BadRequest(f"field '{key}' is not supported by this verifier (programs get no files)", key, 400)
     run_timeout = _get(body, "run_timeout", (int, float), default=None)
     _get(body, "compile_timeout", (int, float), default=None)
-    memory = body.get("memory_limit_MB", body.get("memory_limit_mb"))
-    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))):
-        raise BadRequest("field 'memory_limit_MB' must be a number", "memory_limit_MB", 422)
+    memory = body.get("memory_limit_MB", body.get("memory_limit_mb"))   # type-checked by request_limits
     limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=memory)
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)])
     return job, limits
@@ -228,11 +227,6 @@ def verdict_rows(ticket: Ticket, program_id: str) -> list[dict]:
 
 
 def score(rows: list[dict], test_ids: list[str], exclude_in_process: bool = True, binary: bool = False) -> float:
-    """The reward `factory.reward` computes: the fraction of the problem's test rows passed (1.0/0.0 when binary);
-    rows judged inside the candidate's own process are left out unless exclude_in_process=False."""
-    by_test = {r["test_id"]: r for r in rows}
-    counted = [t for t in test_ids if not (exclude_in_process and by_test.get(t, {}).get("judged_in_process"))]
-    if not counted:
-        return 0.0
-    frac = sum(by_test.get(t, {}).get("status") == "pass" for t in counted) / len(counted)
-    return float(frac == 1.0) if binary else frac
+    """The reward `factory.reward` computes, from a ticket's verdict rows."""
+    return tests_reward({r["test_id"]: (r["status"], r["judged_in_process"]) for r in rows}, test_ids,
+                        exclude_in_process, binary)

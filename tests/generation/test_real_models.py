@@ -4,7 +4,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 
 from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.generation.sample import build_sample_messages, extract_code
+from tests.netutil import free_port
 
 
 def _smollm2_path():
@@ -57,18 +57,12 @@ def _count(xs):
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llamacpp_server(tmp_path_factory):
     pytest.importorskip("llama_cpp")
     pytest.importorskip("llama_cpp.server")
     gguf = _smollm2_path()
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "2048", "--n_threads", str(min(4, os.cpu_count() or 1))]
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"  # a file: a full pipe would block the server

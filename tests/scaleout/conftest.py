@@ -6,13 +6,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.netutil import free_port, wait_for_port
 
 PG_USER = "factorypg"
 
@@ -20,24 +20,6 @@ PG_USER = "factorypg"
 def _bin(name: str) -> str | None:
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     return found[-1] if found else shutil.which(name)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
-    """Until something accepts connections on 127.0.0.1:port (a server process just started)."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:.0f} s")
 
 
 def _as_user(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -61,7 +43,7 @@ def postgres_server(base: Path):
         os.chmod(base, 0o777)
         for parent in list(base.parents)[:-1]:
             os.chmod(parent, os.stat(parent).st_mode | 0o011)   # let the server user traverse to its dir
-    data, port = base / "data", _free_port()
+    data, port = base / "data", free_port()
     _as_user([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"])
     _as_user([pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o",
               f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100", "start"])

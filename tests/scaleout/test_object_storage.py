@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from factory.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
-from tests.scaleout.conftest import wait_for_port
+from tests.netutil import free_port, wait_for_port
 
 
 @pytest.fixture
@@ -21,9 +20,7 @@ def s3_server(monkeypatch):
     exe = shutil.which("moto_server")
     if not exe:
         pytest.skip("moto[server] not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
