@@ -1,0 +1,158 @@
+"""Suite adequacy on real data: mutation score per source before/after `factory augment`, and suite size
+before/after `factory suite-reduce` (greedy set cover) with the kill set unchanged.
+
+Sources (each ingested into a throwaway lake; the data files are only read):
+
+* ``humaneval``  - HumanEval+ records with their plus inputs dropped: the original HumanEval tests as call tests
+* ``mbpp``       - MBPP+ records, base inputs only (MBPP's original tests)
+* ``humanevalplus-mini`` - EvalPlus's own set-cover-reduced HumanEval+ suite (HumanEvalPlus-Mini), for comparison
+* ``mbppplus``   - full MBPP+ (base + plus inputs; slow: ~100 tests per problem for every mutant)
+
+Per source: references executed (expected values filled), up to --mutants AST mutants per reference executed
+under --cpu-s, `factory curate`, gold.suite_adequacy (before), `factory suite-reduce` (before), `factory
+augment`, curate, gold.suite_adequacy (after), suite-reduce (after). Prints a table and writes JSON.
+
+    python bench/suite_adequacy.py [--sources humaneval mbpp] [--data-dir ../shared/data] [--budget 10]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from factory.augment_stage import run_augment, run_suite_reduce  # noqa: E402
+from factory.curate import curate  # noqa: E402
+from factory.execute import execute  # noqa: E402
+from factory.ingest import ingest_source  # noqa: E402
+from factory.lake import connect  # noqa: E402
+from factory.mutate_stage import run_mutate  # noqa: E402
+from factory.sandbox import Limits  # noqa: E402
+from factory.stage import stage_run  # noqa: E402
+
+# name -> (adapter, file under the data dir, keep plus inputs)
+SOURCES = {
+    "humaneval": ("humanevalplus", "humanevalplus/HumanEvalPlus.jsonl.gz", False),
+    "mbpp": ("mbppplus", "mbppplus/MbppPlus.jsonl.gz", False),
+    "humanevalplus-mini": ("humanevalplus", "humanevalplus/HumanEvalPlus-Mini.jsonl.gz", True),
+    "mbppplus": ("mbppplus", "mbppplus/MbppPlus.jsonl.gz", True),
+}
+
+
+def source_file(name: str, data_dir: Path, work: Path, max_problems: int | None) -> Path:
+    adapter, rel, plus = SOURCES[name]
+    rows = [json.loads(line) for line in gzip.open(data_dir / rel, "rt")]
+    rows = rows[:max_problems] if max_problems else rows
+    out = work / f"{name}.jsonl"
+    out.write_text("".join(json.dumps(r if plus else dict(r, plus_input=[])) + "\n" for r in rows))
+    return out
+
+
+def rows(lake: Path, sql: str, params=None) -> list[dict]:
+    con = connect(lake, read_only=True)
+    try:
+        cur = con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+ADEQUACY = "SELECT * FROM gold.suite_adequacy ORDER BY source"
+REDUCED = """SELECT source, count(*) AS problems, sum(full_tests) AS full_tests, sum(reduced_tests) AS reduced_tests,
+    sum(top_k_tests) AS top_k_tests, sum(full_killed) AS full_killed, sum(reduced_killed) AS reduced_killed,
+    sum(top_k_killed) AS top_k_killed, count(*) FILTER (WHERE kill_set_unchanged) AS kill_set_unchanged,
+    median(full_tests) AS median_full_tests, median(reduced_tests) AS median_reduced_tests
+    FROM gold.reduced_suites GROUP BY source ORDER BY source"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sources", nargs="+", default=["humaneval", "mbpp"], choices=sorted(SOURCES))
+    ap.add_argument("--data-dir", type=Path,
+                    default=Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data")))
+    ap.add_argument("--max-problems", type=int, help="first N problems of each source")
+    ap.add_argument("--mutants", type=int, default=10, help="mutants per reference (factory mutate)")
+    ap.add_argument("--cpu-s", type=float, default=0.5, help="CPU seconds per test for mutants and augmentation")
+    ap.add_argument("--budget", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--per-round", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--k", type=int, default=15)
+    ap.add_argument("--workers", type=int)
+    ap.add_argument("--lake", type=Path, help="lake folder (default: a temporary one)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "suite_adequacy.json")
+    args = ap.parse_args()
+    limits = Limits(cpu_s=args.cpu_s, wall_min_s=max(3.0, 6 * args.cpu_s))
+    timings: dict[str, float] = {}
+
+    def step(name, fn, *a, **kw):
+        t0 = time.time()
+        out = fn(*a, **kw)
+        timings[name] = round(time.time() - t0, 1)
+        print(f"[{timings[name]:7.1f}s] {name}", file=sys.stderr, flush=True)
+        return out
+
+    with tempfile.TemporaryDirectory(prefix="suite-adequacy-") as tmp:
+        work = Path(tmp)
+        lake = args.lake or work / "lake"
+        with stage_run("init", {}, lake=lake, create=True) as run:
+            run.materialize()
+        for name in args.sources:
+            adapter = SOURCES[name][0]
+            step(f"ingest {name}", ingest_source, adapter, [source_file(name, args.data_dir, work, args.max_problems)],
+                 lake=lake, source=name)
+        step("execute references", execute, lake, selection="reference", sources=args.sources, workers=args.workers)
+        step("mutate", run_mutate, lake, args.sources, max_per_program=args.mutants, seed=args.seed)
+        step("execute mutants", execute, lake, selection="mutants", sources=args.sources, limits=limits,
+             workers=args.workers)
+        step("curate (before)", curate, lake)
+        before = rows(lake, ADEQUACY)
+        step("suite-reduce (before)", run_suite_reduce, lake, args.sources, args.k)
+        reduced_before = rows(lake, REDUCED)
+        augment = step("augment", run_augment, lake, args.sources, budget=args.budget, seed=args.seed,
+                       rounds=args.rounds, per_round=args.per_round, limits=limits, workers=args.workers)
+        step("curate (after)", curate, lake)
+        after = rows(lake, ADEQUACY)
+        step("suite-reduce (after)", run_suite_reduce, lake, args.sources, args.k)
+        reduced_after = rows(lake, REDUCED)
+
+    result = {"sources": args.sources, "settings": {k: v for k, v in vars(args).items() if k not in ("out",)},
+              "limits": limits.as_dict(), "timings_s": timings, "adequacy_before": before, "adequacy_after": after,
+              "augment": augment, "reduced_before": reduced_before, "reduced_after": reduced_after}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str))
+    print_table(result)
+    print(f"\nwrote {args.out}")
+
+
+def print_table(r: dict) -> None:
+    b = {x["source"]: x for x in r["adequacy_before"]}
+    a = {x["source"]: x for x in r["adequacy_after"]}
+    print(f"\n{'source':<20}{'problems':>9}{'mutants':>9}{'surv.before':>12}{'surv.after':>11}"
+          f"{'score before':>13}{'score after':>12}{'mean b/a':>14}{'tests b/a':>13}")
+    for s in r["sources"]:
+        x, y = b.get(s), a.get(s)
+        if not x:
+            continue
+        print(f"{s:<20}{x['problems']:>9}{x['mutants']:>9}{x['surviving']:>12}{y['surviving']:>11}"
+              f"{x['mutation_score']:>13.4f}{y['mutation_score']:>12.4f}"
+              f"{x['mean_mutation_score']:>7.3f}/{y['mean_mutation_score']:.3f}{x['tests']:>7}/{y['tests']}")
+    print(f"\n{'set cover':<26}{'tests':>9}{'reduced':>9}{'top-k':>8}{'killed full':>12}{'killed red.':>12}"
+          f"{'killed top-k':>13}{'kill set same':>15}")
+    for label, table in (("before", r["reduced_before"]), ("after", r["reduced_after"])):
+        for x in table:
+            print(f"{x['source'] + ' ' + label:<26}{x['full_tests']:>9}{x['reduced_tests']:>9}{x['top_k_tests']:>8}"
+                  f"{x['full_killed']:>12}{x['reduced_killed']:>12}{x['top_k_killed']:>13}"
+                  f"{x['kill_set_unchanged']:>9}/{x['problems']}")
+
+
+if __name__ == "__main__":
+    main()
