@@ -43,13 +43,15 @@ def factory(lake: Path, *args: str) -> str:
                           capture_output=True, text=True, cwd=ROOT).stdout
 
 
-def build_lake(lake: Path) -> None:
+def build_lake(lake: Path, time_limits: str) -> None:
     factory(lake, "init")
     factory(lake, "ingest", "humaneval", "--path", str(DATA / "humaneval" / "HumanEval.jsonl.gz"))
     factory(lake, "ingest", "mbpp", "--path", str(DATA / "mbpp" / "mbpp.jsonl"))
     factory(lake, "ingest", "codecontests", "--path", str(DATA / "codecontests_subset300" / "codecontests_subset300.jsonl"))
     factory(lake, "mutate", "--max-per-program", "2")
-    factory(lake, "execute", "--select", "all", "--cpu-s", str(CPU_S))
+    if time_limits == "calibrated":   # per-problem limits max(1 s, 4 x reference CPU), offline and served alike
+        factory(lake, "calibrate", "--floor-s", str(CPU_S), "--factor", "4")
+    factory(lake, "execute", "--select", "all", "--cpu-s", str(CPU_S), "--time-limits", time_limits)
 
 
 def load_programs(lake: Path) -> list[dict]:
@@ -58,14 +60,15 @@ def load_programs(lake: Path) -> list[dict]:
 
     con = L.connect(str(lake), read_only=True)
     rows = con.execute("""
-        SELECT g.program_id, g.origin, g.code, p.source, p.entry_point, p.test_preamble,
+        SELECT g.program_id, g.origin, g.code, p.source, p.entry_point, p.test_preamble, tl.cpu_s,
                list({test_id: t.test_id, kind: t.kind, code: t.code, input: t.input, expected: t.expected,
                      comparison: t.comparison, atol: t.atol} ORDER BY t.ordinal) AS tests,
                map_from_entries(list({k: e.test_id, v: e.status})) AS offline,
                map_from_entries(list({k: e.test_id, v: e.cpu_ms})) AS offline_cpu_ms
         FROM silver.programs g JOIN silver.problems p USING (problem_id)
         JOIN silver.tests t USING (problem_id)
-        JOIN silver.executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
+        JOIN gold.latest_executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
+        LEFT JOIN silver.time_limits tl ON tl.problem_id = g.problem_id AND tl.cpu_s IS NOT NULL
         GROUP BY ALL""").to_arrow_table().to_pylist()
     con.close()
     for r in rows:
@@ -82,8 +85,11 @@ def pick_rollouts(programs: list[dict], n: int, seed: int = 0) -> list[dict]:
 
 
 def item(r: dict) -> dict:
-    return {"id": r["program_id"], "code": r["code"],
-            "ground_truth": {"tests": r["tests"], "entry_point": r["entry_point"], "test_preamble": r["test_preamble"]}}
+    out = {"id": r["program_id"], "code": r["code"],
+           "ground_truth": {"tests": r["tests"], "entry_point": r["entry_point"], "test_preamble": r["test_preamble"]}}
+    if r.get("cpu_s"):
+        out["cpu_s"] = r["cpu_s"]   # the problem's calibrated limit
+    return out
 
 
 def burn():
@@ -116,9 +122,9 @@ async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: i
     return {"seconds": time.perf_counter() - t0, "latencies": latencies, "results": results}
 
 
-def near_limit(*cpu_ms) -> bool:
+def near_limit(limit_s: float, *cpu_ms) -> bool:
     """A verdict decided by CPU-time jitter: the test needs about the limit (within 15 %) on one of the runs."""
-    return any(c is not None and c >= 0.85 * CPU_S * 1000 for c in cpu_ms)
+    return any(c is not None and c >= 0.85 * limit_s * 1000 for c in cpu_ms)
 
 
 def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, list, int]:
@@ -138,7 +144,8 @@ def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, l
             if row["status"] != before:
                 flips += 1
                 cpu = ro["offline_cpu_ms"].get(row["test_id"])
-                timing += "timeout" in (before, row["status"]) and near_limit(cpu, row["cpu_ms"])
+                timing += "timeout" in (before, row["status"]) and near_limit(ro.get("cpu_s") or CPU_S, cpu,
+                                                                              row["cpu_ms"])
                 examples.append((ro["program_id"], row["test_id"], before, row["status"], cpu, row["cpu_ms"]))
     return flips, verdicts, examples[:10], timing
 
@@ -201,6 +208,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--lake", help="reuse a lake built by an earlier run (skips ingest/mutate/execute)")
+    ap.add_argument("--time-limits", choices=["calibrated", "fixed"], default="calibrated",
+                    help="calibrated: per-problem limits from `factory calibrate`, sent per item as cpu_s")
     ap.add_argument("--time-limit", type=float, default=3600)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_bench.json"))
     a = ap.parse_args()
@@ -209,7 +218,7 @@ def main() -> None:
     lake = Path(a.lake) if a.lake else Path(tmp) / "lake"
     t0 = time.time()
     if not a.lake:
-        build_lake(lake)
+        build_lake(lake, a.time_limits)
     programs = load_programs(lake)
     offline_mix: dict[str, int] = {}
     for p in programs:
@@ -218,6 +227,7 @@ def main() -> None:
         offline_mix[worst] = offline_mix.get(worst, 0) + 1
     out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
            "workers": a.workers, "cpu_count": os.cpu_count(), "batch": a.batch, "concurrency": a.concurrency,
+           "time_limits": a.time_limits,
            "native": [], "verl": []}
     print(f"lake: {len(programs)} programs with offline verdicts ({offline_mix})", flush=True)
     server = Server("--workers", str(a.workers), "--cpu-s", str(CPU_S), "--wall-factor", "10", "--max-queue", "8192")

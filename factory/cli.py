@@ -134,8 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="catalog names (default: all)")
     p.set_defaults(fn=cmd_transform)
 
-    from factory import stages
+    from factory import augment_stage, judging_stage, stages
     stages.register(sub, _add_lake)
+    augment_stage.register(sub, _add_lake)
+    judging_stage.register(sub, _add_lake)
     return parser
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from factory.catalog import default_catalog
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
 from factory.ingest.normalize import stable_hash
+from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
 from factory.ingest.readers import read_records
 from factory.lake import connect
 from factory.progress import Progress
@@ -63,11 +64,12 @@ def _where(selection: str, sources: list[str] | None, model: str | None) -> tupl
     return " AND ".join(clauses), params
 
 
-def _job(row: dict, tests: list[dict]) -> Job:
+def _job(row: dict, tests: list[dict], rule: ProblemJudging = NO_OVERRIDE) -> Job:
     return Job(program_id=row["program_id"], code=row["code"], entry_point=row["entry_point"],
-               preamble=row["test_preamble"] or "",
-               tests=[TestSpec(test_id=t["test_id"], kind=t["kind"], code=t["code"], input=t["input"],
-                               expected=t["expected"], comparison=t["comparison"], atol=t["atol"]) for t in tests])
+               preamble=row["test_preamble"] or "", cpu_s=rule.cpu_s,
+               tests=[rule.apply(TestSpec(test_id=t["test_id"], kind=t["kind"], code=t["code"], input=t["input"],
+                                          expected=t["expected"], comparison=t["comparison"], atol=t["atol"]))
+                      for t in tests])
 
 
 def executions_table(rows: list[dict]) -> pa.Table:
@@ -134,13 +136,19 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
 def execute(lake=None, *, selection: str = "reference", sources: list[str] | None = None, model: str | None = None,
             limits: Limits | None = None, workers: int | None = None, max_programs: int | None = None,
             batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None,
-            engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None
-            ) -> ExecuteReport:
+            engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None,
+            time_limits: str = "calibrated") -> ExecuteReport:
     """Execute the selected programs on every test of their problem that has no verdict under `limits` yet.
 
     ``engine="ray"`` runs the sandbox on every node of a Ray cluster (:class:`RaySandboxPool`); verdicts are
     committed here, by the driver, through the same batches. ``shard=(i, n)`` takes only the programs whose id
-    hashes to i mod n, so n drivers on n machines split one selection and commit into one lake."""
+    hashes to i mod n, so n drivers on n machines split one selection and commit into one lake.
+
+    Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
+    answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
+    (``silver.time_limits``, `factory calibrate`) instead of ``limits.cpu_s``; ``"fixed"`` ignores them."""
+    if time_limits not in ("calibrated", "fixed"):
+        raise InputError(f"unknown time_limits {time_limits!r} (calibrated | fixed)")
     limits = limits or Limits()
     limits_hash = limits.hash()
     report = ExecuteReport()
@@ -153,25 +161,30 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             fill_expected_outputs(lake, pool, sources, report)
         con = connect(lake, read_only=True)
+        judging = load_judging(con, time_limits=time_limits == "calibrated")
+        key_params = [*key_lists(judging, limits), limits_hash]
         programs = con.execute(f"""
+            WITH keys AS ({KEYS_SQL})
             SELECT * FROM (
                 SELECT p.program_id, p.code, p.problem_id, pb.entry_point, pb.test_preamble,
                        (SELECT count(*) FROM silver.tests t WHERE t.problem_id = p.problem_id
                         AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
                         AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
-                                        AND e.test_id = t.test_id AND e.limits_hash = ?)) AS pending_tests
+                                        AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?)))
+                        AS pending_tests
                 FROM silver.programs p JOIN silver.problems pb USING (problem_id)
+                LEFT JOIN keys k ON k.problem_id = p.problem_id
                 WHERE {where})
             WHERE pending_tests > 0
             ORDER BY problem_id, program_id {f'LIMIT {int(max_programs)}' if max_programs else ''}""",
-            [limits_hash] + params).to_arrow_table().to_pylist()
+            key_params + params).to_arrow_table().to_pylist()
         total = sum(p["pending_tests"] for p in programs)
         con.close()
         progress = Progress(total, "execute", "test")
         try:
             for start in range(0, len(programs), batch_programs):
                 batch = programs[start:start + batch_programs]
-                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress)
+                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress, judging)
             progress.close()
             report.retried_batches = getattr(pool, "retried_batches", 0)
             report.lost_nodes = len(getattr(pool, "lost_nodes", []))
@@ -212,30 +225,37 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
 
 
 def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
-                   sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None) -> None:
-    limits_hash = limits.hash()
+                   sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
+                   judging: dict[str, ProblemJudging] | None = None) -> None:
+    judging = judging or {}
     config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
-              "sandbox_version": SANDBOX_VERSION, "programs": len(batch)}
+              "sandbox_version": SANDBOX_VERSION, "programs": len(batch),
+              "judging": sorted({j.limits_hash(limits) for p in batch if (j := judging.get(p["problem_id"]))})}
+    rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
     with stage_run("execute", config, lake=lake) as run:
         ids = [p["program_id"] for p in batch]
-        tests = run.con.execute("""
+        tests = run.con.execute(f"""
+            WITH keys AS ({KEYS_SQL})
             SELECT p.program_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
             FROM silver.programs p JOIN silver.tests t USING (problem_id)
+            LEFT JOIN keys k ON k.problem_id = p.problem_id
             WHERE list_contains(?, p.program_id)
               AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
               AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
-                              AND e.test_id = t.test_id AND e.limits_hash = ?)
-            ORDER BY p.program_id, t.ordinal""", [ids, limits_hash]).to_arrow_table().to_pylist()
+                              AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?))
+            ORDER BY p.program_id, t.ordinal""", [*key_lists(judging, limits), ids, limits.hash()]
+        ).to_arrow_table().to_pylist()
         by_program: dict[str, list[dict]] = defaultdict(list)
         for t in tests:
             by_program[t["program_id"]].append(t)
-        jobs = [_job(p, by_program[p["program_id"]]) for p in batch if by_program[p["program_id"]]]
+        jobs = [_job(p, by_program[p["program_id"]], rule[p["program_id"]])
+                for p in batch if by_program[p["program_id"]]]
         report.skipped_no_tests += len(batch) - len(jobs)
         merged = merge_verdicts(_verdicts(pool, jobs, progress))
         now = utcnow()
         rows = []
         for (program_id, test_id), (v, in_process) in merged.items():
-            row = verdict_row(program_id, test_id, v, in_process, limits_hash, now)
+            row = verdict_row(program_id, test_id, v, in_process, rule[program_id].limits_hash(limits), now)
             report.status_counts[row["status"]] += 1
             rows.append(row)
         expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}

@@ -41,11 +41,14 @@ def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table",
             if not output:
                 rel.show(max_rows=200, max_width=200)
         elif fmt == "csv":
-            import pyarrow.csv as pacsv
+            # DuckDB's own CSV writer: it also renders LIST / STRUCT / MAP columns (pyarrow's refuses them)
+            import tempfile
+            from pathlib import Path
 
-            table = rel.to_arrow_table()
-            buf = out.buffer if hasattr(out, "buffer") else out
-            pacsv.write_csv(table, buf)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "result.csv"
+                rel.write_csv(str(path), header=True)
+                out.write(path.read_text(encoding="utf-8"))
         elif fmt == "json":
             cols = rel.columns
             for row in rel.fetchall():

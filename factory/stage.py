@@ -269,12 +269,14 @@ def failed_runs(lake=None) -> list[dict]:
 def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: bool = True) -> list[str]:
     """Bring the lake's schema up to the catalog; returns what changed.
 
-    create=True (`factory init`): create missing schemas and tables. Always: add declared columns that an
+    create=True (`factory init`): create missing schemas and tables. Always: create declared tables missing from
+    an existing schema, and add declared columns that an
     existing table lacks (additive schema evolution via DuckLake ``ALTER TABLE ... ADD COLUMN``; rows written
     before read the column's DEFAULT, else NULL), so a lake made before a column was declared keeps working.
     """
     changes = []
     live = existing_columns(con)
+    live_schemas = {name.split(".", 1)[0] for name in live}
     if create:
         for schema in catalog.schemas:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE_ALIAS}.{schema}")
@@ -282,7 +284,7 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
         if spec.kind != "table" or spec.sql:
             continue
         if spec.name not in live:
-            if create:
+            if create or spec.schema in live_schemas:   # a table declared after the lake was made: add it
                 con.execute(spec.create_table_sql(LAKE_ALIAS))
                 changes.append(f"created {spec.name}")
             continue

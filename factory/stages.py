@@ -13,7 +13,11 @@ def register(sub, add_lake) -> None:
     p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
     p.add_argument("--model", help="only programs of this model; with --samples: the model name to record")
     p.add_argument("--samples", help="evalplus-style JSONL (task_id + completion|solution) to store and score")
-    p.add_argument("--cpu-s", type=float, default=4.0, help="CPU seconds per test")
+    p.add_argument("--cpu-s", type=float, default=4.0,
+                   help="CPU seconds per test (problems calibrated by `factory calibrate` use their own limit)")
+    p.add_argument("--time-limits", choices=["calibrated", "fixed"], default="calibrated",
+                   help="calibrated: a problem's limit from silver.time_limits where it has one (default); "
+                        "fixed: --cpu-s for every problem")
     p.add_argument("--memory-mb", type=int, default=1024)
     p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
     p.add_argument("--max-programs", type=int, help="stop after this many programs")
@@ -204,7 +208,7 @@ def cmd_execute(args) -> None:
     report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
                      workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
-                     ray_address=args.ray_address, shard=parse_shard(args.shard))
+                     ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits)
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
     if report.retried_batches:

@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 from . import zygote as zproto
 from .isolate import SAFE_ENV
+from .checker import PENDING, apply_checker_verdicts, checker_jobs
 from .types import SANDBOX_VERSION, Job, Limits, Verdict
 from .verdicts import SubJob, build_verdicts_safe, split_job
 
@@ -195,6 +196,24 @@ class SandboxPool:
             self.close()
             raise errors[0]
 
+    def _run_checkers(self, w: Worker, pending: list) -> None:
+        """Second pass on the same worker: each problem checker decides its pending verdicts (in the sandbox)."""
+        results, subs = [], []
+        for job in checker_jobs(pending):
+            s, early = split_job(job, w.meta_json, self.limits_json)
+            subs += s
+            results += early
+        if subs:
+            for s, raw in zip(subs, w.run_many([s.payload(self.limits) for s in subs])):
+                results += build_verdicts_safe(s, raw, self.limits, w.meta_json, self.limits_json)
+        apply_checker_verdicts(pending, results)
+
+    def _limits_json(self, job: Job) -> str:
+        """The limits a job ran under, as its verdicts record them (a calibrated ``Job.cpu_s`` included)."""
+        if job.cpu_s is None:
+            return self.limits_json
+        return json.dumps(job.limits_for(self.limits).as_dict(), sort_keys=True)
+
     @property
     def meta_json(self) -> str:
         return self.workers[0].meta_json
@@ -215,7 +234,7 @@ class SandboxPool:
                 for job in jobs:
                     if stop.is_set():
                         break
-                    subs, early = split_job(job, meta, self.limits_json)
+                    subs, early = split_job(job, meta, self._limits_json(job))
                     if yield_done:
                         if subs:
                             with left_lock:
@@ -253,9 +272,15 @@ class SandboxPool:
                 batch, last = take_batch()
                 if batch and not stop.is_set():
                     raws = w.run_many([sub.payload(self.limits) for sub in batch])
-                    verdicts = []
+                    verdicts, pending = [], []
                     for sub, raw in zip(batch, raws):
-                        verdicts += build_verdicts_safe(sub, raw, self.limits, w.meta_json, self.limits_json)
+                        built = build_verdicts_safe(sub, raw, self.limits, w.meta_json, self._limits_json(sub.job))
+                        verdicts += built
+                        if any(v.status == PENDING for v in built):
+                            specs = {s.test_id: s for s in sub.specs}
+                            pending += [(v, specs[v.test_id]) for v in built if v.status == PENDING]
+                    if pending:
+                        self._run_checkers(w, pending)
                         if yield_done:
                             with left_lock:
                                 left[id(sub.job)] -= 1

@@ -61,6 +61,9 @@ class TestSpec:
     comparison: str = "exact"
     atol: float | None = None
     rtol: float | None = None
+    # stdio/call tests: source of a checker program (see :mod:`.checker`) that decides accept/reject from
+    # (input, expected, actual) inside the sandbox, instead of a built-in comparison
+    checker: str | None = None
 
 
 @dataclass
@@ -71,6 +74,14 @@ class Job:
     tests: list[TestSpec] = field(default_factory=list)
     entry_point: str | None = None
     preamble: str = ""
+    # CPU seconds per test for this job only (a time limit calibrated per problem); None: the pool's Limits.cpu_s
+    cpu_s: float | None = None
+
+    def limits_for(self, limits: "Limits") -> "Limits":
+        """The limits this job's tests run under."""
+        if self.cpu_s is None:
+            return limits
+        return Limits(**{**limits.as_dict(), "cpu_s": self.cpu_s})
 
 
 @dataclass

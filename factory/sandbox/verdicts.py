@@ -7,6 +7,7 @@ import pickle
 import re
 import signal
 
+from .checker import PENDING
 from .compare import call_equal, stdio_equal, values_equal
 from .serialize import Opaque, clean_text, deserialize_value
 from .transform import rewrite_asserts
@@ -57,6 +58,8 @@ class SubJob:
                 off += len(data)
         hdr = {"mode": self.mode, "tests": [{"i": t["i"], "kind": t["kind"]} for t in self.payload_tests],
                "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
+        if self.job.cpu_s is not None:
+            hdr["cpu_s"] = float(self.job.cpu_s)
         return hdr, b"".join(parts)
 
 
@@ -84,6 +87,9 @@ def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verd
             why = "empty test code"
         elif spec.kind == "call" and spec.input is None:
             why = "call test without input"
+        elif spec.checker is not None and (spec.kind not in ("call", "stdio") or not isinstance(spec.checker, str)
+                                           or not spec.checker.strip()):
+            why = "a checker needs a call or stdio test and non-empty checker source"
         if why:
             bad.append(_invalid(job, spec, why, meta, limits))
             continue
@@ -257,6 +263,9 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
         if spec.expected is None:
             v.status = "no_expected"
             return [v]
+        if spec.checker:
+            v.status = PENDING
+            return [v]
         try:
             good = call_equal(deserialize_value(v.actual), deserialize_value(spec.expected), spec.atol, spec.rtol)
         except (ValueError, TypeError, KeyError):
@@ -296,6 +305,9 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     actual = stdout_b.decode("utf-8", "replace")
     if spec.expected is None:
         v.status, v.actual = "no_expected", actual
+        return v
+    if spec.checker:
+        v.status, v.actual = PENDING, actual   # decided by the problem's checker (pool: .checker)
         return v
     good = stdio_equal(actual, spec.expected, spec.comparison, spec.atol, spec.rtol)
     v.status = "pass" if good else "fail"

@@ -224,11 +224,18 @@ class Zygote:
     def run_job(self, idx: int, hdr: dict, memfd: int) -> list[dict]:
         results: dict[int, dict] = {}
         pos, n = 0, len(hdr["tests"])
-        while pos < n:
-            if hdr["mode"] == "stdio":
-                pos = _run_stdio_test(self, idx, hdr, memfd, pos, results)
-            else:
-                pos = _Run(self, idx, hdr, memfd, pos, self.plan).supervise(results)
+        base = self.limits
+        cpu_s = hdr.get("cpu_s")
+        if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) and 0 < cpu_s <= MAX_JOB_CPU_S:
+            self.limits = dict(base, cpu_s=float(cpu_s))   # this job's calibrated time limit
+        try:
+            while pos < n:
+                if hdr["mode"] == "stdio":
+                    pos = _run_stdio_test(self, idx, hdr, memfd, pos, results)
+                else:
+                    pos = _Run(self, idx, hdr, memfd, pos, self.plan).supervise(results)
+        finally:
+            self.limits = base
         return [results[t["i"]] for t in hdr["tests"]]
 
     def serve(self) -> None:
@@ -388,6 +395,7 @@ def _judge_body(start: int, limits: dict):
     return body
 
 
+MAX_JOB_CPU_S = 3600.0      # a per-job CPU limit above this is ignored (the pool's limit applies)
 KEPT_JUDGE_PROGRAMS = 500   # a kept judge is replaced after this many programs (bounds what test code can pile up)
 KEPT_JUDGE_TESTS = 4096     # its RLIMIT_CPU budget in tests (a backstop; the zygote meters every test itself)
 

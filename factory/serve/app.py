@@ -28,8 +28,8 @@ from starlette.routing import Route
 from factory.sandbox import Job
 
 from .engine import Overloaded, ServerShutdown, Ticket, TooLarge, VerifierEngine
-from .protocol import (BadRequest, Caps, _get, check_language, parse_run_code, program_from_completion, request_limits,
-                       run_code_response, score, tests_from_provided, verdict_rows)
+from .protocol import (BadRequest, Caps, _get, _positive, check_language, parse_run_code, program_from_completion,
+                       request_limits, run_code_response, score, tests_from_provided, verdict_rows)
 
 MAX_BODY_BYTES = 32 << 20
 
@@ -208,8 +208,11 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
                 completion = _get(item, "completion", str, required=True, where=where)
                 code, status, _ = program_from_completion(completion, entry, tests)
             meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests]})
+            cpu_s = item.get("cpu_s")   # this problem's calibrated limit (silver.time_limits), capped by the server
+            if cpu_s is not None:
+                cpu_s = _positive(cpu_s, f"{where}cpu_s", caps.max_cpu_s)
             if code is not None and tests:
-                jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble))
+                jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble, cpu_s=cpu_s))
         return jobs, meta, limits, opts
 
     def item_result(m: dict, ticket: Ticket | None, opts: dict) -> dict:

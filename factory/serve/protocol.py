@@ -165,7 +165,21 @@ def split_test_code(code: str) -> tuple[list[TestSpec], str]:
 def tests_from_provided(data, where: str = "config.provided_data") -> tuple[list[TestSpec], str | None, str]:
     """(tests, entry_point, preamble) from SandboxFusion's `provided_data` or a factory ground truth:
     ``{"test": [{"input": {"stdin"}, "output": {"stdout"}}]}`` (CommonOJ), ``{"test": {"code"}}`` /
-    ``{"test": "<code>"}`` (AutoEval), ``{"inputs", "outputs"[, "fn_name"]}`` or ``{"tests": [...]}``."""
+    ``{"test": "<code>"}`` (AutoEval), ``{"inputs", "outputs"[, "fn_name"]}`` or ``{"tests": [...]}``.
+    A ``"checker"`` (Python source defining ``check(input, expected, actual)``) judges its stdio/call tests."""
+    tests, entry, preamble = _tests_from_provided(data, where)
+    checker = data.get("checker") if isinstance(data, dict) else None
+    if checker is not None:
+        if not isinstance(checker, str) or "def check" not in checker:
+            raise BadRequest(f"'{where}.checker' must be Python source defining check(input, expected, actual)",
+                             f"{where}.checker", 422)
+        for t in tests:
+            if t.kind in ("stdio", "call"):
+                t.checker = checker
+    return tests, entry, preamble
+
+
+def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
     from factory.reward import tests_from_ground_truth
 
     if isinstance(data, str):
@@ -220,7 +234,7 @@ def verdict_rows(ticket: Ticket, program_id: str) -> list[dict]:
     """The silver.executions rows of a finished ticket (pytest/unittest cases merged per test row)."""
     rows = []
     for (_, test_id), (v, in_process) in merge_verdicts(ticket.verdicts).items():
-        row = verdict_row(program_id, test_id, v, in_process, ticket.limits.hash(), None)
+        row = verdict_row(program_id, test_id, v, in_process, ticket.job.limits_for(ticket.limits).hash(), None)
         row.pop("executed_at", None)
         rows.append(row)
     return rows

@@ -195,7 +195,7 @@ def test_transform_view_matches_direct_query(full_lake):
 def test_cli_sql_formats_and_status(full_lake, tmp_path):
     proc = factory_cli("sql", "SELECT source, count(*) AS n FROM silver.problems GROUP BY 1 ORDER BY 1",
                        "--format", "csv", lake=full_lake)
-    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == '"source","n"'
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == 'source,n'
     out = tmp_path / "p.parquet"
     proc = factory_cli("sql", "SELECT * FROM silver.problems WHERE source = 'humaneval'", "--format", "parquet",
                        "--output", str(out), lake=full_lake)

@@ -124,3 +124,27 @@ def test_streamed_batch_answers_every_item(server, humaneval):
     assert set(by_id) == {i["id"] for i in items}
     assert all(by_id[r["task_id"]]["reward"] == 1.0 for r in humaneval)
     assert by_id["no-code"]["reward"] == 0.0 and by_id["no-code"]["extraction"] != "ok"
+
+
+def test_native_batch_per_item_time_limit_and_checker(server):
+    """An item's `cpu_s` (its problem's calibrated limit) and a ground truth's `checker` (any valid answer)."""
+    spin = ("import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\n"
+            "print(int(input()) * 2)\n")
+    truth = {"inputs": ["2\n"], "outputs": ["4\n"]}
+    any_order = {"inputs": ["3\n"], "outputs": ["1 2 3\n"],
+                 "checker": "def check(i, e, a):\n    return sorted(a.split()) == sorted(e.split())\n"}
+    items = [{"id": "slow-default", "code": spin, "ground_truth": truth},
+             {"id": "slow-calibrated", "code": spin, "ground_truth": truth, "cpu_s": 3.0},
+             {"id": "other-order", "code": "print(3, 1, 2)", "ground_truth": any_order},
+             {"id": "wrong", "code": "print(3, 3, 2)", "ground_truth": any_order}]
+    code, _, body = post(server.url + "/v1/judge", {"items": items, "limits": {"cpu_s": 1.0}})
+    assert code == 200, body
+    got = {i["id"]: (i["reward"], i["rows"][0]["status"]) for i in body["items"]}
+    assert got == {"slow-default": (0.0, "timeout"), "slow-calibrated": (1.0, "pass"),
+                   "other-order": (1.0, "pass"), "wrong": (0.0, "fail")}
+    assert json.loads(next(i for i in body["items"] if i["id"] == "slow-calibrated")["rows"][0]["limits"])["cpu_s"] == 3
+    code, _, body = post(server.url + "/v1/judge", {"items": [dict(items[1], cpu_s=-1)]})
+    assert code == 422 and "items[0].cpu_s" in json.dumps(body)
+    code, _, body = post(server.url + "/v1/judge", {"items": [{"code": "print(1)", "ground_truth":
+                                                                dict(truth, checker=3)}]})
+    assert code == 422 and "checker" in json.dumps(body)

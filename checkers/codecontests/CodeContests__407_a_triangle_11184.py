@@ -1,0 +1,43 @@
+# CF 407A: integer right triangle with legs a, b and no side parallel to an axis, or NO.
+import re
+
+_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+
+
+def _int(t):
+    if not _INT.match(t) or t == "-0":
+        raise ValueError("bad integer %r" % t)
+    return int(t)
+
+
+def check(input, expected, actual):
+    a, b = map(int, input.split()[:2])
+    jury = expected.split()[0].upper()
+    out = actual.split()
+    if not out:
+        return False, "empty output"
+    verdict = out[0].upper()
+    if verdict not in ("YES", "NO"):
+        return False, "expected YES/NO"
+    if verdict != jury:
+        return False, "answer says %s, jury says %s" % (verdict, jury)
+    if verdict == "NO":
+        return len(out) == 1, "NO"
+    if len(out) != 7:
+        return False, "expected three pairs of coordinates"
+    c = [_int(t) for t in out[1:]]
+    if any(abs(v) > 10 ** 9 for v in c):
+        return False, "coordinate exceeds 10^9"
+    p = [(c[0], c[1]), (c[2], c[3]), (c[4], c[5])]
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if p[i][0] == p[j][0] or p[i][1] == p[j][1]:
+                return False, "a side is parallel to an axis"
+    want = sorted((a * a, b * b))
+    for i in range(3):
+        o, u, v = p[i], p[(i + 1) % 3], p[(i + 2) % 3]
+        ux, uy = u[0] - o[0], u[1] - o[1]
+        vx, vy = v[0] - o[0], v[1] - o[1]
+        if ux * vx + uy * vy == 0 and sorted((ux * ux + uy * uy, vx * vx + vy * vy)) == want:
+            return True
+    return False, "not a right triangle with legs %d and %d" % (a, b)

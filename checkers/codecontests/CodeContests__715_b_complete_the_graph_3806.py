@@ -1,0 +1,67 @@
+# CF 715B / 716D: positive weights (<= 10^18) for the erased edges so that dist(s, t) == L, or NO.
+# Edges may be printed in any order (and either orientation); fixed weights must be unchanged.
+import heapq
+import re
+
+_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+
+
+def _int(t):
+    if not _INT.match(t) or t == "-0":
+        raise ValueError("bad integer %r" % t)
+    return int(t)
+
+
+def check(input, expected, actual):
+    data = list(map(int, input.split()))
+    n, m, L, s, t = data[:5]
+    given = {}
+    for i in range(m):
+        u, v, w = data[5 + 3 * i:8 + 3 * i]
+        given[(min(u, v), max(u, v))] = w
+    jury = expected.split()[0].upper()
+    out = actual.split()
+    if not out:
+        return False, "empty output"
+    verdict = out[0].upper()
+    if verdict not in ("YES", "NO"):
+        return False, "expected YES/NO"
+    if verdict != jury:
+        return False, "answer says %s, jury says %s" % (verdict, jury)
+    if verdict == "NO":
+        return len(out) == 1, "NO"
+    if len(out) != 1 + 3 * m:
+        return False, "expected %d edges" % m
+    e = [_int(x) for x in out[1:]]
+    adj = [[] for _ in range(n)]
+    used = set()
+    for i in range(m):
+        u, v, w = e[3 * i:3 * i + 3]
+        key = (min(u, v), max(u, v))
+        if key not in given or key in used:
+            return False, "edge %d %d is not an input edge or is repeated" % (u, v)
+        used.add(key)
+        g = given[key]
+        if g and w != g:
+            return False, "weight of edge %d %d was changed" % (u, v)
+        if not 1 <= w <= 10 ** 18:
+            return False, "weight out of [1, 10^18]"
+        adj[u].append((v, w))
+        adj[v].append((u, w))
+    dist = [None] * n
+    dist[s] = 0
+    pq = [(0, s)]
+    while pq:
+        d, v = heapq.heappop(pq)
+        if d > dist[v]:
+            continue
+        if v == t:
+            break
+        for u, w in adj[v]:
+            nd = d + w
+            if dist[u] is None or nd < dist[u]:
+                dist[u] = nd
+                heapq.heappush(pq, (nd, u))
+    if dist[t] != L:
+        return False, "shortest path is %s, not %d" % (dist[t], L)
+    return True
