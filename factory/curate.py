@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from factory.funnel import curation_funnel, unhealthy_sources
+from factory.health import require_healthy
 from factory.stage import stage_run
 from factory.transforms import DEFAULTS
 
@@ -25,11 +26,15 @@ def resolve_auto(con, overrides: dict) -> dict:
     return params
 
 
-def curate(lake=None, overrides: dict | None = None) -> CurateResult:
+def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = False) -> CurateResult:
     """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs) with the
-    curation funnel (what each rule removed, per source) and the sources whose references fail here."""
+    curation funnel (what each rule removed, per source) and the sources whose references fail here.
+    Refuses to run when the lake's latest `factory health` check failed, unless ``allow_unhealthy``."""
     overrides = dict(overrides or {})
     with stage_run("curate", {"overrides": overrides}, lake=lake) as run:
+        check = require_healthy(run.con, allow_unhealthy)
+        if check is not None and not check["healthy"]:
+            run.config["allow_unhealthy"] = check["run_id"]
         params = resolve_auto(run.con, overrides)
         run.config["params"] = params
         names = [s.name for s in run.catalog.transforms() if s.producer == "curate" or s.producer == "transform"]

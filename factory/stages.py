@@ -34,6 +34,8 @@ def register(sub, add_lake) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (see factory/transforms.py DEFAULTS); VALUE is JSON or text")
     p.add_argument("--config", help="YAML file of parameter overrides")
+    p.add_argument("--allow-unhealthy", action="store_true",
+                   help="curate even though the latest `factory health` check failed")
     p.set_defaults(fn=cmd_curate)
 
     p = sub.add_parser("demo", help="the whole factory end to end on embedded defaults (the README's main job)")
@@ -266,7 +268,7 @@ def cmd_curate(args) -> None:
         overrides[key.strip()] = _parse_value(value.strip())
     from factory.funnel import print_funnel, warn_unhealthy
 
-    counts = curate(args.lake, overrides)
+    counts = curate(args.lake, overrides, allow_unhealthy=args.allow_unhealthy)
     for name, n in counts.items():
         print(f"{name:<30} {n}")
     print()

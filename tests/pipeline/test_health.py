@@ -1,0 +1,59 @@
+"""`factory health`: a canary (HumanEval's references in the real sandbox), the infra-error share and the
+environment fingerprint, recorded in ops.health_checks; `factory curate` refuses after a failed check."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factory.curate import curate
+from factory.errors import FactoryError
+from factory.health import run_health
+from factory.sandbox import Limits
+from factory.stage import stage_run, utcnow
+
+from tests.lakeutil import factory_cli, init_lake, query
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    return init_lake(tmp_path_factory.mktemp("health") / "lake")
+
+
+def test_healthy_environment_is_recorded(lake):
+    row = run_health(lake)
+    assert row["healthy"] and row["canary_passed"] == row["canary_programs"] == 164
+    fp = json.loads(row["fingerprint"])
+    assert fp["python"] and fp["sandbox_version"] and "numpy" in fp["packages"]
+    stored = query(lake, "SELECT healthy, fingerprint_hash, canary_passed FROM ops.health_checks")
+    assert stored == [(True, row["fingerprint_hash"], 164)]
+    curate(lake)    # a healthy check lets curation run
+
+
+def test_broken_sandbox_fails_the_check_and_blocks_curate(lake):
+    # a sandbox whose CPU limit is too small for any program: every canary reference times out
+    row = run_health(lake, canary_limits=Limits(cpu_s=0.001, wall_min_s=1.0))
+    assert not row["healthy"] and row["canary_passed"] < 164
+    assert "canary" in json.loads(row["reasons"])[0]
+    with pytest.raises(FactoryError, match="latest `factory health` check failed"):
+        curate(lake)
+    out = factory_cli("curate", lake=lake)
+    assert out.returncode != 0 and "--allow-unhealthy" in out.stderr
+    out = factory_cli("curate", "--allow-unhealthy", lake=lake)
+    assert out.returncode == 0, out.stderr
+    assert run_health(lake)["healthy"]   # fixed: the next check passes and curation runs again
+    curate(lake)
+
+
+def test_infra_errors_fail_the_check(lake):
+    now = utcnow()
+    rows = [{"program_id": f"p{i}", "test_id": "t", "limits_hash": "h", "status": "infra_error" if i % 2 else "pass",
+             "judged_in_process": False, "executed_at": now} for i in range(10)]
+    with stage_run("execute", {"test": "infra"}, lake=lake) as run:
+        run.write("silver.executions", rows)
+    row = run_health(lake, canary=False)
+    assert not row["healthy"] and row["infra_errors"] == 5 and row["canary_programs"] is None
+    assert "infra errors: 5 of 10" in json.loads(row["reasons"])[0]
+    out = factory_cli("health", "--no-canary", lake=lake)
+    assert out.returncode == 1 and "UNHEALTHY: infra errors" in out.stderr
+    assert run_health(lake, canary=False, max_infra_share=0.6)["healthy"]
