@@ -64,21 +64,44 @@ def _pool(limits: Limits) -> SandboxPool:
 
 
 def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
-    """(tests, entry_point, preamble) from a ground-truth dict or its JSON string."""
+    """(tests, entry_point, preamble) from a ground-truth dict or its JSON string.
+
+    Optional judging keys (written by `factory export` for problems with a rule in silver.checkers):
+    ``comparison``/``atol``/``rtol`` for ``inputs``/``outputs`` ground truths, and ``checker`` (a checker
+    program's source) for the stdio/call tests of any form. ``cpu_s`` is read by :func:`ground_truth_cpu_s`."""
     gt = json.loads(gt) if isinstance(gt, str) else gt
     if "tests" in gt:
         tests = [TestSpec(test_id=t.get("test_id") or str(i), kind=t["kind"], code=t.get("code"), input=t.get("input"),
-                          expected=t.get("expected"), comparison=t.get("comparison") or "exact", atol=t.get("atol"))
+                          expected=t.get("expected"), comparison=t.get("comparison") or "exact", atol=t.get("atol"),
+                          rtol=t.get("rtol"))
                  for i, t in enumerate(gt["tests"])]
-        return tests, gt.get("entry_point"), gt.get("test_preamble") or ""
-    inputs, outputs = gt["inputs"], gt["outputs"]
-    if gt.get("fn_name"):
-        tests = [TestSpec(str(i), "call", input=json.dumps(a), expected=json.dumps(o)) for i, (a, o) in
-                 enumerate(zip(inputs, outputs))]
-        return tests, gt["fn_name"], ""
-    tests = [TestSpec(str(i), "stdio", input=a, expected=o, comparison="token") for i, (a, o) in
-             enumerate(zip(inputs, outputs))]
-    return tests, None, ""
+        entry, preamble = gt.get("entry_point"), gt.get("test_preamble") or ""
+    else:
+        inputs, outputs = gt["inputs"], gt["outputs"]
+        atol, rtol = gt.get("atol"), gt.get("rtol")
+        if gt.get("fn_name"):
+            tests = [TestSpec(str(i), "call", input=json.dumps(a), expected=json.dumps(o), atol=atol, rtol=rtol)
+                     for i, (a, o) in enumerate(zip(inputs, outputs))]
+            entry, preamble = gt["fn_name"], ""
+        else:
+            comparison = gt.get("comparison") or "token"
+            tests = [TestSpec(str(i), "stdio", input=a, expected=o, comparison=comparison, atol=atol, rtol=rtol)
+                     for i, (a, o) in enumerate(zip(inputs, outputs))]
+            entry, preamble = None, ""
+    if isinstance(gt.get("checker"), str) and gt["checker"].strip():
+        for t in tests:
+            if t.kind in ("stdio", "call"):
+                t.checker = gt["checker"]
+    return tests, entry, preamble
+
+
+def ground_truth_cpu_s(gt) -> float | None:
+    """The problem's calibrated CPU limit carried by a ground truth (``cpu_s``), if any and sane."""
+    gt = json.loads(gt) if isinstance(gt, str) else gt
+    value = gt.get("cpu_s") if isinstance(gt, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 600:
+        return float(value)
+    return None
 
 
 def _text(completion) -> str:
@@ -115,7 +138,8 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
             continue
         pid = f"c{i}"
         index[pid] = (i, {t.test_id for t in tests})
-        jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble))
+        jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
+                        cpu_s=ground_truth_cpu_s(gt)))
     verdicts = []
     for v in _pool(limits).run(jobs):
         if v.status == "infra_error":

@@ -24,16 +24,25 @@ def ground_truth(row: dict) -> dict:
     "fn_name" (inputs = positional-arg lists, outputs = expected values in the sandbox's JSON value format).
     Anything else (assert/check/pytest/unittest or mixed) -> our own test list under "tests" (+ "assert_case"
     for the assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores.
+    A problem with its own judging rule adds "comparison"/"atol"/"rtol" (a stated tolerance), "checker" (a checker
+    program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them.
     """
     tests = json.loads(row["tests"])
     kinds = {t["kind"] for t in tests}
+    judging = {k: row[k] for k in ("checker", "cpu_s") if row.get(k) is not None}
+    if kinds in ({"stdio"}, {"call"}):   # a problem's tolerance / comparison rule (silver.checkers)
+        first = tests[0]
+        if first.get("comparison") not in (None, "exact", "token") or first.get("atol") is not None:
+            judging.update({k: first.get(k) for k in ("comparison", "atol", "rtol") if first.get(k) is not None})
+            if kinds == {"call"}:
+                judging.pop("comparison", None)
     if kinds == {"stdio"}:
-        return {"inputs": [t["input"] for t in tests], "outputs": [t["expected"] for t in tests]}
+        return {"inputs": [t["input"] for t in tests], "outputs": [t["expected"] for t in tests], **judging}
     if kinds == {"call"} and row.get("entry_point"):
         return {"inputs": [json.loads(t["input"]) for t in tests],
-                "outputs": [json.loads(t["expected"]) for t in tests], "fn_name": row["entry_point"]}
+                "outputs": [json.loads(t["expected"]) for t in tests], "fn_name": row["entry_point"], **judging}
     out = {"test_format": row.get("test_format"), "entry_point": row.get("entry_point"),
-           "test_preamble": row.get("test_preamble"), "tests": tests}
+           "test_preamble": row.get("test_preamble"), "tests": tests, **judging}
     asserts = assert_cases(row, tests)
     if asserts:
         out["assert_case"] = asserts

@@ -11,22 +11,35 @@ WITH usable_tests AS (
     WHERE NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
       AND (pv.problem_id IS NULL OR pv.oracle_tested = 0 OR v.valid)
       AND NOT coalesce(pv.excluded AND pv.oracle_tested > 0, false)
+), judged_tests AS (
+    -- a problem's own rule (silver.checkers: a stated tolerance or case rule) replaces the tests' comparison
+    SELECT u.* REPLACE (
+               CASE WHEN u.kind = 'stdio' AND ck.policy IN ('exact', 'token', 'float', 'casefold') THEN ck.policy
+                    ELSE u.comparison END AS comparison,
+               CASE WHEN ck.policy = 'float' THEN ck.atol ELSE u.atol END AS atol),
+           CASE WHEN ck.policy = 'float' THEN ck.rtol END AS rtol
+    FROM usable_tests AS u
+    LEFT JOIN silver.checkers AS ck USING (problem_id)
 ), packed AS (
     SELECT
         problem_id,
         count(*) AS n_tests,
         to_json(list({'test_id': test_id, 'kind': kind, 'code': code, 'input': input, 'expected': expected,
-                      'comparison': comparison, 'atol': atol} ORDER BY ordinal)) AS tests
-    FROM usable_tests
+                      'comparison': comparison, 'atol': atol, 'rtol': rtol} ORDER BY ordinal)) AS tests
+    FROM judged_tests
     GROUP BY problem_id
 )
 SELECT
     p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_preamble,
     p.test_format, p.difficulty_label, p.license, c.split, pp.prompt,
     t.tests::VARCHAR AS tests, t.n_tests,
-    d.pass_rate, d.potential, d.curriculum_stage
+    d.pass_rate, d.potential, d.curriculum_stage,
+    CASE WHEN ck.policy = 'program' THEN ck.code END AS checker,
+    tl.cpu_s
 FROM silver.problems AS p
 JOIN gold.clean_problems AS c USING (problem_id)
 JOIN gold.problem_prompts AS pp USING (problem_id)
 JOIN packed AS t USING (problem_id)
 LEFT JOIN gold.difficulty AS d USING (problem_id)
+LEFT JOIN silver.checkers AS ck USING (problem_id)
+LEFT JOIN silver.time_limits AS tl USING (problem_id)

@@ -181,3 +181,41 @@ def test_yes_no_answers_rule():
     assert detect_rule("Print YES and the tree.", ["YES\n1 2\n", "NO\n"]) is None
     assert detect_rule("", []) is None
     assert json.dumps(detect_rule("", ["no"]).__dict__)
+
+
+def test_exported_ground_truth_carries_the_judging_rules(cc_lake, tmp_path):
+    """gold.rl_problems -> the export's ground truth carries the tolerance / case rule, the checker and the
+    calibrated limit; factory.reward then scores the references 1.0 (and < 1 without those keys)."""
+    from factory.curate import curate
+    from factory.release.prompts import ground_truth
+    from factory.reward import score_completions
+
+    lake, _, chosen, _ = cc_lake
+    folder = tmp_path / "chk"
+    folder.mkdir()
+    (folder / "CodeContests__27_b_tournament_1914.py").write_text(
+        "def check(input, expected, actual):\n"
+        "    d = list(map(int, input.split())); n = d[0]; seen = set()\n"
+        "    for i in range(1, len(d) - 1, 2): seen.add(frozenset(d[i:i + 2]))\n"
+        "    x, y = map(int, actual.split())\n"
+        "    return x != y and frozenset((x, y)) not in seen and max(x, y) <= n\n")
+    run_checkers(lake, ["codecontests"], folder)
+    curate(lake)
+    con = connect(lake, read_only=True)
+    rows = con.execute("SELECT * FROM gold.rl_problems WHERE list_contains(?, source_id) ORDER BY source_id",
+                       [chosen]).to_arrow_table().to_pylist()
+    refs = dict(con.execute("""SELECT pb.source_id, p.code FROM silver.programs p JOIN silver.problems pb
+        USING (problem_id) WHERE p.origin = 'reference' AND list_contains(?, pb.source_id)""", [chosen]).fetchall())
+    con.close()
+    truths = {r["source_id"]: ground_truth(r) for r in rows}
+    assert truths[TOLERANCE]["comparison"] == "float" and truths[TOLERANCE]["atol"] == pytest.approx(1e-6)
+    assert truths[YES_NO]["comparison"] == "casefold"
+    assert "def check" in truths[ANY_ORDER]["checker"]
+    assert all(t.get("cpu_s") for t in truths.values())        # calibrated by test_calibrated_limits
+    assert "comparison" not in truths[PLAIN] and "checker" not in truths[PLAIN]
+    ids = sorted(truths)
+    completions = [f"```python\n{refs[s]}\n```" for s in ids]
+    assert score_completions(completions, [truths[s] for s in ids], binary=True) == [1.0] * len(ids)
+    bare = [{k: v for k, v in truths[s].items() if k in ("inputs", "outputs")} for s in ids]
+    rewards = dict(zip(ids, score_completions(completions, bare, binary=True)))
+    assert rewards[PLAIN] == 1.0 and rewards[TOLERANCE] == rewards[YES_NO] == 0.0
