@@ -279,10 +279,11 @@ class SandboxPool:
                         if any(v.status == PENDING for v in built):
                             specs = {s.test_id: s for s in sub.specs}
                             pending += [(v, specs[v.test_id]) for v in built if v.status == PENDING]
-                    if pending:
+                    if pending:   # checkers decide before anything of these jobs is reported
                         self._run_checkers(w, pending)
-                        if yield_done:
-                            with left_lock:
+                    if yield_done:
+                        with left_lock:
+                            for sub in batch:
                                 left[id(sub.job)] -= 1
                                 if not left[id(sub.job)]:
                                     del left[id(sub.job)]
