@@ -134,10 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="catalog names (default: all)")
     p.set_defaults(fn=cmd_transform)
 
-    from factory import augment_stage, health, judging_stage, stages
+    from factory import augment_stage, gentests_stage, health, judging_stage, stages
     stages.register(sub, _add_lake)
     augment_stage.register(sub, _add_lake)
     judging_stage.register(sub, _add_lake)
+    gentests_stage.register(sub, _add_lake)
     health.register(sub, _add_lake)
     return parser
 
