@@ -20,8 +20,8 @@ import pyarrow as pa
 from factory.catalog import default_catalog
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
 from factory.ingest.normalize import stable_hash
-from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
 from factory.ingest.readers import read_records
+from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
 from factory.lake import connect
 from factory.progress import Progress
 from factory.query import shard_predicate
@@ -162,7 +162,8 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             fill_expected_outputs(lake, pool, sources, report)
         con = connect(lake, read_only=True)
         judging = load_judging(con, time_limits=time_limits == "calibrated")
-        key_params = [*key_lists(judging, limits), limits_hash]
+        keys = key_lists(judging, limits)   # (problem ids, verdict keys) where they differ from limits_hash
+        key_params = [*keys, limits_hash]
         programs = con.execute(f"""
             WITH keys AS ({KEYS_SQL})
             SELECT * FROM (
@@ -184,7 +185,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         try:
             for start in range(0, len(programs), batch_programs):
                 batch = programs[start:start + batch_programs]
-                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress, judging)
+                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress, judging, keys)
             progress.close()
             report.retried_batches = getattr(pool, "retried_batches", 0)
             report.lost_nodes = len(getattr(pool, "lost_nodes", []))
@@ -226,12 +227,14 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
 
 def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
                    sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
-                   judging: dict[str, ProblemJudging] | None = None) -> None:
+                   judging: dict[str, ProblemJudging] | None = None,
+                   keys: tuple[list[str], list[str]] = ([], [])) -> None:
     judging = judging or {}
+    rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
+    key = {pid: r.limits_hash(limits) for pid, r in rule.items()}   # each program's verdict key, computed once
     config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
               "sandbox_version": SANDBOX_VERSION, "programs": len(batch),
-              "judging": sorted({j.limits_hash(limits) for p in batch if (j := judging.get(p["problem_id"]))})}
-    rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
+              "judging": sorted({key[p["program_id"]] for p in batch if p["problem_id"] in judging})}
     with stage_run("execute", config, lake=lake) as run:
         ids = [p["program_id"] for p in batch]
         tests = run.con.execute(f"""
@@ -243,7 +246,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
               AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
               AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
                               AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?))
-            ORDER BY p.program_id, t.ordinal""", [*key_lists(judging, limits), ids, limits.hash()]
+            ORDER BY p.program_id, t.ordinal""", [*keys, ids, limits.hash()]
         ).to_arrow_table().to_pylist()
         by_program: dict[str, list[dict]] = defaultdict(list)
         for t in tests:
@@ -255,7 +258,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
         now = utcnow()
         rows = []
         for (program_id, test_id), (v, in_process) in merged.items():
-            row = verdict_row(program_id, test_id, v, in_process, rule[program_id].limits_hash(limits), now)
+            row = verdict_row(program_id, test_id, v, in_process, key[program_id], now)
             report.status_counts[row["status"]] += 1
             rows.append(row)
         expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}

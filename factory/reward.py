@@ -89,10 +89,15 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
                      for i, (a, o) in enumerate(zip(inputs, outputs))]
             entry, preamble = None, ""
     if isinstance(gt.get("checker"), str) and gt["checker"].strip():
-        for t in tests:
-            if t.kind in ("stdio", "call"):
-                t.checker = gt["checker"]
+        apply_checker(tests, gt["checker"])
     return tests, entry, preamble
+
+
+def apply_checker(tests: list[TestSpec], checker: str) -> None:
+    """A problem's checker program judges its tests that have outputs to compare (stdio and call)."""
+    for t in tests:
+        if t.kind in ("stdio", "call"):
+            t.checker = checker
 
 
 def ground_truth_cpu_s(gt) -> float | None:

@@ -208,7 +208,10 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
                 completion = _get(item, "completion", str, required=True, where=where)
                 code, status, _ = program_from_completion(completion, entry, tests)
             meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests]})
-            cpu_s = item.get("cpu_s")   # this problem's calibrated limit (silver.time_limits), capped by the server
+            # this problem's calibrated limit (silver.time_limits): the item's, else the exported ground truth's
+            # (as factory.reward uses it in process); capped by the server
+            from factory.reward import ground_truth_cpu_s
+            cpu_s = item["cpu_s"] if "cpu_s" in item else ground_truth_cpu_s(truth)
             if cpu_s is not None:
                 cpu_s = _positive(cpu_s, f"{where}cpu_s", caps.max_cpu_s)
             if code is not None and tests:

@@ -167,26 +167,26 @@ def tests_from_provided(data, where: str = "config.provided_data") -> tuple[list
     ``{"test": [{"input": {"stdin"}, "output": {"stdout"}}]}`` (CommonOJ), ``{"test": {"code"}}`` /
     ``{"test": "<code>"}`` (AutoEval), ``{"inputs", "outputs"[, "fn_name"]}`` or ``{"tests": [...]}``.
     A ``"checker"`` (Python source defining ``check(input, expected, actual)``) judges its stdio/call tests."""
-    tests, entry, preamble = _tests_from_provided(data, where)
-    checker = data.get("checker") if isinstance(data, dict) else None
-    if checker is not None:
-        if not isinstance(checker, str) or "def check" not in checker:
-            raise BadRequest(f"'{where}.checker' must be Python source defining check(input, expected, actual)",
-                             f"{where}.checker", 422)
-        for t in tests:
-            if t.kind in ("stdio", "call"):
-                t.checker = checker
-    return tests, entry, preamble
-
-
-def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
-    from factory.reward import tests_from_ground_truth
+    from factory.reward import apply_checker
 
     if isinstance(data, str):
         try:
             data = json.loads(data)
         except ValueError:
             raise BadRequest(f"'{where}' is a string that is not JSON", where) from None
+    tests, entry, preamble = _tests_from_provided(data, where)
+    checker = data.get("checker") if isinstance(data, dict) else None
+    if checker is not None:
+        if not isinstance(checker, str) or "def check" not in checker:
+            raise BadRequest(f"'{where}.checker' must be Python source defining check(input, expected, actual)",
+                             f"{where}.checker", 422)
+        apply_checker(tests, checker)
+    return tests, entry, preamble
+
+
+def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
+    from factory.reward import tests_from_ground_truth
+
     if not isinstance(data, dict):
         raise BadRequest(f"'{where}' must be an object", where, 422)
     entry = data.get("entry_point") or (data.get("labels") or {}).get("entry_point")

@@ -135,12 +135,13 @@ def test_native_batch_per_item_time_limit_and_checker(server):
                  "checker": "def check(i, e, a):\n    return sorted(a.split()) == sorted(e.split())\n"}
     items = [{"id": "slow-default", "code": spin, "ground_truth": truth},
              {"id": "slow-calibrated", "code": spin, "ground_truth": truth, "cpu_s": 3.0},
+             {"id": "slow-exported", "code": spin, "ground_truth": dict(truth, cpu_s=3.0)},
              {"id": "other-order", "code": "print(3, 1, 2)", "ground_truth": any_order},
              {"id": "wrong", "code": "print(3, 3, 2)", "ground_truth": any_order}]
     code, _, body = post(server.url + "/v1/judge", {"items": items, "limits": {"cpu_s": 1.0}})
     assert code == 200, body
     got = {i["id"]: (i["reward"], i["rows"][0]["status"]) for i in body["items"]}
-    assert got == {"slow-default": (0.0, "timeout"), "slow-calibrated": (1.0, "pass"),
+    assert got == {"slow-default": (0.0, "timeout"), "slow-calibrated": (1.0, "pass"), "slow-exported": (1.0, "pass"),
                    "other-order": (1.0, "pass"), "wrong": (0.0, "fail")}
     assert json.loads(next(i for i in body["items"] if i["id"] == "slow-calibrated")["rows"][0]["limits"])["cpu_s"] == 3
     code, _, body = post(server.url + "/v1/judge", {"items": [dict(items[1], cpu_s=-1)]})
