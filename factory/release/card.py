@@ -51,6 +51,8 @@ def dataset_card(manifest: dict) -> str:
     lines.append("Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
                  "`load_dataset(\"<this folder>\", \"<config>\")`.")
     lines.append("")
+    if manifest.get("recipe"):
+        lines += recipe_markdown(manifest["recipe"])
     funnel = manifest.get("curation")
     if funnel:
         lines.append("## What curation kept out")
@@ -72,6 +74,34 @@ def dataset_card(manifest: dict) -> str:
         lines.append(f"| {source} | {'; '.join(lics)} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def recipe_markdown(recipe: dict) -> list[str]:
+    """The recipe section of a card: what the recipe is, then every rule with its parameters, source and the
+    number of problems it removed (in order: each rule sees what the rules before it kept)."""
+    lines = [f"## Recipe `{recipe['name']}`" + (f" - stage `{recipe['stage']}`" if recipe.get("stage") else ""), ""]
+    if recipe.get("title"):
+        lines += [recipe["title"], ""]
+    if recipe.get("paper"):
+        lines += [f"Source: {recipe['paper']}", ""]
+    lines += [f"Recipe file `{recipe.get('file')}`, recipe hash `{recipe.get('recipe_hash')}`, parameters "
+              f"`{json.dumps(recipe.get('params', {}), sort_keys=True)}`. Candidates: {recipe.get('candidates')} "
+              f"problems; kept: {recipe.get('kept')}.", ""]
+    if recipe.get("tests"):
+        lines += [f"Tests per problem: `{json.dumps(recipe['tests'], sort_keys=True)}`.", ""]
+    lines += ["| # | rule | kind | parameters | source | candidates | removed | remaining |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in recipe.get("rules", []):
+        stage = f" (stage {r['stage']})" if r.get("stage") else ""
+        lines.append(f"| {r['position']} | {_cell(r['rule'])}{stage} | {r['kind']} | "
+                     f"{_cell(json.dumps(r['params'], sort_keys=True))} | {_cell(r.get('source') or '')} | "
+                     f"{r['candidates']} | {r['removed']} | {r['remaining']} |")
+    lines.append("")
+    return lines
 
 
 _HF_IDS = {"mit": "mit", "apache-2.0": "apache-2.0", "cc-by-4.0": "cc-by-4.0", "cc-by-nc-4.0": "cc-by-nc-4.0",

@@ -108,12 +108,13 @@ def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 
 def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, shard_rows: int,
-                catalog: Catalog) -> dict:
-    """Write every view's shards under root/data; returns {view: {rows, schema, schema_hash, files}}."""
+                catalog: Catalog, row_filters: dict | None = None) -> dict:
+    """Write every view's shards under root/data; returns {view: {rows, schema, schema_hash, files}}.
+    ``row_filters`` {view: SQL predicate} releases only the matching rows of a view."""
     out = {}
     for view in views:
         spec = catalog[view]
-        sql, columns = select_sql(con, spec)
+        sql, columns = select_sql(con, spec, (row_filters or {}).get(view))
         folder = root / "data" / view_dirname(view)
         shards, splits = [], {}
         for split in _splits_present(con, sql, columns):
@@ -148,8 +149,12 @@ def _splits_present(con: duckdb.DuckDBPyConnection, sql: str, columns: list[tupl
 
 
 def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
-                   shard_rows: int = DEFAULT_SHARD_ROWS, catalog: Catalog | None = None) -> dict:
-    """Freeze the current snapshot's views into RELEASES/NAME, record it in ops.releases; returns the manifest."""
+                   shard_rows: int = DEFAULT_SHARD_ROWS, catalog: Catalog | None = None,
+                   row_filters: dict | None = None, recipe: dict | None = None) -> dict:
+    """Freeze the current snapshot's views into RELEASES/NAME, record it in ops.releases; returns the manifest.
+
+    ``row_filters`` {view: SQL predicate} keeps only matching rows (stored in the manifest's config, so
+    `reproduce` applies them too); ``recipe`` (from `factory recipe run`) goes into the manifest and the card."""
     catalog = catalog or default_catalog()
     check_name(name)
     views = check_views(list(views), catalog)
@@ -168,14 +173,17 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
     finally:
         probe.close()
 
+    row_filters = {v: row_filters[v] for v in views if row_filters and row_filters.get(v)}
     config = {"views": views, "shard_rows": shard_rows, "format": FORMAT}
+    if row_filters:
+        config["row_filters"] = row_filters
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
     renamed = False
     try:
         con = connect(lake_dir, snapshot=snap)
         try:
-            written = write_views(con, views, tmp, shard_rows, catalog)
+            written = write_views(con, views, tmp, shard_rows, catalog, row_filters)
             licenses = _source_licenses(con)
             runs = _stage_runs(con)
             curation = _curation(con)
@@ -187,6 +195,8 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
             "source_licenses": licenses, "stage_runs": runs, "curation": curation,
         }
+        if recipe is not None:
+            manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))
         manifest["files"] = _file_entries(tmp, written)
         data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
@@ -253,7 +263,8 @@ def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_
         lake = recorded  # --lake, else the lake the release was cut from, else $FACTORY_LAKE / ./lake
     con = connect(lake, snapshot=int(manifest["snapshot_id"]))
     try:
-        written = write_views(con, views, out, int(manifest["config"]["shard_rows"]), catalog)
+        written = write_views(con, views, out, int(manifest["config"]["shard_rows"]), catalog,
+                              manifest["config"].get("row_filters"))
     finally:
         con.close()
     expected = {f["path"]: f["sha256"] for v in manifest["views"].values() for f in v["files"]}

@@ -35,14 +35,17 @@ def view_dirname(view: str) -> str:
     return view.split(".", 1)[1]
 
 
-def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> tuple[str, list[tuple[str, str]]]:
-    """SELECT of a catalog entry in primary-key order (JSON columns as VARCHAR) and its (column, type) list."""
+def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec,
+               where: str | None = None) -> tuple[str, list[tuple[str, str]]]:
+    """SELECT of a catalog entry in primary-key order (JSON columns as VARCHAR) and its (column, type) list;
+    ``where`` keeps only matching rows (a recipe's release of a table shared by every recipe)."""
     described = con.execute(f"DESCRIBE {spec.name}").fetchall()
     columns = [(r[0], "VARCHAR" if r[1] == "JSON" else r[1]) for r in described]
     cols = ", ".join(f'"{c}"::VARCHAR AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in
                      ((r[0], r[1]) for r in described))
     order = ", ".join(f'"{k}"' for k in spec.primary_key) or "ALL"
-    return f"SELECT {cols} FROM {spec.name} ORDER BY {order}", columns
+    filtered = f" WHERE {where}" if where else ""
+    return f"SELECT {cols} FROM {spec.name}{filtered} ORDER BY {order}", columns
 
 
 def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,

@@ -1,0 +1,77 @@
+"""`factory recipe run|diff|list|show`: seed papers' data recipes (recipes/<name>.yaml) as runnable releases."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub, add_lake) -> None:
+    rec = sub.add_parser("recipe", help="run a seed paper's data recipe (recipes/NAME.yaml) and cut its release")
+    rsub = rec.add_subparsers(dest="recipe_command", required=True)
+
+    p = rsub.add_parser("run", help="prepare, apply the rules in order, commit decisions, release NAME-<date>")
+    add_lake(p)
+    p.add_argument("name", help="recipe name (recipes/NAME.yaml) or a path to a recipe file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a recipe parameter (its `params:`); VALUE is JSON or text")
+    p.add_argument("--releases-dir", help="where releases go (default $FACTORY_RELEASES or ./releases)")
+    p.add_argument("--no-prepare", action="store_true",
+                   help="skip the recipe's prepare stages and curate (use the lake's current gold views)")
+    p.add_argument("--no-release", action="store_true", help="commit the decisions only")
+    p.add_argument("--date", help="release date label (default: today, UTC, YYYYMMDD)")
+    p.set_defaults(fn=cmd_run)
+
+    p = rsub.add_parser("diff", help="problems one recipe's release keeps and the other's does not, and why")
+    p.add_argument("a", help="release name, or recipe name (its newest release)")
+    p.add_argument("b")
+    p.add_argument("--releases-dir")
+    p.add_argument("--json", dest="json_out", help="also write the diff as JSON to this file")
+    p.set_defaults(fn=cmd_diff)
+
+    p = rsub.add_parser("list", help="recipes in recipes/")
+    p.set_defaults(fn=cmd_list)
+
+    p = rsub.add_parser("show", help="a recipe resolved: parameters filled in, defaults applied")
+    p.add_argument("name")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(fn=cmd_show)
+
+
+def cmd_run(args) -> None:
+    from factory.recipes import parse_overrides
+    from factory.recipes.run import run_recipe
+
+    out = run_recipe(args.name, lake=args.lake, releases_dir=args.releases_dir,
+                     overrides=parse_overrides(args.set), prepare=not args.no_prepare,
+                     release=not args.no_release, date=args.date)
+    stages = ", ".join(f"{k} {v}" for k, v in out["stages"].items())
+    print(f"recipe {out['recipe']}: kept {out['kept']} of {out['candidates']} candidates"
+          + (f"; stages: {stages}" if stages else "")
+          + (f"; releases: {', '.join(out['releases'])}" if out["releases"] else ""))
+
+
+def cmd_diff(args) -> None:
+    from factory.recipes.diff import diff_recipes, diff_text
+
+    d = diff_recipes(args.a, args.b, releases_dir=args.releases_dir)
+    print(diff_text(d))
+    if args.json_out:
+        with open(args.json_out, "w") as fh:
+            json.dump(d, fh, indent=2, sort_keys=True)
+
+
+def cmd_list(args) -> None:
+    from factory.recipes import available_recipes, load_recipe
+
+    for name in available_recipes():
+        r = load_recipe(name)
+        print(f"{name:<22} {len(r.rules)} rules, {len(r.stages)} stages  {r.title}")
+
+
+def cmd_show(args) -> None:
+    from factory.recipes import load_recipe, parse_overrides
+
+    r = load_recipe(args.name, parse_overrides(args.set))
+    json.dump({**r.resolved(), "file": r.file, "title": r.title, "paper": r.paper, "recipe_hash": r.hash},
+              sys.stdout, indent=2, sort_keys=True)
+    print()

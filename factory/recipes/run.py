@@ -1,0 +1,274 @@
+"""`factory recipe run NAME`: prepare the lake, apply the recipe's rules in order, commit the decisions, cut releases.
+
+One `recipe` stage run writes gold.recipe_decisions (every candidate: kept, or the first rule that removed it and
+every rule it fails), gold.recipe_rules (per rule: parameters, source, candidates, removed) and
+gold.recipe_problems (the kept problems as RL rows) - replacing the recipe's earlier rows in one transaction.
+Then the release ``NAME-<date>`` freezes those rows (and ``NAME-<stage>-<date>`` each curriculum stage), with a
+dataset card listing every rule, its threshold, its source and what it removed.
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+
+from factory.errors import FactoryError
+from factory.recipes.rules import check_rule_files, rule_sql
+from factory.recipes.spec import Recipe, load_recipe
+from factory.stage import config_hash, stage_run
+
+# every recipe ends with this rule: a released problem needs usable tests and must be clean by default
+RL_READY = {"kind": "rl_ready", "name": "rl_ready", "params": {},
+            "source": "factory: RL rows need usable tests and no applied exclusion (gold.rl_problems)"}
+RECIPE_TABLES = ("gold.recipe_decisions", "gold.recipe_rules", "gold.recipe_problems")
+
+
+def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | None = None, prepare: bool = True,
+               release: bool = True, date: str | None = None, log=print) -> dict:
+    """Run a recipe end to end; returns {recipe, candidates, kept, rules, stages, releases}."""
+    recipe = load_recipe(name, overrides)
+    check_rule_files(tuple(sorted({r["kind"] for r in recipe.rules + [r for s in recipe.stages for r in s["rules"]]})))
+    if prepare:
+        run_prepare(recipe, lake, log)
+    decided = decide(recipe, lake)
+    log(rules_table(decided["rules"]))
+    releases = []
+    if release:
+        releases = cut_releases(recipe, decided, lake=lake, releases_dir=releases_dir, date=date, log=log)
+    return {**decided, "releases": releases}
+
+
+def run_prepare(recipe: Recipe, lake, log) -> None:
+    """The recipe's `prepare` stages in order, then `factory curate` with the recipe's parameters."""
+    for step in recipe.prepare:
+        args = {k: v for k, v in step.items() if k != "stage"}
+        stage = step["stage"]
+        if stage == "dedup":
+            from factory.dedup_stage import run_dedup
+            run_dedup(lake)
+        elif stage == "decontam":
+            from factory.dedup_stage import run_decontam
+            run_decontam(lake, benchmarks=args.get("benchmarks"), n=int(args.get("n", 9)))
+        elif stage == "dedup-embed":
+            from factory.embed_dedup_stage import run_embedding_dedup
+            run_embedding_dedup(lake, **args)
+        elif stage == "judge-quality":
+            if not args.get("judges"):
+                log("recipe: judge-quality skipped (no judges given: --set judges='[\"model\"]'); the quality rule "
+                    "sees only votes already in the lake")
+                continue
+            from factory.quality_stage import run_quality_votes
+            run_quality_votes(lake, **args)
+        log(f"recipe {recipe.name}: prepared {stage}")
+    from factory.curate import curate
+    curate(lake, overrides=recipe.curate)
+    log(f"recipe {recipe.name}: curated with {json.dumps(recipe.curate, sort_keys=True)}")
+
+
+def _keep_set(con, rule: dict) -> set[str]:
+    sql = "SELECT problem_id FROM gold.rl_problems" if rule["kind"] == "rl_ready" else rule_sql(rule)
+    return {r[0] for r in con.execute(f"SELECT DISTINCT problem_id FROM ({sql})").fetchall()}
+
+
+def _apply(con, rules: list[dict], candidates: list[str], first_position: int, stage: str | None):
+    """Apply rules in order to candidates; returns (kept ids, rule rows, {problem: [failed rule names]})."""
+    alive = list(candidates)
+    failed: dict[str, list[str]] = {}
+    rows = []
+    for i, rule in enumerate(rules):
+        keep = _keep_set(con, rule)
+        for pid in candidates:
+            if pid not in keep:
+                failed.setdefault(pid, []).append(rule["name"])
+        before = len(alive)
+        alive = [pid for pid in alive if pid in keep]
+        rows.append({"position": first_position + i, "rule": rule["name"], "kind": rule["kind"], "stage": stage,
+                     "params": rule["params"], "source": rule.get("source"), "candidates": before,
+                     "removed": before - len(alive), "remaining": len(alive)})
+    return alive, rows, failed
+
+
+def decide(recipe: Recipe, lake) -> dict:
+    """Apply the rules and stages; commit the recipe's three tables in one stage run."""
+    rhash = recipe.hash
+    with stage_run("recipe", {"name": recipe.name, "recipe_hash": rhash, "recipe": recipe.resolved()},
+                   lake=lake) as run:
+        con = run.con
+        where = "WHERE source IN (SELECT unnest(?::VARCHAR[]))" if recipe.sources else ""
+        cand_rows = con.execute(f"SELECT problem_id, source FROM silver.problems {where} ORDER BY problem_id",
+                                [recipe.sources] if recipe.sources else []).fetchall()
+        if not cand_rows:
+            raise FactoryError(f"recipe {recipe.name}: no candidate problems in the lake"
+                               + (f" for sources {recipe.sources}" if recipe.sources else "")
+                               + ": run `factory ingest` first")
+        source_of = dict(cand_rows)
+        candidates = [r[0] for r in cand_rows]
+        base_rules = recipe.rules + [RL_READY]
+        kept, rule_rows, failed = _apply(con, base_rules, candidates, 1, None)
+        potential = _potentials(con, recipe.difficulty_model)
+        stage_sets, position = {}, len(rule_rows) + 1
+        for st in recipe.stages:
+            members, rows, _ = _apply(con, st["rules"], kept, position, st["name"])
+            position += len(rows)
+            if st["top_potential"] is not None:
+                ranked = sorted(members, key=lambda p: (-(potential.get(p) if potential.get(p) is not None else -1),
+                                                        p))
+                n = math.ceil(st["top_potential"] * len(members))
+                rows.append({"position": position, "rule": f"top_potential_{st['top_potential']}",
+                             "kind": "top_potential", "stage": st["name"],
+                             "params": {"fraction": st["top_potential"], "model": recipe.difficulty_model},
+                             "source": "highest improvement potential 4p(1-p) first", "candidates": len(members),
+                             "removed": len(members) - n, "remaining": n})
+                position += 1
+                members = ranked[:n]
+            rule_rows += rows
+            stage_sets[st["name"]] = set(members)
+        stages_of = {pid: [s for s in stage_sets if pid in stage_sets[s]] for pid in kept}
+        kept_set = set(kept)
+
+        for table in RECIPE_TABLES:
+            run.delete(table, "recipe = ?", [recipe.name])
+        run.write("gold.recipe_decisions", [
+            {"recipe": recipe.name, "problem_id": pid, "source": source_of[pid], "kept": pid in kept_set,
+             "removed_by": (failed.get(pid) or [None])[0] if pid not in kept_set else None,
+             "failed_rules": json.dumps(failed.get(pid, [])),
+             "stages": json.dumps(stages_of.get(pid, [])) if pid in kept_set else None,
+             "recipe_hash": rhash} for pid in candidates])
+        run.write("gold.recipe_rules", [
+            {**r, "recipe": recipe.name, "params": json.dumps(r["params"], sort_keys=True), "recipe_hash": rhash}
+            for r in rule_rows])
+        problems = _problem_rows(con, recipe, kept, stages_of, rhash)
+        run.write("gold.recipe_problems", problems)
+        content = config_hash({"recipe_hash": rhash, "kept": sorted(kept),
+                               "stages": {k: sorted(v) for k, v in stage_sets.items()},
+                               "tests": sorted((p["problem_id"], p["tests"]) for p in problems)})
+        run.summary = (f"recipe {recipe.name}: {len(kept)} of {len(candidates)} kept; "
+                       + "; ".join(f"{r['rule']} -{r['removed']}" for r in rule_rows))
+        run_id = run.run_id
+    return {"recipe": recipe.name, "recipe_hash": rhash, "content_hash": content, "run_id": run_id,
+            "candidates": len(candidates), "kept": len(kept), "rules": rule_rows,
+            "stages": {k: len(v) for k, v in stage_sets.items()}, "spec": recipe}
+
+
+def _potentials(con, model: str) -> dict:
+    rows = con.execute("SELECT problem_id, 4 * mean_pass_rate * (1 - mean_pass_rate) FROM gold.model_pass_rates "
+                       "WHERE model = ?", [model]).fetchall()
+    return dict(rows)
+
+
+_RL_COLUMNS = ("problem_id", "source", "source_id", "question", "starter_code", "entry_point", "test_preamble",
+               "test_format", "difficulty_label", "license", "split", "prompt", "tests", "checker", "cpu_s")
+
+
+def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, rhash: str) -> list[dict]:
+    if not kept:
+        return []
+    cols = ", ".join(f"r.{c}" for c in _RL_COLUMNS)
+    cur = con.execute(f"""
+        SELECT {cols}, m.mean_pass_rate, md.model_difficulty, md.model_samples
+        FROM gold.rl_problems AS r
+        LEFT JOIN gold.model_pass_rates AS m ON m.problem_id = r.problem_id AND m.model = ?
+        LEFT JOIN gold.model_difficulty AS md ON md.problem_id = r.problem_id
+        WHERE r.problem_id IN (SELECT unnest(?::VARCHAR[]))
+        ORDER BY r.problem_id""", [recipe.difficulty_model, kept])
+    names = [d[0] for d in cur.description]
+    order = [s["name"] for s in recipe.stages]
+    out = []
+    for values in cur.fetchall():
+        row = dict(zip(names, values))
+        tests = json.loads(row["tests"])
+        chosen = select_tests(tests, recipe.tests)
+        p = row.pop("mean_pass_rate")
+        pid = row["problem_id"]
+        in_stages = stages_of.get(pid, [])
+        row.update(recipe=recipe.name, tests=json.dumps(chosen), n_tests=len(chosen), n_tests_available=len(tests),
+                   pass_rate=p, potential=None if p is None else 4 * p * (1 - p),
+                   curriculum_stage=min((order.index(s) + 1 for s in in_stages), default=None) if order else None,
+                   stages=json.dumps(in_stages) if order else None, recipe_hash=rhash)
+        out.append(row)
+    return out
+
+
+def select_tests(tests: list[dict], spec: dict) -> list[dict]:
+    """`all`, or DeepCoder's rule: with more than k tests keep the k with the longest inputs (an assert/check
+    test's input is its code); ties by original order, the kept tests stay in their original order."""
+    if spec.get("select", "all") == "all" or len(tests) <= spec["k"]:
+        return tests
+
+    def size(t: dict) -> int:
+        text = t.get("input") if t.get("input") is not None else t.get("code")
+        return len(text or "")
+
+    ranked = sorted(range(len(tests)), key=lambda i: (-size(tests[i]), i))[:spec["k"]]
+    return [tests[i] for i in sorted(ranked)]
+
+
+def rules_table(rows: list[dict]) -> str:
+    """Plain-text table of the per-rule removals (printed by `factory recipe run`)."""
+    head = f"{'#':>3}  {'rule':<34} {'stage':<10} {'candidates':>10} {'removed':>8} {'remaining':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['position']:>3}  {r['rule'][:34]:<34} {(r['stage'] or '')[:10]:<10} {r['candidates']:>10} "
+                     f"{r['removed']:>8} {r['remaining']:>9}")
+    return "\n".join(lines)
+
+
+def _today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d")
+
+
+def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None, date: str | None = None,
+                 log=print) -> list[str]:
+    """Release NAME-<date> (problems, decisions, rules) and NAME-<stage>-<date> per stage. A release of the same
+    recipe with the same content already on disk is reused instead of cutting an identical one."""
+    from factory.release.create import create_release, resolve_releases_dir
+
+    date = date or _today()
+    root = resolve_releases_dir(releases_dir)
+    info = {"name": recipe.name, "title": recipe.title, "paper": recipe.paper, "file": recipe.file,
+            "recipe_hash": decided["recipe_hash"], "content_hash": decided["content_hash"],
+            "run_id": decided["run_id"], "params": recipe.params, "tests": recipe.tests,
+            "difficulty_model": recipe.difficulty_model, "candidates": decided["candidates"],
+            "kept": decided["kept"], "rules": decided["rules"], "stages": decided["stages"]}
+    match = f"recipe = '{recipe.name}'"
+    wanted = [(f"{recipe.name}-{date}", None, ["gold.recipe_problems", "gold.recipe_decisions", "gold.recipe_rules"],
+               {v: match for v in RECIPE_TABLES})]
+    for st in recipe.stages:
+        pred = f"{match} AND list_contains(CAST(json_extract_string(stages, '$[*]') AS VARCHAR[]), '{st['name']}')"
+        wanted.append((f"{recipe.name}-{st['name']}-{date}", st["name"], ["gold.recipe_problems"],
+                       {"gold.recipe_problems": pred}))
+    names = []
+    for base, stage, views, filters in wanted:
+        existing = _same_release(root, base, decided["content_hash"], stage)
+        if existing:
+            log(f"release {existing}: unchanged (same recipe and rows), not cut again")
+            names.append(existing)
+            continue
+        name = _free_name(root, base)
+        create_release(name, views, lake=lake, releases_dir=releases_dir, row_filters=filters,
+                       recipe={**info, "stage": stage})
+        log(f"release {name}: cut ({'stage ' + stage if stage else 'all stages'})")
+        names.append(name)
+    return names
+
+
+def _same_release(root, base: str, content_hash: str, stage: str | None) -> str | None:
+    for path in sorted(root.glob(f"{base}*")):
+        if path.name != base and not path.name.startswith(base + "."):
+            continue
+        try:
+            recipe = json.loads((path / "manifest.json").read_text()).get("recipe") or {}
+        except (OSError, ValueError):
+            continue
+        if recipe.get("content_hash") == content_hash and recipe.get("stage") == stage:
+            return path.name
+    return None
+
+
+def _free_name(root, base: str) -> str:
+    if not (root / base).exists():
+        return base
+    n = 2
+    while (root / f"{base}.{n}").exists():
+        n += 1
+    return f"{base}.{n}"

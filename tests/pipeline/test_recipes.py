@@ -1,0 +1,194 @@
+"""Seed-paper recipes (recipes/*.yaml) on real data: rules in order, per-rule removals, releases, stages, diff."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from factory.errors import FactoryError
+from factory.execute import execute
+from factory.ingest import ingest_source
+from factory.mutate_stage import run_mutate
+from factory.recipes import available_recipes, load_recipe
+from factory.recipes.diff import diff_recipes
+from factory.recipes.rules import KINDS, check_rule_files
+from factory.recipes.run import run_recipe, select_tests
+from factory.sandbox import Limits
+from tests.lakeutil import init_lake
+from tests.lakeutil import query as q
+
+PAPERS = {"acecoder", "klear", "skywork-or1", "acereason", "r1-code-interpreter", "deepcoder", "default"}
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, shared_data):
+    """HumanEval + MBPP+: references executed (all HumanEval, 40 MBPP+); mutants (the 'policy') of 30 HumanEval problems executed."""
+    lake = init_lake(tmp_path_factory.mktemp("recipes") / "lake")
+    ingest_source("humaneval", None, lake=lake)
+    ingest_source("mbppplus", [shared_data / "mbppplus"], lake=lake)
+    refs = [r[0] for r in q(lake, "SELECT p.program_id FROM silver.programs p JOIN silver.problems USING (problem_id) "
+                                  "WHERE p.origin = 'reference' AND (source = 'humaneval' OR problem_id IN (SELECT "
+                                  "problem_id FROM silver.problems WHERE source = 'mbppplus' ORDER BY problem_id "
+                                  "LIMIT 40))")]
+    execute(lake, selection="reference", limits=Limits(cpu_s=5.0), program_ids=refs)
+    run_mutate(lake, ["humaneval"], max_per_program=4)
+    some = [r[0] for r in q(lake, "SELECT program_id FROM silver.programs WHERE origin = 'mutant' "
+                                  "ORDER BY problem_id, program_id LIMIT 120")]
+    execute(lake, selection="mutants", limits=Limits(cpu_s=1.0, wall_min_s=4.0), program_ids=some)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory):
+    return tmp_path_factory.mktemp("releases")
+
+
+def quiet(*args, **kwargs):
+    pass
+
+
+def test_every_paper_has_a_recipe_and_rule_sql_reads_declared_tables():
+    assert PAPERS <= set(available_recipes())
+    check_rule_files()   # all kinds: file present, only catalog tables read
+    for name in available_recipes():
+        recipe = load_recipe(name)
+        for rule in recipe.rules + [r for s in recipe.stages for r in s["rules"]]:
+            assert rule["kind"] in KINDS
+            assert rule["source"], f"{name}: rule {rule['name']} does not say where it comes from"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("name: x\nrules: [{rule: nope}]\n", "unknown rule kind 'nope'"),
+    ("name: x\nrules: [{rule: min_tests, min_test: 3}]\n", r"has no parameter\(s\) \['min_test'\]"),
+    ("name: x\nrules: [{rule: min_tests, min_tests: -1}]\n", "must be >= 0"),
+    ("name: x\nrules: [{rule: model_solves}]\n", "needs `model`"),
+    ("name: x\nrules: [{rule: min_tests, min_tests: '{{ k }}'}]\n", r"\{\{ k \}\} is not a parameter"),
+    ("name: x\nrule: []\n", r"unknown keys \['rule'\]"),
+    ("name: x\nrules: [{rule: clean}]\nstages: [{name: s, top_potential: 2}]\n", "top_potential must be"),
+    ("name: x\nrules: [{rule: clean}]\ntests: {select: longest_inputs}\n", "tests.k must be"),
+    ("name: 'a b'\nrules: [{rule: clean}]\n", "`name` must be"),
+])
+def test_bad_recipe_files_name_the_file_and_field(tmp_path, body, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(body)
+    with pytest.raises(FactoryError, match=message) as err:
+        load_recipe(str(path))
+    assert "bad.yaml" in str(err.value) or "not a parameter" not in message
+
+
+def test_set_overrides_only_declared_params():
+    assert load_recipe("deepcoder", {"max_tests": 7}).tests == {"select": "longest_inputs", "k": 7}
+    with pytest.raises(FactoryError, match=r"--set \['max_test'\]: recipe deepcoder has no such parameter"):
+        load_recipe("deepcoder", {"max_test": 7})
+
+
+def test_longest_inputs_keeps_the_k_longest_in_original_order():
+    tests = [{"input": "x" * n} for n in (3, 9, 1, 9, 5)]
+    assert select_tests(tests, {"select": "longest_inputs", "k": 3}) == [tests[1], tests[3], tests[4]]
+    assert select_tests(tests, {"select": "all"}) == tests
+    assert select_tests([{"code": "assert f(1) == 2"}], {"select": "longest_inputs", "k": 1})
+
+
+def test_deepcoder_recipe_rules_counts_release_and_card(lake, releases):
+    out = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", log=quiet)
+    rules = out["rules"]
+    assert rules[0]["candidates"] == out["candidates"] == 164 + 378
+    for before, after in zip(rules, rules[1:]):
+        assert after["candidates"] == before["remaining"] == before["candidates"] - before["removed"]
+    assert rules[-1]["remaining"] == out["kept"]
+    # the decisions agree with the counts: removed_by is the first failing rule, kept ones fail none
+    removed = dict(q(lake, "SELECT removed_by, count(*) FROM gold.recipe_decisions WHERE recipe = 'deepcoder' "
+                           "AND NOT kept GROUP BY 1"))
+    assert removed == {r["rule"]: r["removed"] for r in rules if r["removed"]}
+    # min_tests really removed problems with < 5 usable tests, and only those
+    few = {r[0] for r in q(lake, "SELECT problem_id FROM gold.rl_problems WHERE n_tests < 5")}
+    by_min = {r[0] for r in q(lake, "SELECT problem_id FROM gold.recipe_decisions WHERE recipe = 'deepcoder' "
+                                    "AND list_contains(CAST(json_extract_string(failed_rules, '$[*]') AS VARCHAR[]), "
+                                    "'min_tests')")}
+    assert by_min == few and few
+    # 15 longest inputs: MBPP+ problems have hundreds of tests; the kept 15 are the longest ones
+    rows = q(lake, "SELECT problem_id, tests, n_tests, n_tests_available FROM gold.recipe_problems "
+                   "WHERE recipe = 'deepcoder' AND n_tests_available > 15")
+    assert rows and all(n == 15 for _, _, n, _ in rows)
+    pid, tests, _, _ = rows[0]
+    lengths = sorted((len(t["input"] or t["code"] or "") for t in json.loads(
+        q(lake, "SELECT tests FROM gold.rl_problems WHERE problem_id = ?", [pid])[0][0])), reverse=True)
+    assert sorted((len(t["input"] or t["code"] or "") for t in json.loads(tests)), reverse=True) == lengths[:15]
+
+    # the release: loaded by `datasets`, one row per kept problem, card with every rule
+    import datasets
+    [name] = out["releases"]
+    assert name == "deepcoder-20260101"
+    ds = datasets.load_dataset(str(releases / name), "recipe_problems")
+    assert sum(len(split) for split in ds.values()) == out["kept"]
+    card = (releases / name / "README.md").read_text()
+    for r in rules:
+        assert f"| {r['position']} | {r['rule']} |" in card and f"| {r['candidates']} | {r['removed']} |" in card
+    assert "blog: >= 5 unit tests" in card and '{"min_tests": 5}' in card
+
+
+def test_rerun_replaces_rows_and_reuses_the_release(lake, releases):
+    first = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    rows = q(lake, "SELECT count(*) FROM gold.recipe_decisions WHERE recipe = 'deepcoder'")[0][0]
+    again = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    assert q(lake, "SELECT count(*) FROM gold.recipe_decisions WHERE recipe = 'deepcoder'")[0][0] == rows
+    assert again["releases"] == first["releases"] == ["deepcoder-20260101"]
+    changed = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False,
+                         overrides={"max_tests": 10}, log=quiet)
+    assert changed["releases"] == ["deepcoder-20260101.2"]
+    assert q(lake, "SELECT max(n_tests) FROM gold.recipe_problems WHERE recipe = 'deepcoder'")[0][0] == 10
+    assert '"max_tests": 10' in (releases / "deepcoder-20260101.2" / "README.md").read_text()
+
+
+def test_potential_stages_are_cumulative_releases(lake, releases):
+    out = run_recipe("r1-code-interpreter", lake=lake, releases_dir=releases, date="20260101", prepare=False,
+                     log=quiet)
+    n = out["kept"]
+    assert n > 8
+    assert out["stages"] == {f"stage{i}": math.ceil(f * n) for i, f in enumerate((0.25, 0.5, 0.75, 1.0), 1)}
+    pot = dict(q(lake, "SELECT problem_id, potential FROM gold.recipe_problems WHERE recipe = 'r1-code-interpreter'"))
+    stage_of = dict(q(lake, "SELECT problem_id, curriculum_stage FROM gold.recipe_problems "
+                            "WHERE recipe = 'r1-code-interpreter'"))
+    s1 = [p for p, s in stage_of.items() if s == 1]
+    later = [p for p, s in stage_of.items() if s > 1]
+    assert min(pot[p] for p in s1) >= max(pot[p] for p in later)
+    import pyarrow.parquet as pq
+    for i in range(1, 5):
+        table = pq.read_table(releases / f"r1-code-interpreter-stage{i}-20260101" / "data" / "recipe_problems")
+        assert table.num_rows == out["stages"][f"stage{i}"]
+        assert max(table.column("curriculum_stage").to_pylist()) == i
+
+
+def test_policy_difficulty_rule_and_per_model_difficulty(lake, releases):
+    out = run_recipe("acereason", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    stage2 = {r[0] for r in q(lake, "SELECT problem_id FROM gold.recipe_problems WHERE recipe = 'acereason' "
+                                    "AND stages LIKE '%stage2%'")}
+    expect = {r[0] for r in q(lake, "SELECT problem_id FROM gold.model_pass_rates WHERE model = 'mutant' AND n >= 4 "
+                                    "AND correct <= 0.375 * n")} & {r[0] for r in q(
+        lake, "SELECT problem_id FROM gold.recipe_decisions WHERE recipe = 'acereason' AND kept")}
+    assert stage2 == expect and out["stages"]["stage2"] == len(expect) > 0
+    md = dict(q(lake, "SELECT problem_id, model_difficulty FROM gold.recipe_problems WHERE recipe = 'acereason'"))
+    pid = next(iter(stage2))
+    correct = dict(q(lake, "SELECT model, correct FROM gold.model_pass_rates WHERE problem_id = ?", [pid]))
+    assert json.loads(md[pid]) == correct
+
+
+def test_diff_names_the_rule_that_dropped_each_problem(lake, releases):
+    run_recipe("default", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    d = diff_recipes("default", "deepcoder-20260101", releases_dir=releases)
+    assert d["only_b"]["problems"] == 0
+    kept = dict(q(lake, "SELECT recipe, count(*) FILTER (WHERE kept) FROM gold.recipe_decisions GROUP BY 1"))
+    assert d["kept_a"] == kept["default"]
+    assert sum(d["only_a"]["why_other_dropped"].values()) == d["kept_a"] - d["kept_both"] > 0
+    assert set(d["only_a"]["why_other_dropped"]) <= {"min_tests", "minhash_dedup", "reference_verified", "clean"}
+
+
+def test_unknown_source_fails_without_writing(lake, tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("name: empty\nsources: [no-such-source]\nrules: [{rule: clean, source: test}]\n")
+    runs = q(lake, "SELECT count(*) FROM ops.runs")[0][0]
+    with pytest.raises(FactoryError, match="no candidate problems"):
+        run_recipe(str(path), lake=lake, releases_dir=tmp_path / "rel", prepare=False, log=quiet)
+    assert q(lake, "SELECT count(*) FROM ops.runs")[0][0] == runs
+    assert not (tmp_path / "rel").exists()
