@@ -2,7 +2,7 @@
 
 Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
 reference passes), difficulty vs potential (when gold.difficulty has rows), the stage funnel from
-ops.runs, and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is
+ops.runs, the recipe comparison (gold.recipe_*), and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is
 absent is replaced by a note saying what to run.
 """
 from __future__ import annotations
@@ -33,6 +33,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
             runs[row.get("stage", "?")]["failed"] += 1
         curves = data.train_curves(con)
         kept_out = data.curation(con)
+        recipe_runs = data.recipes(con)
     finally:
         con.close()
     sections = [
@@ -48,6 +49,9 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         ("What reaches training, and what curation kept out (per source)",
          plots.curation(kept_out, out / "curation.png"),
          "gold.training_exclusions is not in the lake: run `factory curate`" if kept_out is None else "no problems"),
+        ("Recipes compared: problems kept, difficulty, potential, overlap",
+         plots.recipes(recipe_runs, out / "recipes.png"),
+         "no recipe has run yet: run `factory recipe run NAME` (recipes/*.yaml)"),
         ("Stage funnel (from ops.runs)", plots.funnel(fun, runs, out / "funnel.png"), "no stage runs recorded"),
         ("Training and best-of-N (latest runs, from ops.train_metrics)", plots.training(curves, out / "training.png"),
          "no training runs yet: run `factory train rm`, `factory eval bon` or `factory train rl`"),

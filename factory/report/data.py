@@ -106,3 +106,27 @@ def curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
         return curation_funnel(con)
     except duckdb.Error:
         return None
+
+
+def recipes(con: duckdb.DuckDBPyConnection) -> dict | None:
+    """Per recipe (latest `factory recipe run`): candidates, kept ids, removals per rule, and the kept problems'
+    pass rate / potential under the recipe's difficulty model; None for a lake made before recipes."""
+    if "gold.recipe_decisions" not in existing_columns(con):
+        return None
+    out: dict = {}
+    for recipe, pid, kept in con.execute(
+            "SELECT recipe, problem_id, kept FROM gold.recipe_decisions ORDER BY recipe, problem_id").fetchall():
+        r = out.setdefault(recipe, {"candidates": 0, "kept": set(), "rules": [], "pass_rate": [], "potential": []})
+        r["candidates"] += 1
+        if kept:
+            r["kept"].add(pid)
+    for recipe, rule, stage, removed in con.execute(
+            "SELECT recipe, rule, stage, removed FROM gold.recipe_rules ORDER BY recipe, position").fetchall():
+        if recipe in out:
+            out[recipe]["rules"].append((rule if stage is None else f"{rule} @{stage}", removed))
+    for recipe, p, pot in con.execute(
+            "SELECT recipe, pass_rate, potential FROM gold.recipe_problems WHERE pass_rate IS NOT NULL").fetchall():
+        if recipe in out:
+            out[recipe]["pass_rate"].append(p)
+            out[recipe]["potential"].append(pot)
+    return out

@@ -181,3 +181,44 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
     b.invert_yaxis()
     b.legend(fontsize=8)
     return _save(fig, path)
+
+
+def recipes(data: dict | None, path: Path) -> Path | None:
+    """Recipe comparison: problems kept, pass-rate and potential histograms of the kept problems, overlap matrix
+    (Jaccard of the kept sets)."""
+    if not data:
+        return None
+    names = sorted(data)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9.5))
+    a, b, c, d = axes.flat
+    kept = [len(data[n]["kept"]) for n in names]
+    a.barh(names, [data[n]["candidates"] for n in names], color="lightgrey", label="candidates")
+    a.barh(names, kept, color="tab:green", label="kept")
+    for i, k in enumerate(kept):
+        a.text(k, i, f" {k}", va="center", fontsize=8)
+    a.invert_yaxis()
+    a.set_title("problems kept per recipe")
+    a.legend(fontsize=8)
+    bins = [i / 10 for i in range(11)]
+    for ax, key, label in ((b, "pass_rate", "pass rate p (recipe's difficulty model)"),
+                           (c, "potential", "potential 4p(1-p)")):
+        for n in names:
+            if data[n][key]:
+                ax.hist(data[n][key], bins=bins, histtype="step", linewidth=1.5, label=f"{n} (n={len(data[n][key])})")
+        ax.set_xlabel(label)
+        ax.set_ylabel("kept problems")
+        ax.legend(fontsize=7)
+    b.set_title("difficulty of the kept problems")
+    c.set_title("potential of the kept problems")
+    matrix = [[(len(data[x]["kept"] & data[y]["kept"]) / len(data[x]["kept"] | data[y]["kept"]))
+               if data[x]["kept"] | data[y]["kept"] else 0.0 for y in names] for x in names]
+    im = d.imshow(matrix, vmin=0, vmax=1, cmap="viridis")
+    d.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+    d.set_yticks(range(len(names)), names, fontsize=8)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            d.text(j, i, f"{matrix[i][j]:.2f}", ha="center", va="center", fontsize=7,
+                   color="white" if matrix[i][j] < 0.6 else "black")
+    d.set_title("overlap of kept problems (Jaccard)")
+    fig.colorbar(im, ax=d, fraction=0.046)
+    return _save(fig, path)

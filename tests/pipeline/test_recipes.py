@@ -192,3 +192,22 @@ def test_unknown_source_fails_without_writing(lake, tmp_path):
         run_recipe(str(path), lake=lake, releases_dir=tmp_path / "rel", prepare=False, log=quiet)
     assert q(lake, "SELECT count(*) FROM ops.runs")[0][0] == runs
     assert not (tmp_path / "rel").exists()
+
+
+def test_report_compares_the_recipes(lake, releases, tmp_path):
+    from factory.report import build_report
+    from factory.report.data import recipes
+    from factory.lake import connect
+
+    run_recipe("default", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    con = connect(lake, read_only=True)
+    try:
+        data = recipes(con)
+    finally:
+        con.close()
+    assert {"default", "deepcoder"} <= set(data)
+    assert len(data["default"]["kept"]) == q(lake, "SELECT count(*) FROM gold.recipe_decisions "
+                                                   "WHERE recipe = 'default' AND kept")[0][0]
+    page = build_report(lake, tmp_path / "report")
+    assert (tmp_path / "report" / "recipes.png").stat().st_size > 10_000
+    assert "Recipes compared" in page.read_text()
