@@ -5,7 +5,7 @@ import json
 
 from factory.funnel import curation_funnel, unhealthy_sources
 from factory.health import require_healthy
-from factory.stage import stage_run
+from factory.stage import run_stage
 from factory.transforms import DEFAULTS
 
 
@@ -31,7 +31,8 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
     curation funnel (what each rule removed, per source) and the sources whose references fail here.
     Refuses to run when the lake's latest `factory health` check failed, unless ``allow_unhealthy``."""
     overrides = dict(overrides or {})
-    with stage_run("curate", {"overrides": overrides}, lake=lake) as run:
+
+    def body(run) -> CurateResult:
         check = require_healthy(run.con, allow_unhealthy)
         if check is not None and not check["healthy"]:
             run.config["allow_unhealthy"] = check["run_id"]
@@ -44,4 +45,8 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
         counts.unhealthy = unhealthy_sources(run.con)
         run.summary = ", ".join(f"{k}={v}" for k, v in counts.items()) + "; funnel: " + json.dumps(
             counts.funnel, default=int)
-    return counts
+        return counts
+
+    # CREATE OR REPLACE of the gold tables: a concurrent curate on a PostgreSQL catalog makes DuckLake refuse one
+    # commit, which then re-materializes on the new state (run_stage)
+    return run_stage("curate", {"overrides": overrides}, body, lake=lake)

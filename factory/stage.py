@@ -92,6 +92,7 @@ class StageRun:
         self.row_counts: dict[str, dict[str, int]] = {}
         self.summary: str | None = None
         self.noop = False  # set by a stage that found nothing to do: rolled back, no snapshot, no run row
+        self.commit_retries = 0  # run_stage: attempts lost to DuckLake transaction conflicts before this one
         self.schema_changes: list[str] = []  # columns added to the lake on open (see sync_schema)
         self._live_columns = existing_columns(con)
 
@@ -325,9 +326,41 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                             [run.commit_message(), run.commit_info()])
                 con.execute("COMMIT")
             except BaseException as exc:
-                con.execute("ROLLBACK")
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass   # a failed COMMIT (e.g. a DuckLake transaction conflict) already ended the transaction
                 if not isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
                     _record_failure(lake_dir, run, exc)
                 raise
         finally:
             con.close()
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """DuckLake refused the commit because a concurrent transaction changed what this one touched (only possible
+    with a shared catalog: a SQLite lake has one writer at a time)."""
+    return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
+
+
+def run_stage(stage: str, config: dict, body, *, lake=None, attempts: int = 5, catalog: Catalog | None = None,
+              backoff_s: float = 0.2):
+    """Optimistic concurrency for a re-runnable stage body: ``body(run)`` inside :func:`stage_run`; when the commit
+    loses a DuckLake transaction conflict (two writers deleting/replacing the same table on a PostgreSQL catalog),
+    the body runs again on the new lake state, up to ``attempts`` times with jittered backoff. The retries are
+    recorded in the run's ops.runs message and on the handle (``run.commit_retries``); returns ``body``'s result."""
+    import random
+
+    for attempt in range(attempts):
+        try:
+            with stage_run(stage, config, lake=lake, catalog=catalog) as run:
+                run.commit_retries = attempt
+                result = body(run)
+                if attempt:
+                    run.summary = f"{run.summary + '; ' if run.summary else ''}commit retries after conflicts: {attempt}"
+            return result
+        except duckdb.TransactionException as exc:
+            if not is_commit_conflict(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(backoff_s * (2 ** attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from factory.errors import FactoryError
 from factory.recipes.rules import check_rule_files, rule_sql
 from factory.recipes.spec import Recipe, load_recipe
-from factory.stage import config_hash, stage_run
+from factory.stage import config_hash, run_stage
 
 # every recipe ends with this rule: a released problem needs usable tests and must be clean by default
 RL_READY = {"kind": "rl_ready", "name": "rl_ready", "params": {},
@@ -91,8 +91,8 @@ def _apply(con, rules: list[dict], candidates: list[str], first_position: int, s
 def decide(recipe: Recipe, lake) -> dict:
     """Apply the rules and stages; commit the recipe's three tables in one stage run."""
     rhash = recipe.hash
-    with stage_run("recipe", {"name": recipe.name, "recipe_hash": rhash, "recipe": recipe.resolved()},
-                   lake=lake) as run:
+
+    def body(run):
         con = run.con
         where = "WHERE source IN (SELECT unnest(?::VARCHAR[]))" if recipe.sources else ""
         cand_rows = con.execute(f"SELECT problem_id, source FROM silver.problems {where} ORDER BY problem_id",
@@ -144,10 +144,14 @@ def decide(recipe: Recipe, lake) -> dict:
                                "tests": sorted((p["problem_id"], p["tests"]) for p in problems)})
         run.summary = (f"recipe {recipe.name}: {len(kept)} of {len(candidates)} kept; "
                        + "; ".join(f"{r['rule']} -{r['removed']}" for r in rule_rows))
-        run_id = run.run_id
-    return {"recipe": recipe.name, "recipe_hash": rhash, "content_hash": content, "run_id": run_id,
-            "candidates": len(candidates), "kept": len(kept), "rules": rule_rows,
-            "stages": {k: len(v) for k, v in stage_sets.items()}, "spec": recipe}
+        return {"recipe": recipe.name, "recipe_hash": rhash, "content_hash": content, "run_id": run.run_id,
+                "candidates": len(candidates), "kept": len(kept), "rules": rule_rows,
+                "stages": {k: len(v) for k, v in stage_sets.items()}, "commit_retries": run.commit_retries}
+
+    # two recipes committing at once on a PostgreSQL catalog both delete from the recipe tables: DuckLake refuses
+    # the second commit, and the body runs again on the new state (run_stage)
+    return run_stage("recipe", {"name": recipe.name, "recipe_hash": rhash, "recipe": recipe.resolved()}, body,
+                     lake=lake)
 
 
 def _potentials(con, model: str) -> dict:

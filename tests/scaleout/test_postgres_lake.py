@@ -63,3 +63,54 @@ def test_two_sharded_writers_commit_into_one_postgres_lake(postgres, tmp_path):
     r = cli("sql", "--lake", str(lake), "--snapshot", str(first[0][0] - 1), "--format", "csv",
             "SELECT count(*) AS n FROM silver.executions")
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "0", r.stderr
+
+
+def _rule_row(recipe: str, removed: int) -> dict:
+    return {"recipe": recipe, "position": 1, "rule": "clean", "kind": "clean", "stage": None, "params": "{}",
+            "source": "test", "candidates": 10, "removed": removed, "remaining": 10 - removed, "recipe_hash": "h"}
+
+
+def test_conflicting_commits_are_retried_on_the_new_state(postgres, tmp_path):
+    """Two writers replace rows of one table at once (two recipes on a PostgreSQL catalog): DuckLake refuses the
+    second commit (a transaction conflict), run_stage re-runs that writer's body on the new state, and both
+    writers' rows land exactly once; the retry is counted in ops.runs."""
+    import threading
+
+    from factory.stage import run_stage
+
+    postgres["createdb"]("lake_conflicts")
+    lake = tmp_path / "pglake"
+    assert cli("init", "--lake", str(lake), "--catalog", conninfo(postgres, "lake_conflicts"),
+               "--data-path", str(tmp_path / "pgdata")).returncode == 0
+    run_stage("seed", {}, lambda run: run.write("gold.recipe_rules", [_rule_row("a", 0), _rule_row("b", 0)]),
+              lake=lake)
+    a_wrote, b_committed = threading.Event(), threading.Event()
+    attempts = {"a": [], "b": []}
+
+    def body_a(run):
+        attempts["a"].append(run.commit_retries)
+        run.delete("gold.recipe_rules", "recipe = ?", ["a"])
+        run.write("gold.recipe_rules", [_rule_row("a", 1)])
+        if run.commit_retries == 0:
+            a_wrote.set()
+            assert b_committed.wait(120)   # commit only after B: A's first commit must conflict
+        return run.commit_retries
+
+    def body_b(run):
+        attempts["b"].append(run.commit_retries)
+        assert a_wrote.wait(120)
+        run.delete("gold.recipe_rules", "recipe = ?", ["b"])
+        run.write("gold.recipe_rules", [_rule_row("b", 2)])
+        return run.commit_retries
+
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(a=run_stage("writer_a", {}, body_a, lake=lake,
+                                                                      backoff_s=0.05)))
+    thread.start()
+    result["b"] = run_stage("writer_b", {}, body_b, lake=lake)
+    b_committed.set()
+    thread.join(180)
+    assert result == {"a": 1, "b": 0} and attempts == {"a": [0, 1], "b": [0]}
+    assert q(lake, "SELECT recipe, removed FROM gold.recipe_rules ORDER BY recipe") == [("a", 1), ("b", 2)]
+    messages = dict(q(lake, "SELECT stage, message FROM ops.runs WHERE stage LIKE 'writer_%'"))
+    assert "commit retries after conflicts: 1" in messages["writer_a"] and "retries" not in (messages["writer_b"] or "")
