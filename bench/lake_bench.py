@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from factory.lake import write_lake_config  # noqa: E402
 from factory.sandbox import Verdict  # noqa: E402
 from factory.sandbox.rows import verdict_row  # noqa: E402
-from factory.stage import stage_run, utcnow  # noqa: E402
+from factory.stage import run_stage, stage_run, utcnow  # noqa: E402
 
 
 def rows(commit: int, n: int) -> list[dict]:
@@ -49,6 +49,43 @@ def measure(lake: Path, commits: int, n: int) -> dict:
             "p90_s": round(sorted(lat)[int(0.9 * len(lat))], 3)}
 
 
+def _writer(lake: str, me: str, commits: int, n: int, replace: bool, queue) -> None:
+    """One of two concurrent writers: `replace` = delete this writer's rows of gold.recipe_rules then insert
+    (what two recipe runs do), else append verdict rows (what two `execute --shard` drivers do)."""
+    retries = 0
+    for c in range(commits):
+        def body(run, c=c):
+            if replace:
+                run.delete("gold.recipe_rules", "recipe = ?", [me])
+                run.write("gold.recipe_rules", [
+                    {"recipe": me, "position": i, "rule": f"r{i}", "kind": "clean", "stage": None, "params": "{}",
+                     "source": None, "candidates": c, "removed": 0, "remaining": c, "recipe_hash": "h"}
+                    for i in range(1, 6)])
+            else:
+                run.write("silver.executions", [dict(r, program_id=f"{me}-{r['program_id']}") for r in rows(c, n)])
+            return run.commit_retries
+        retries += run_stage("contention", {"writer": me, "commit": c}, body, lake=lake, attempts=20,
+                             backoff_s=0.02)
+    queue.put((me, retries))
+
+
+def contention(lake: Path, commits: int, n: int, replace: bool) -> dict:
+    """Two processes committing into one PostgreSQL-catalog lake at once: commits, conflicts retried, wall time."""
+    import multiprocessing as mp
+
+    queue = mp.Queue()
+    procs = [mp.Process(target=_writer, args=(str(lake), me, commits, n, replace, queue)) for me in ("w0", "w1")]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    got = dict(queue.get() for _ in procs)
+    return {"writers": 2, "commits_per_writer": commits, "mode": "replace" if replace else "append",
+            "conflicts_retried": sum(got.values()), "failed_writers": sum(p.exitcode != 0 for p in procs),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--commits", type=int, default=20)
@@ -66,6 +103,7 @@ def main() -> None:
             pg["createdb"]("bench")
             write_lake_config(tmp / "pglake", conninfo(pg, "bench"), str(tmp / "pgdata"))
             out["postgres"] = measure(tmp / "pglake", a.commits, a.rows)
+            out["two_writers"] = [contention(tmp / "pglake", a.commits, 200, replace) for replace in (False, True)]
     except FileNotFoundError as exc:
         out["postgres"] = {"skipped": str(exc)}
     print(f"{'catalog':<10}{'commits':>8}{'rows/commit':>12}{'median s':>10}{'p90 s':>8}")
@@ -73,6 +111,9 @@ def main() -> None:
         r = out[k]
         if "median_s" in r:
             print(f"{k:<10}{r['commits']:>8}{r['rows_per_commit']:>12}{r['median_s']:>10}{r['p90_s']:>8}")
+    for r in out.get("two_writers", []):
+        print(f"two writers, {r['mode']:<8}: {2 * r['commits_per_writer']} commits, {r['conflicts_retried']} "
+              f"conflicts retried, {r['failed_writers']} writers failed, {r['seconds']} s")
     print(f"execution row in Parquet (synthetic verdicts, empty stdout): {out['bytes_per_execution_row']} bytes")
     Path(a.out).write_text(json.dumps(out, indent=1))
 
