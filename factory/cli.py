@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     augment_stage.register(sub, _add_lake)
     judging_stage.register(sub, _add_lake)
     gentests_stage.register(sub, _add_lake)
+    from factory import embed_dedup_stage
+    embed_dedup_stage.register(sub, _add_lake)
     health.register(sub, _add_lake)
     return parser
 
