@@ -50,7 +50,8 @@ KINDS: dict[str, RuleKind] = {k.name: k for k in (
     RuleKind("min_potential", {**_MODEL, "min_potential": REQUIRED}, ("model",)),
     RuleKind("minhash_dedup", {}),
     RuleKind("decontaminated", {"ngram_n": 9}),
-    RuleKind("embedding_dedup", {"threshold": 0.95, "model": "all-MiniLM-L6-v2"}, ("model",)),
+    RuleKind("embedding_dedup", {"threshold": 0.95, "model": "all-MiniLM-L6-v2", "text_field": "statement"},
+             ("model", "text_field")),
     RuleKind("quality_vote", {"min_valid_votes": 9, "unjudged": "keep"}, ("unjudged",)),
     RuleKind("acecoder_hard", dict(_MODEL), ("model",)),
 )}
