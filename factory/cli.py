@@ -135,12 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_transform)
 
     from factory import augment_stage, gentests_stage, health, judging_stage, stages
+    from factory import quality_stage
     stages.register(sub, _add_lake)
     augment_stage.register(sub, _add_lake)
     judging_stage.register(sub, _add_lake)
     gentests_stage.register(sub, _add_lake)
     from factory import embed_dedup_stage
     embed_dedup_stage.register(sub, _add_lake)
+    quality_stage.register(sub, _add_lake)
     health.register(sub, _add_lake)
     return parser
 

@@ -35,6 +35,7 @@ DEFAULTS: dict = {
     "klear_min_pass_rate": 0.5,
     "strong_model": "reference",
     "deepcoder_min_tests": 5,
+    "quality_min_valid_votes": 9,          # Skywork-OR1 LLM-as-judge: keep with >= 9 valid votes (2 judges x 16)
     # preference pairs (AceCoder): chosen >= 0.8, chosen - rejected >= 0.4, rejected > 0
     "pair_min_chosen": 0.8,
     "pair_min_diff": 0.4,
@@ -84,6 +85,7 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
     p["exclude"], p["exclude_label"] = _exclusions(p["exclude"])
     p["benchmarks"], p["benchmarks_label"] = _benchmarks(p["benchmarks"])
     p["min_reference_pass_rate"] = float(p["min_reference_pass_rate"])
+    p["quality_min_valid_votes"] = _count("quality_min_valid_votes", p["quality_min_valid_votes"])
     p["run_id"] = _quote(run_id)
     return p
 
@@ -115,6 +117,13 @@ def _benchmarks(value) -> tuple[str, str]:
                 "those of the latest decontam run, else " + ", ".join(DEFAULT_BENCHMARKS))
     names = _names(value)
     return _sql_list(names), ", ".join(names) or "none"
+
+
+def _count(key: str, value) -> int:
+    """A non-negative integer threshold from YAML / `--set` (goes into SQL as a literal)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        raise FactoryError(f"{key} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
 def _boolean(key: str, value) -> bool:
