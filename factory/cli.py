@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     embed_dedup_stage.register(sub, _add_lake)
     quality_stage.register(sub, _add_lake)
     health.register(sub, _add_lake)
+    from factory import recipe_stage
+    recipe_stage.register(sub, _add_lake)
     return parser
 
 
