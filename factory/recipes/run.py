@@ -243,6 +243,11 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
                        {"gold.recipe_problems": pred}))
     names = []
     for base, stage, views, filters in wanted:
+        rows = decided["stages"][stage] if stage else decided["kept"]
+        if not rows:
+            log(f"release {base}: not cut - the recipe keeps no problems{' in stage ' + stage if stage else ''} "
+                "(`datasets` cannot load an empty split); gold.recipe_decisions says which rule removed them")
+            continue
         existing = _same_release(root, base, decided["content_hash"], stage)
         if existing:
             log(f"release {existing}: unchanged (same recipe and rows), not cut again")

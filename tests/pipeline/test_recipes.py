@@ -211,3 +211,12 @@ def test_report_compares_the_recipes(lake, releases, tmp_path):
     page = build_report(lake, tmp_path / "report")
     assert (tmp_path / "report" / "recipes.png").stat().st_size > 10_000
     assert "Recipes compared" in page.read_text()
+
+
+def test_a_recipe_that_keeps_nothing_cuts_no_release(lake, tmp_path):
+    out = run_recipe("skywork-or1", lake=lake, releases_dir=tmp_path / "rel", prepare=False, log=quiet,
+                     overrides={"policy_model": "no-such-model"})
+    assert out["kept"] == 0 and out["releases"] == []
+    assert q(lake, "SELECT removed_by, count(*) FROM gold.recipe_decisions WHERE recipe = 'skywork-or1' "
+                   "AND removed_by = 'model_correct_range' GROUP BY 1")
+    assert not (tmp_path / "rel").exists() or not any((tmp_path / "rel").iterdir())
