@@ -10,10 +10,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import duckdb
-
 from factory.errors import FactoryError
 from factory.release.create import load_manifest, resolve_releases_dir
+from factory.release.export import view_rows
 
 
 def find_release(name: str, releases_dir=None) -> str:
@@ -37,16 +36,10 @@ def find_release(name: str, releases_dir=None) -> str:
 
 
 def _table(path: Path, manifest: dict, view: str) -> list[dict]:
-    info = manifest["views"].get(view)
-    if info is None:
+    rows = view_rows(path, manifest, view)
+    if rows is None:
         raise FactoryError(f"release {manifest['name']} has no {view}: it was not cut by `factory recipe run`")
-    con = duckdb.connect()
-    try:
-        cur = con.execute(f"SELECT * FROM read_parquet('{path / 'data' / info['config_name'] / '*.parquet'}')")
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    return rows
 
 
 def diff_recipes(a: str, b: str, releases_dir=None, examples: int = 5) -> dict:

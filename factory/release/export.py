@@ -61,7 +61,8 @@ SCHEMAS: dict[str, dict[str, pa.Schema]] = {
 }
 
 
-def _rows(path: Path, manifest: dict, view: str) -> list[dict] | None:
+def view_rows(path: Path, manifest: dict, view: str) -> list[dict] | None:
+    """A released view's rows (dicts, primary-key order), or None when the release does not hold the view."""
     info = manifest["views"].get(view)
     if info is None:
         return None
@@ -142,8 +143,10 @@ def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list
 
 def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     """{relative file: rows} for a format, read from a release folder."""
-    problems = _rows(path, manifest, "gold.rl_problems")
-    pairs = _rows(path, manifest, "gold.rm_pairs")
+    problems = view_rows(path, manifest, "gold.rl_problems")
+    if problems is None:   # a recipe's release (`factory recipe run`): the same RL rows, the recipe's tests
+        problems = view_rows(path, manifest, "gold.recipe_problems")
+    pairs = view_rows(path, manifest, "gold.rm_pairs")
     if fmt == "verl":
         problems = _need(problems, "gold.rl_problems", fmt)
         return _by_split(_verl_rows(problems), problems)
@@ -167,7 +170,7 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
         return out
     if fmt == "acecode":
         problems = _need(problems, "gold.rl_problems", fmt)
-        return {"train.parquet": _acecode_rows(problems, pairs, _rows(path, manifest, "silver.programs"))}
+        return {"train.parquet": _acecode_rows(problems, pairs, view_rows(path, manifest, "silver.programs"))}
     raise FactoryError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
 
 

@@ -120,12 +120,17 @@ def test_deepcoder_recipe_rules_counts_release_and_card(lake, releases):
     import datasets
     [name] = out["releases"]
     assert name == "deepcoder-20260101"
-    ds = datasets.load_dataset(str(releases / name), "recipe_problems")
+    ds = datasets.load_dataset(str(releases / name), "recipe_problems", cache_dir=str(releases / ".hf-cache"))
     assert sum(len(split) for split in ds.values()) == out["kept"]
     card = (releases / name / "README.md").read_text()
     for r in rules:
         assert f"| {r['position']} | {r['rule']} |" in card and f"| {r['candidates']} | {r['removed']} |" in card
     assert "blog: >= 5 unit tests" in card and '{"min_tests": 5}' in card
+    # trainers take a recipe release like any other: verl rows, one per kept problem
+    from factory.release.export import export_release
+    export_release(name, "verl", releases / "verl", releases_dir=releases)
+    import pyarrow.parquet as pq
+    assert sum(pq.read_table(f).num_rows for f in (releases / "verl").glob("*.parquet")) == out["kept"]
 
 
 def test_rerun_replaces_rows_and_reuses_the_release(lake, releases):
