@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from factory.dedup.embed import Encoder, problem_text, similar_pairs, statement_text, text_hash  # noqa: E402
-from factory.dedup_stage import run_dedup  # noqa: E402
-from factory.embed_dedup_stage import run_embedding_dedup  # noqa: E402
-from factory.ingest import ingest_source  # noqa: E402
+from factory.stages.dedup import run_dedup  # noqa: E402
+from factory.stages.dedup_embed import run_embedding_dedup  # noqa: E402
+from factory.stages.ingest import ingest_source  # noqa: E402
 from factory.lake import CATALOG_FILE, _packaged_extension, connect  # noqa: E402
-from factory.stage import stage_run  # noqa: E402
+from factory.lake.commit import stage_run  # noqa: E402
 
 DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 SOURCES = [("humaneval", None, "humaneval"), ("mbpp", "mbpp/mbpp.jsonl", "mbpp"),

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from factory.lake import write_lake_config  # noqa: E402
 from factory.sandbox import Verdict  # noqa: E402
 from factory.sandbox.rows import verdict_row  # noqa: E402
-from factory.stage import run_stage, stage_run, utcnow  # noqa: E402
+from factory.lake.commit import run_stage, stage_run, utcnow  # noqa: E402
 
 
 def rows(commit: int, n: int) -> list[dict]:

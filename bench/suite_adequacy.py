@@ -28,14 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from factory.augment_stage import run_augment, run_suite_reduce  # noqa: E402
-from factory.curate import curate  # noqa: E402
-from factory.execute import execute  # noqa: E402
-from factory.ingest import ingest_source  # noqa: E402
+from factory.stages.augment import run_augment, run_suite_reduce  # noqa: E402
+from factory.stages.curate import curate  # noqa: E402
+from factory.stages.execute import execute  # noqa: E402
+from factory.stages.ingest import ingest_source  # noqa: E402
 from factory.lake import connect  # noqa: E402
-from factory.mutate_stage import run_mutate  # noqa: E402
+from factory.stages.mutate import run_mutate  # noqa: E402
 from factory.sandbox import Limits  # noqa: E402
-from factory.stage import stage_run  # noqa: E402
+from factory.lake.commit import stage_run  # noqa: E402
 
 # name -> (adapter, file under the data dir, keep plus inputs)
 SOURCES = {

@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from factory.execute import add_samples, execute  # noqa: E402
-from factory.ingest import ingest_source  # noqa: E402
-from factory.judging_stage import run_calibrate, run_checkers  # noqa: E402
+from factory.stages.execute import add_samples, execute  # noqa: E402
+from factory.stages.ingest import ingest_source  # noqa: E402
+from factory.stages.checkers import run_calibrate, run_checkers  # noqa: E402
 from factory.sandbox import Limits  # noqa: E402
-from factory.stage import stage_run  # noqa: E402
+from factory.lake.commit import stage_run  # noqa: E402
 from tests.lakeutil import init_lake, query  # noqa: E402
 
 SLOW_MODEL = "bench-slowed"

@@ -1,6 +1,6 @@
 """Suite adequacy helpers: EvalPlus-style type-aware input mutation and greedy set-cover suite reduction.
 
-Pure functions (no lake, no sandbox); the stages that use them live in :mod:`factory.augment_stage`.
+Pure functions (no lake, no sandbox); the stages that use them live in :mod:`factory.stages.augment`.
 
 Input mutation works on the deserialized arguments of ``call`` tests (a list of positional arguments) and
 keeps every argument's type: ints move by +-1, double, halve, flip sign or jump to a boundary (0, 1, -1);

@@ -13,7 +13,7 @@ def _add_lake(p: argparse.ArgumentParser) -> None:
 
 def cmd_init(args) -> None:
     from factory.lake import resolve_lake_dir
-    from factory.stage import stage_run
+    from factory.lake.commit import stage_run
 
     lake_dir = resolve_lake_dir(args.lake)
     if args.catalog or args.data_path:
@@ -26,7 +26,7 @@ def cmd_init(args) -> None:
 
 
 def cmd_ingest(args) -> None:
-    from factory.ingest import ingest_all, ingest_source
+    from factory.stages.ingest import ingest_all, ingest_source
 
     if args.all:
         if not args.data_dir:
@@ -53,7 +53,7 @@ def _parse_mapping(text: str) -> tuple[str, str]:
 
 def cmd_sql(args) -> None:
     from factory.lake import connect
-    from factory.query import write_result
+    from factory.lake.query import write_result
 
     con = connect(args.lake, read_only=True, snapshot=args.snapshot)
     try:
@@ -63,7 +63,7 @@ def cmd_sql(args) -> None:
 
 
 def cmd_shell(args) -> None:
-    from factory.query import init_sql, shell
+    from factory.lake.query import init_sql, shell
 
     if args.print_init:
         print(init_sql(args.lake))
@@ -72,13 +72,13 @@ def cmd_shell(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from factory.query import status
+    from factory.lake.query import status
 
     status(args.lake)
 
 
 def cmd_transform(args) -> None:
-    from factory.stage import stage_run
+    from factory.lake.commit import stage_run
 
     with stage_run("transform", {"names": args.names or "all"}, lake=args.lake) as run:
         done = run.materialize(args.names or None)
@@ -134,17 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="catalog names (default: all)")
     p.set_defaults(fn=cmd_transform)
 
-    from factory import augment_stage, gentests_stage, health, judging_stage, stages
-    from factory import quality_stage
+    from factory.stages import (
+        augment as augment_stage, gentests as gentests_stage, health, checkers as judging_stage, commands as stages,
+    )
+    from factory.stages import judge_quality as quality_stage
     stages.register(sub, _add_lake)
     augment_stage.register(sub, _add_lake)
     judging_stage.register(sub, _add_lake)
     gentests_stage.register(sub, _add_lake)
-    from factory import embed_dedup_stage
+    from factory.stages import dedup_embed as embed_dedup_stage
     embed_dedup_stage.register(sub, _add_lake)
     quality_stage.register(sub, _add_lake)
     health.register(sub, _add_lake)
-    from factory import recipe_stage
+    from factory.stages import recipe as recipe_stage
     recipe_stage.register(sub, _add_lake)
     return parser
 

@@ -21,7 +21,7 @@ carries the returned value), never in this process. The pipeline, per problem:
    first, then the rest in generation order, up to ``max_tests``.
 
 Everything here works on :class:`Target` rows and a :class:`~factory.sandbox.SandboxPool`; the lake side (problem
-selection, LLM calls through ``silver.llm_calls``, the one commit) is :mod:`factory.gentests_stage`.
+selection, LLM calls through ``silver.llm_calls``, the one commit) is :mod:`factory.stages.gentests`.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from factory.lake import connect, current_snapshot
-from factory.stage import stage_run
+from factory.lake.commit import stage_run
 
 
 def init_lake(path: Path) -> Path:

@@ -3,7 +3,7 @@
 A judge reads a problem statement and answers whether it is well posed (clear, self-contained, solvable,
 examples consistent with the statement), ending with ``VERDICT: VALID`` or ``VERDICT: INVALID``. Each judge is
 asked ``n`` times per problem; :func:`parse_vote` turns a completion into ``valid`` | ``invalid`` | ``unparsed``
-(never ``valid`` unless the completion says so). The stage is :mod:`factory.quality_stage`.
+(never ``valid`` unless the completion says so). The stage is :mod:`factory.stages.judge_quality`.
 """
 from __future__ import annotations
 

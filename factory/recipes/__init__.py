@@ -10,7 +10,7 @@ __all__ = ["Recipe", "available_recipes", "load_recipe", "parse_overrides", "run
 
 def __getattr__(name: str):
     if name == "run_recipe":
-        from factory.recipes.run import run_recipe
+        from factory.stages.recipe.run import run_recipe
         return run_recipe
     if name == "diff_recipes":
         from factory.recipes.diff import diff_recipes

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from factory.catalog import PROJECT_ROOT, default_catalog, sql_references
+from factory.lake.catalog import PROJECT_ROOT, default_catalog, sql_references
 from factory.errors import FactoryError
-from factory.transforms import render_sql
+from factory.lake.templating import render_sql
 
 RULES_DIR = PROJECT_ROOT / "sql" / "rules"
 REQUIRED = object()

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import yaml
 
-from factory.catalog import PROJECT_ROOT
+from factory.lake.catalog import PROJECT_ROOT
 from factory.errors import FactoryError
 from factory.recipes.rules import resolve_rule
-from factory.stage import config_hash
+from factory.lake.commit import config_hash
 
 RECIPES_DIR = PROJECT_ROOT / "recipes"
 TOP_KEYS = {"name", "title", "paper", "description", "params", "sources", "prepare", "curate", "rules",

@@ -18,14 +18,14 @@ from pathlib import Path
 import duckdb
 
 import factory
-from factory.catalog import Catalog, default_catalog
+from factory.lake.catalog import Catalog, default_catalog
 from factory.errors import FactoryError
 from factory.lake import connect, current_snapshot, resolve_lake_dir
 from factory.release.card import dataset_card
 from factory.release.files import (
     DEFAULT_SHARD_ROWS, freeze, remove_tree, schema_hash, select_sql, sha256_file, view_dirname, write_shards,
 )
-from factory.stage import config_hash, git_sha, stage_run, utcnow
+from factory.lake.commit import config_hash, git_sha, stage_run, utcnow
 
 MANIFEST = "manifest.json"
 README = "README.md"

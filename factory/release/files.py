@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from factory.catalog import TableSpec
+from factory.lake.catalog import TableSpec
 
 DEFAULT_SHARD_ROWS = 50_000
 ROW_GROUP_ROWS = 2_000  # rows with MB-sized test blobs: keep row groups well under the HF viewer limit

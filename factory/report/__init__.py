@@ -13,7 +13,7 @@ from pathlib import Path
 
 from factory.lake import connect, current_snapshot
 from factory.report import data, plots
-from factory.stage import failed_runs, utcnow
+from factory.lake.commit import failed_runs, utcnow
 
 
 def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | None = None) -> Path:

@@ -5,7 +5,7 @@ import json
 
 import duckdb
 
-from factory.catalog import default_catalog
+from factory.lake.catalog import default_catalog
 from factory.lake import existing_columns
 
 LATEST_VERDICTS = """

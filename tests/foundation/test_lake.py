@@ -11,11 +11,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from factory.catalog import default_catalog
+from factory.lake.catalog import default_catalog
 from factory.errors import FactoryError
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from factory.lake import connect, current_snapshot, existing_columns
-from factory.stage import failed_runs, stage_run
+from factory.lake.commit import failed_runs, stage_run
 from tests.lakeutil import factory_cli, query, snapshot_id
 
 

@@ -13,12 +13,12 @@ import random
 import pytest
 
 from factory.augment import generate_inputs, greedy_rank, killed_by, mutate_value
-from factory.augment_stage import run_augment, run_suite_reduce
-from factory.curate import curate
+from factory.stages.augment import run_augment, run_suite_reduce
+from factory.stages.curate import curate
 from factory.errors import FactoryError
-from factory.execute import execute
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.sandbox import Limits, deserialize_value
 from tests.lakeutil import factory_cli, init_lake
 from tests.lakeutil import query as q
@@ -161,7 +161,7 @@ def test_suite_reduce_refuses_a_stale_validation(lake):
     cli = factory_cli("suite-reduce", "--k", "5", lake=lake)
     assert cli.returncode == 0, cli.stderr
     assert "problems reduced (k=5)" in cli.stdout
-    from factory.stage import stage_run
+    from factory.lake.commit import stage_run
     pid = q(lake, "SELECT problem_id FROM silver.problems ORDER BY problem_id LIMIT 1")[0][0]
     with stage_run("test", {}, lake=lake) as run:
         run.write("silver.tests", [{"test_id": "stale-test", "problem_id": pid, "ordinal": 999, "kind": "call",

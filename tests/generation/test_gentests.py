@@ -22,9 +22,9 @@ import textwrap
 
 import pytest
 
-from factory.execute import add_samples, execute
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.execute import add_samples, execute
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.sandbox import Limits, deserialize_value
 from tests.generation.conftest import FakeOpenAIServer
 from tests.lakeutil import factory_cli, init_lake, snapshot_id

@@ -17,9 +17,9 @@ import pytest
 
 from factory.errors import FactoryError, Interrupted
 from factory.generation.quality_judge import Judge, answer_text, build_judge_messages, parse_vote
-from factory.ingest import ingest_source
-from factory.quality_stage import run_quality_votes
-from factory.stage import stage_run
+from factory.stages.ingest import ingest_source
+from factory.stages.judge_quality import run_quality_votes
+from factory.lake.commit import stage_run
 from tests.generation.conftest import FakeOpenAIServer
 from tests.lakeutil import factory_cli, init_lake, snapshot_id
 from tests.lakeutil import query as q
@@ -191,7 +191,7 @@ def test_server_error_mid_request_writes_no_partial_votes(lake):
 
 
 def test_interrupt_rolls_back_the_chunk_in_flight(lake, monkeypatch):
-    import factory.quality_stage as stage
+    import factory.stages.judge_quality as stage
 
     problem = ids(lake)
     calls = {"n": 0}
@@ -217,7 +217,7 @@ def test_interrupt_rolls_back_the_chunk_in_flight(lake, monkeypatch):
 
 
 def test_parser_change_rederives_votes_from_the_ledger(lake, monkeypatch):
-    import factory.quality_stage as stage
+    import factory.stages.judge_quality as stage
 
     problem = ids(lake, ["HumanEval/2"])
     with PanelServer() as server:

@@ -13,10 +13,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from factory.curate import curate
-from factory.dedup_stage import run_decontam, run_dedup
-from factory.execute import execute
-from factory.ingest import ingest_source
+from factory.stages.curate import curate
+from factory.stages.decontam import run_decontam
+from factory.stages.dedup import run_dedup
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
 from factory.release import create_release
 from factory.release.export import export_release
 from factory.sandbox import Limits

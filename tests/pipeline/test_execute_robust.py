@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from factory.curate import curate
-from factory.execute import execute
-from factory.ingest import ingest_source
+from factory.stages.curate import curate
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
 from factory.lake import connect, existing_columns
 from factory.sandbox import Limits
-from factory.stage import stage_run
+from factory.lake.commit import stage_run
 from tests.lakeutil import factory_cli, init_lake
 from tests.lakeutil import query as q
 

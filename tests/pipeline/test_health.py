@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from factory.curate import curate
+from factory.stages.curate import curate
 from factory.errors import FactoryError
-from factory.health import run_health
+from factory.stages.health import run_health
 from factory.sandbox import Limits
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 from tests.lakeutil import factory_cli, init_lake, query
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
@@ -79,7 +79,7 @@ def test_one_interrupt_stops_execute_and_resume_finishes(slow_lake, send):
     # no sandbox process outlives the run
     time.sleep(0.5)
     assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_orphan_zygote(p, cli)]
-    from factory.execute import execute
+    from factory.stages.execute import execute
     from factory.sandbox import Limits
     report = execute(slow_lake, limits=Limits(cpu_s=10, memory_mb=1024))   # the CLI's limits: same hash
     assert report.programs == PROGRAMS - done[0]

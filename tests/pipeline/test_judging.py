@@ -7,11 +7,11 @@ import json
 import pytest
 
 from factory.errors import InputError
-from factory.execute import execute
-from factory.ingest import ingest_source
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
 from factory.judging import detect_rule, load_judging
 from factory.lake import connect
-from factory.judging_stage import calibrated_limit, run_calibrate, run_checkers
+from factory.stages.checkers import calibrated_limit, run_calibrate, run_checkers
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec
 
 from tests.lakeutil import factory_cli, init_lake, query
@@ -186,7 +186,7 @@ def test_yes_no_answers_rule():
 def test_exported_ground_truth_carries_the_judging_rules(cc_lake, tmp_path):
     """gold.rl_problems -> the export's ground truth carries the tolerance / case rule, the checker and the
     calibrated limit; factory.reward then scores the references 1.0 (and < 1 without those keys)."""
-    from factory.curate import curate
+    from factory.stages.curate import curate
     from factory.release.prompts import ground_truth
     from factory.reward import score_completions
 

@@ -5,11 +5,12 @@ import math
 
 import pytest
 
-from factory.curate import curate
-from factory.dedup_stage import run_decontam, run_dedup
-from factory.execute import add_samples, execute
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.curate import curate
+from factory.stages.decontam import run_decontam
+from factory.stages.dedup import run_dedup
+from factory.stages.execute import add_samples, execute
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
@@ -209,7 +210,9 @@ def test_train_rm_eval_bon_and_report_from_a_release(scored_lake, tmp_path):
 
     from factory.release import create_release
     from factory.report import build_report
-    from factory.train_stage import is_heldout, run_eval_bon, run_train_rm
+    from eval.holdout import is_heldout
+    from factory.stages.eval import run_eval_bon
+    from factory.stages.train.rm import run_train_rm
 
     rel = tmp_path / "releases"
     create_release("t1", ["gold.rm_pairs", "gold.bon_candidates"], lake=scored_lake, releases_dir=rel)

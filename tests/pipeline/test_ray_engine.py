@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from factory.execute import execute
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q

@@ -7,13 +7,13 @@ import math
 import pytest
 
 from factory.errors import FactoryError
-from factory.execute import execute
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.recipes import available_recipes, load_recipe
 from factory.recipes.diff import diff_recipes
 from factory.recipes.rules import KINDS, check_rule_files
-from factory.recipes.run import run_recipe, select_tests
+from factory.stages.recipe.run import run_recipe, select_tests
 from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q

@@ -7,10 +7,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from factory.lake import connect
 from factory.release import create_release
-from factory.rl_stage import run_train_rl
+from factory.stages.train.rl import run_train_rl
 from tests.lakeutil import init_lake
 
 

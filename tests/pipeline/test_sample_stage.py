@@ -1,8 +1,8 @@
 """`factory sample` with a real (tiny, random-init) transformers model: ledger, resume, budget."""
 from __future__ import annotations
 
-from factory.ingest import ingest_source
-from factory.sample_stage import run_sample
+from factory.stages.ingest import ingest_source
+from factory.stages.sample import run_sample
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 

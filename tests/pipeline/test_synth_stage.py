@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import json
 
-from factory.execute import execute
-from factory.ingest import ingest_source
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
 from factory.lake import connect
 from tests.lakeutil import init_lake
-from factory.synth_stage import run_synth
+from factory.stages.synth import run_synth
 from tests.generation.conftest import FakeOpenAIServer
 
 GOOD = json.dumps({"question": "Given a list of integers, return the sum of the elements that are even.",

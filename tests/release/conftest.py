@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from factory.release import create_release
-from factory.stage import stage_run
+from factory.lake.commit import stage_run
 from tests.lakeutil import factory_cli, init_lake  # noqa: F401  (re-exported to the release tests)
 
 VIEWS = ["gold.rl_problems", "gold.rm_pairs"]

@@ -156,7 +156,7 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
     """HumanEval alone is all split 'test': verl/trl-grpo/openrlhf write only the splits that have rows (a
     zero-row parquet does not load with `datasets`); a format with no rows at all is an error and leaves no
     file, no export.json and no staging folder behind."""
-    from factory.ingest import ingest_source
+    from factory.stages.ingest import ingest_source
     from factory.release import create_release
 
     from .conftest import VIEWS, init_lake
@@ -175,7 +175,7 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
         export_release("he", "trl", tmp_path / "out" / "trl", releases_dir=tmp_path / "rel")  # no preference pairs
     assert not (tmp_path / "out" / "trl").exists()
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(expected)   # no .partial folder left
-    from factory.rl_stage import handoff
+    from factory.stages.train.rl import handoff
     for launcher in ("verl", "trl"):
         with pytest.raises(FactoryError, match="no train-split problems"):
             handoff("he", launcher, tmp_path / f"run-{launcher}", releases_dir=tmp_path / "rel")
@@ -185,7 +185,7 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
 def test_verl_export_round_trips_through_ingest(releases, tmp_path):
     """`factory ingest verl` reads every verl export we write: assert (sanitized MBPP), check (HumanEval) and
     call/stdio (APPS) problems come back with the same question, tests, entry point and preamble."""
-    from factory.ingest import ingest_source
+    from factory.stages.ingest import ingest_source
     from tests.lakeutil import init_lake
     from tests.lakeutil import query as q
 

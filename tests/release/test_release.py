@@ -17,7 +17,7 @@ from factory.release import (
     create_release, diff_releases, list_releases, reproduce_release, show_release, verify_release,
 )
 from factory.release.files import sha256_file
-from factory.stage import failed_runs, stage_run
+from factory.lake.commit import failed_runs, stage_run
 
 from .conftest import VIEWS, factory_cli
 

@@ -31,7 +31,7 @@ def test_report_on_ingested_lake(releases, tmp_path):
 
 
 def test_report_with_executions(releases, tmp_path):
-    execute = pytest.importorskip("factory.execute").execute
+    execute = pytest.importorskip("factory.stages.execute").execute
     from factory.sandbox import Limits
 
     execute(releases.lake, sources=["humaneval"], max_programs=12, workers=2, limits=Limits(cpu_s=4.0))

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import factory.reward as reward_module
-from factory.execute import execute
-from factory.curate import curate
-from factory.ingest import ingest_source
-from factory.mutate_stage import run_mutate
+from factory.stages.execute import execute
+from factory.stages.curate import curate
+from factory.stages.ingest import ingest_source
+from factory.stages.mutate import run_mutate
 from factory.release import create_release
 from factory.release.export import export_release
 from factory.sandbox import Limits

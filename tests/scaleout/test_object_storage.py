@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from factory.ingest import ingest_source
+from factory.stages.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 from tests.netutil import free_port, wait_for_port

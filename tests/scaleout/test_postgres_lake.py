@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from factory.execute import execute
-from factory.ingest import ingest_source
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
 from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
@@ -52,7 +52,7 @@ def test_two_sharded_writers_commit_into_one_postgres_lake(postgres, tmp_path):
     # the same verdicts as one writer on a local SQLite lake
     local = init_lake(tmp_path / "sqlite")
     ingest_source("humaneval", None, lake=local)
-    from factory.mutate_stage import run_mutate
+    from factory.stages.mutate import run_mutate
     run_mutate(local, ["humaneval"], max_per_program=1)
     execute(local, selection="all", limits=Limits(cpu_s=0.5), fill_expected=False)
     sql = "SELECT program_id, test_id, status FROM silver.executions ORDER BY ALL"
@@ -76,7 +76,7 @@ def test_conflicting_commits_are_retried_on_the_new_state(postgres, tmp_path):
     writers' rows land exactly once; the retry is counted in ops.runs."""
     import threading
 
-    from factory.stage import run_stage
+    from factory.lake.commit import run_stage
 
     postgres["createdb"]("lake_conflicts")
     lake = tmp_path / "pglake"

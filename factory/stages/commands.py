@@ -32,7 +32,7 @@ def register(sub, add_lake) -> None:
     p = sub.add_parser("curate", help="test validation, pass rates, difficulty, filters, pairs (SQL transforms)")
     add_lake(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter (see factory/transforms.py DEFAULTS); VALUE is JSON or text")
+                   help="override a parameter (see factory/lake/templating.py DEFAULTS); VALUE is JSON or text")
     p.add_argument("--config", help="YAML file of parameter overrides")
     p.add_argument("--allow-unhealthy", action="store_true",
                    help="curate even though the latest `factory health` check failed")
@@ -161,7 +161,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-items", type=int, default=4096, help="largest /v1/judge batch accepted")
     p.set_defaults(fn=cmd_serve)
 
-    from factory.release.cli import register_release  # release, export, report
+    from factory.stages.release import register_release  # release, export, report
     register_release(sub, add_lake)
 
 
@@ -197,7 +197,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def cmd_execute(args) -> None:
     from factory.errors import FactoryError
-    from factory.execute import add_samples, execute
+    from factory.stages.execute import add_samples, execute
     from factory.sandbox import Limits
 
     limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb)
@@ -254,7 +254,7 @@ def _parse_value(text: str):
 
 
 def cmd_curate(args) -> None:
-    from factory.curate import curate
+    from factory.stages.curate import curate
     from factory.errors import FactoryError
 
     overrides = {}
@@ -278,7 +278,7 @@ def cmd_curate(args) -> None:
 
 def cmd_dedup(args) -> None:
     from factory.dedup import MinHashParams
-    from factory.dedup_stage import run_dedup
+    from factory.stages.dedup import run_dedup
 
     params = MinHashParams(num_perm=args.num_perm, bands=args.bands, rows=args.rows, ngram=args.ngram,
                            threshold=args.threshold, seed=args.seed)
@@ -291,7 +291,7 @@ def cmd_dedup(args) -> None:
 
 
 def cmd_decontam(args) -> None:
-    from factory.dedup_stage import run_decontam
+    from factory.stages.decontam import run_decontam
 
     report = run_decontam(args.lake, args.benchmark, args.n, args.min_matches, args.max_benchmark_df)
     print(f"checked {report['checked']} problems against {report['benchmark_items']} benchmark items "
@@ -299,7 +299,7 @@ def cmd_decontam(args) -> None:
 
 
 def cmd_mutate(args) -> None:
-    from factory.mutate_stage import run_mutate
+    from factory.stages.mutate import run_mutate
 
     report = run_mutate(args.lake, args.source, args.max_per_program, args.seed)
     print(f"{report['mutants_added']} mutants of {report['references']} references "
@@ -307,7 +307,7 @@ def cmd_mutate(args) -> None:
 
 
 def cmd_train_rm(args) -> None:
-    from factory.train_stage import run_train_rm
+    from factory.stages.train.rm import run_train_rm
 
     out = run_train_rm(args.lake, args.release, model=args.model, out_dir=args.out, epochs=args.epochs,
                        max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length, lr=args.lr,
@@ -316,7 +316,7 @@ def cmd_train_rm(args) -> None:
 
 
 def cmd_eval_bon(args) -> None:
-    from factory.train_stage import run_eval_bon
+    from factory.stages.eval import run_eval_bon
 
     rows = run_eval_bon(args.lake, args.release, rm=args.rm, holdout_fraction=args.holdout_fraction, ks=args.k,
                         max_problems=args.max_problems, releases_dir=args.releases_dir)
@@ -326,7 +326,7 @@ def cmd_eval_bon(args) -> None:
 
 
 def cmd_sample(args) -> None:
-    from factory.sample_stage import run_sample
+    from factory.stages.sample import run_sample
 
     kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
     report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
@@ -337,14 +337,14 @@ def cmd_sample(args) -> None:
 
 
 def cmd_demo(args) -> None:
-    from factory.demo import check_data_dir, run_demo
+    from factory.stages.demo import check_data_dir, run_demo
 
     run_demo(args.out, check_data_dir(args.data_dir), sample_problems=args.sample_problems, n_samples=args.n_samples,
              rm_steps=args.rm_steps, rm_model=args.rm_model)
 
 
 def cmd_train_rl(args) -> None:
-    from factory.rl_stage import run_train_rl
+    from factory.stages.train.rl import run_train_rl
 
     out = run_train_rl(args.lake, args.release, launcher=args.launcher, out_dir=args.out, model=args.model,
                        steps=args.steps, n=args.n, problems=args.problems, max_new_tokens=args.max_new_tokens,
@@ -354,7 +354,7 @@ def cmd_train_rl(args) -> None:
 
 
 def cmd_synth(args) -> None:
-    from factory.synth_stage import run_synth
+    from factory.stages.synth import run_synth
 
     kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
     report = run_synth(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,

@@ -18,11 +18,11 @@ import pyarrow.compute as pc
 
 from factory.dedup.embed import TEXT_FIELDS, Encoder, cluster_rows, model_identity, problem_text, similar_pairs, \
     text_hash
-from factory.dedup_stage import _with_priority
+from factory.dedup.cluster import with_source_priority
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.progress import Progress
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 DEFAULT_THRESHOLD = 0.95
 
@@ -138,7 +138,7 @@ def _problems(con, sources: list[str] | None, prefer: list[str], field: str) -> 
     texts = [problem_text(q, field) for q in docs["question"].to_pylist()]
     docs = docs.append_column("text", pa.array(texts, pa.string()))
     docs = docs.append_column("text_hash", pa.array([text_hash(t) for t in texts], pa.string()))
-    return _with_priority(docs, prefer)
+    return with_source_priority(docs, prefer)
 
 
 def _stored_vectors(con, label: str, docs: pa.Table) -> dict[str, np.ndarray]:

@@ -23,8 +23,8 @@ from factory.generation.quality_judge import (ASSISTANT_PREFIX, DEFAULT_PROMPT, 
                                               Judge, answer_text, build_judge_messages, parse_vote, prompt_hash)
 from factory.lake import connect, existing_columns
 from factory.progress import Progress
-from factory.sample_stage import LakeCallCache
-from factory.stage import stage_run, utcnow
+from factory.generation.lake_cache import LakeCallCache
+from factory.lake.commit import stage_run, utcnow
 
 MAX_STORED_COMPLETION = 2000   # characters of each raw judge answer kept in silver.quality_votes
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from factory.errors import FactoryError
 from factory.recipes.rules import check_rule_files, rule_sql
 from factory.recipes.spec import Recipe, load_recipe
-from factory.stage import config_hash, run_stage
+from factory.lake.commit import config_hash, run_stage
 
 # every recipe ends with this rule: a released problem needs usable tests and must be clean by default
 RL_READY = {"kind": "rl_ready", "name": "rl_ready", "params": {},
@@ -44,23 +44,23 @@ def run_prepare(recipe: Recipe, lake, log) -> None:
         args = {k: v for k, v in step.items() if k != "stage"}
         stage = step["stage"]
         if stage == "dedup":
-            from factory.dedup_stage import run_dedup
+            from factory.stages.dedup import run_dedup
             run_dedup(lake)
         elif stage == "decontam":
-            from factory.dedup_stage import run_decontam
+            from factory.stages.decontam import run_decontam
             run_decontam(lake, benchmarks=args.get("benchmarks"), n=int(args.get("n", 9)))
         elif stage == "dedup-embed":
-            from factory.embed_dedup_stage import run_embedding_dedup
+            from factory.stages.dedup_embed import run_embedding_dedup
             run_embedding_dedup(lake, **args)
         elif stage == "judge-quality":
             if not args.get("judges"):
                 log("recipe: judge-quality skipped (no judges given: --set judges='[\"model\"]'); the quality rule "
                     "sees only votes already in the lake")
                 continue
-            from factory.quality_stage import run_quality_votes
+            from factory.stages.judge_quality import run_quality_votes
             run_quality_votes(lake, **args)
         log(f"recipe {recipe.name}: prepared {stage}")
-    from factory.curate import curate
+    from factory.stages.curate import curate
     curate(lake, overrides=recipe.curate)
     log(f"recipe {recipe.name}: curated with {json.dumps(recipe.curate, sort_keys=True)}")
 

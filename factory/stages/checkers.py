@@ -14,7 +14,7 @@ from pathlib import Path
 from factory.errors import InputError
 from factory.judging import Rule, checker_hash, detect_rule
 from factory.lake import connect
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
 
@@ -124,7 +124,7 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     """Measure each reference's CPU time per test (``repeats`` runs under a ``cap_s`` limit, the fastest run of
     each test) and store the problem's limit ``max(floor_s, factor x slowest test)``. A reference that does not
     complete a test (time-out, crash) leaves its problem uncalibrated (the run's ``--cpu-s`` applies)."""
-    from factory.execute import _job
+    from factory.stages.execute import _job
     from factory.judging import NO_OVERRIDE, load_judging
     from factory.progress import Progress
     from factory.sandbox import Limits, SandboxPool

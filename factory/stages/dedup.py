@@ -20,8 +20,8 @@ from factory.dedup import (
 )
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
-from factory.stage import stage_run, utcnow
-from factory.transforms import DEFAULT_BENCHMARKS
+from factory.lake.commit import stage_run, utcnow
+from factory.lake.templating import DEFAULT_BENCHMARKS
 
 
 _DOCS_SQL = """

@@ -22,9 +22,9 @@ from factory.gentests import (DEFAULT_SIZES, Outcome, Target, build_generator_me
                               extract_function, generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
-from factory.sample_stage import LakeCallCache
+from factory.generation.lake_cache import LakeCallCache
 from factory.sandbox import Limits, SandboxPool
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 VOTER_ORIGINS = ("sample", "synth")
 STAGES = ("generator_extracted", "validator_extracted", "generator_ran", "inputs_produced", "validator_accepted",

@@ -27,7 +27,7 @@ from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, deserialize_value, serialize_value
 from factory.sandbox.rows import is_json, merge_verdicts, verdict_row
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 NOT_A_KILL = ("pass", "infra_error")   # an infra error says nothing about the program
 DEEPCODER_K = 15                       # DeepCoder keeps 15 tests per problem
@@ -240,7 +240,7 @@ def run_augment(lake=None, sources: list[str] | None = None, budget: int = 10, s
             stats[t.source]["survivors"] += len(t.survivors)
         test_rows, exec_rows = [], []
         if targets:
-            from factory.execute import executions_table
+            from factory.execution_rows import executions_table
             with SandboxPool(limits, workers) as pool:
                 for rnd in range(rounds):
                     active = [t for t in targets if t.left and t.budget_left > 0]

@@ -39,7 +39,7 @@ def register(sub, add_lake) -> None:
 
 def cmd_run(args) -> None:
     from factory.recipes import parse_overrides
-    from factory.recipes.run import run_recipe
+    from factory.stages.recipe.run import run_recipe
 
     out = run_recipe(args.name, lake=args.lake, releases_dir=args.releases_dir,
                      overrides=parse_overrides(args.set), prepare=not args.no_prepare,

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 from factory.funnel import curation_funnel, unhealthy_sources
-from factory.health import require_healthy
-from factory.stage import run_stage
-from factory.transforms import DEFAULTS
+from factory.funnel import require_healthy
+from factory.lake.commit import run_stage
+from factory.lake.templating import DEFAULTS
 
 
 class CurateResult(dict):

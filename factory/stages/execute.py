@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from factory.catalog import default_catalog
+from factory.lake.catalog import default_catalog
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
 from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
 from factory.lake import connect
 from factory.progress import Progress
-from factory.query import shard_predicate
+from factory.lake.query import shard_predicate
 from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
 from factory.sandbox.rows import bare_row, is_json, merge_verdicts, verdict_row
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 SELECTIONS = {
     "reference": "p.origin = 'reference'",

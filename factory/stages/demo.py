@@ -50,18 +50,21 @@ class Steps:
 def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *, sample_problems: int = 3,
              n_samples: int = 2, sample_tokens: int = 160, mutants_per_program: int = 4, rm_steps: int = 12,
              bon_problems: int = 12, fresh: bool = True, rm_model: str = "smollm2") -> dict:
-    from factory.curate import curate
-    from factory.dedup_stage import run_decontam, run_dedup
-    from factory.execute import execute
-    from factory.ingest import ingest_all, ingest_source
+    from factory.stages.curate import curate
+    from factory.stages.decontam import run_decontam
+    from factory.stages.dedup import run_dedup
+    from factory.stages.execute import execute
+    from factory.stages.ingest import ingest_all, ingest_source
     from factory.lake import connect
-    from factory.mutate_stage import run_mutate
+    from factory.stages.mutate import run_mutate
     from factory.release import create_release, export_release
     from factory.report import build_report
-    from factory.sample_stage import run_sample
+    from factory.stages.sample import run_sample
     from factory.sandbox import Limits
-    from factory.stage import stage_run
-    from factory.train_stage import is_heldout, run_eval_bon, run_train_rm
+    from factory.lake.commit import stage_run
+    from eval.holdout import is_heldout
+    from factory.stages.eval import run_eval_bon
+    from factory.stages.train.rm import run_train_rm
 
     out = Path(out_dir).resolve()
     if fresh:

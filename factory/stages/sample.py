@@ -11,13 +11,13 @@ import json
 import time
 
 from factory.errors import FactoryError, reraise_as_interrupted
-from factory.query import shard_predicate
+from factory.lake.query import shard_predicate
 from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
 from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.progress import Progress
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 
 class LakeCallCache:

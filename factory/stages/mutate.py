@@ -8,7 +8,7 @@ import json
 
 from factory.ingest.normalize import stable_hash
 from factory.mutate import OPERATORS, mutants
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 
 def run_mutate(lake=None, sources: list[str] | None = None, max_per_program: int = 10, seed: int = 0,

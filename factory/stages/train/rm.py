@@ -13,7 +13,7 @@ import pyarrow as pa
 from eval.holdout import is_heldout  # noqa: F401  (re-exported)
 from factory.errors import FactoryError
 from factory.release.create import load_manifest
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 
 def release_view_dir(release: str, view: str, releases_dir=None) -> Path:

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 import factory
-from factory.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
+from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
 from factory.errors import FactoryError
 from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
 
@@ -159,9 +159,9 @@ class StageRun:
     def materialize(self, names: list[str] | None = None, params: dict | None = None) -> list[str]:
         """(Re)create SQL-backed tables and views from sql/, in dependency order.
 
-        SQL files may hold ``{{ name }}`` placeholders, filled from ``params`` (see factory.transforms).
+        SQL files may hold ``{{ name }}`` placeholders, filled from ``params`` (see factory.lake.templating).
         """
-        from factory.transforms import render_sql, transform_params
+        from factory.lake.templating import render_sql, transform_params
 
         values = transform_params(params, run_id=self.run_id)
         self.con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())

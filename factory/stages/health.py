@@ -23,7 +23,7 @@ import sys
 from importlib import metadata
 
 from factory.errors import FactoryError
-from factory.stage import stage_run, utcnow
+from factory.lake.commit import stage_run, utcnow
 
 # packages whose versions decide whether dataset programs run (BigCodeBench, KodCode, DS-1000-style tasks)
 PACKAGES = ("numpy", "pandas", "scipy", "scikit-learn", "matplotlib", "sympy", "networkx", "regex", "pytest")

@@ -4,7 +4,7 @@ Layout of a lake directory::
 
     LAKE/catalog.sqlite   DuckLake catalog (SQLite: concurrent readers are fine)
     LAKE/data/            Parquet data files, one folder per schema/table
-    LAKE/.writer.lock     flock held by the one writing stage (see factory.stage)
+    LAKE/.writer.lock     flock held by the one writing stage (see factory.lake.commit)
 
 or, for several machines writing one lake (``factory init --catalog postgres:... --data-path DIR|s3://...``)::
 

@@ -10,7 +10,7 @@ import yaml
 
 from factory.errors import FactoryError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # factory/lake/catalog.py
 CATALOG_PATH = PROJECT_ROOT / "data_catalog.yaml"
 
 

@@ -95,7 +95,7 @@ def shell(lake=None) -> None:
 
 def status(lake=None) -> None:
     """Tables with row counts, the last runs, failed runs (from the lake's log) and the last snapshots."""
-    from factory.stage import FAILED_RUNS, failed_runs
+    from factory.lake.commit import FAILED_RUNS, failed_runs
 
     con = connect(lake, read_only=True)
     try:

