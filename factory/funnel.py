@@ -3,8 +3,15 @@
 Read from the lake's gold views (gold.training_exclusions, gold.rl_problems, gold.source_health), so the
 curate output, the release card and an ad-hoc query all tell the same story. A problem can have several
 reasons; each reason column counts every problem it applies to, `excluded` counts each problem once.
+
+Environment health: the sources whose references fail here (gold.source_health) and the gate on the latest
+`factory health` check (ops.health_checks) that `factory curate` applies.
 """
 from __future__ import annotations
+
+import json
+
+from factory.errors import FactoryError
 
 REASONS = ("contaminated", "duplicate", "other_task", "environment", "validation")
 
@@ -109,3 +116,27 @@ def print_funnel(rows: list[dict], file=None) -> None:
     if opted:
         print(f"{opted} problems match a rule you opted out of (exclude=...) and stay in; "
               "query gold.training_exclusions for them", file=file)
+
+
+def latest_check(con) -> dict | None:
+    """The most recent health check of the lake, or None (never checked, or a lake from before the table)."""
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' "
+                         "AND table_name = 'health_checks'").fetchone()[0]
+    if not exists:
+        return None
+    row = con.execute("SELECT healthy, reasons, fingerprint_hash, created_at, run_id FROM ops.health_checks "
+                      "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+    if row is None:
+        return None
+    return {"healthy": row[0], "reasons": json.loads(row[1] or "[]"), "fingerprint_hash": row[2],
+            "created_at": row[3], "run_id": row[4]}
+
+
+def require_healthy(con, allow_unhealthy: bool = False) -> dict | None:
+    """Raise when the lake's latest health check failed (unless ``allow_unhealthy``); returns that check."""
+    check = latest_check(con)
+    if check is not None and not check["healthy"] and not allow_unhealthy:
+        raise FactoryError("the latest `factory health` check failed, so verdicts from this environment are not "
+                           "trusted: " + "; ".join(check["reasons"]) + ". Fix the environment and run "
+                           "`factory health` again, or pass --allow-unhealthy (curate) to proceed anyway.")
+    return check

@@ -82,3 +82,10 @@ def clusters(pairs: pa.Table, docs: pa.Table) -> pa.Table:
             "is_keeper": pa.array(keeper == np.arange(docs.num_rows)),
         }
     )
+
+
+def with_source_priority(docs: pa.Table, prefer: list[str]) -> pa.Table:
+    """``docs`` plus the keeper rule's ``source_priority`` column: a source's index in ``prefer`` (null: not listed)."""
+    rank = {s: i for i, s in enumerate(prefer)}
+    prio = pa.array([rank.get(s) for s in docs["source"].to_pylist()], pa.int64())
+    return docs.append_column("source_priority", prio)

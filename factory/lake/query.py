@@ -21,6 +21,17 @@ def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
     return f"hash({column}) % {int(n)} = {int(i)}"
 
 
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """'i/n' -> (i, n); None stays None."""
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise InputError(f"--shard {text!r}: expected i/n, e.g. 0/4") from None
+    return i, n
+
+
 def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table", output: str | None = None) -> None:
     """Run a query and write its result as a table, CSV, JSON lines or Parquet."""
     try:

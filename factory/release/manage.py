@@ -144,3 +144,15 @@ def _diff_view(con: duckdb.DuckDBPyConnection, glob_a: str, glob_b: str, ia: dic
     return {"rows_a": ia["rows"], "rows_b": ib["rows"], "added": added, "removed": removed, "changed": changed,
             "provenance_only": moved, "provenance_columns": provenance,
             "schema_changed": ia["schema_hash"] != ib["schema_hash"], "schema": schema}
+
+
+def release_view_dir(release: str, view: str, releases_dir=None) -> Path:
+    """Folder holding a release's Parquet shards of one view (errors if the release lacks the view)."""
+    root, manifest = load_manifest(release, releases_dir)
+    views = manifest.get("views", {})
+    if view not in views:
+        raise FactoryError(f"release {release!r} has no {view} (it has: {', '.join(sorted(views)) or 'nothing'})")
+    files = views[view]["files"]
+    if not files:
+        raise FactoryError(f"release {release!r}: {view} is empty")
+    return (root / files[0]["path"]).parent

@@ -124,7 +124,7 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     """Measure each reference's CPU time per test (``repeats`` runs under a ``cap_s`` limit, the fastest run of
     each test) and store the problem's limit ``max(floor_s, factor x slowest test)``. A reference that does not
     complete a test (time-out, crash) leaves its problem uncalibrated (the run's ``--cpu-s`` applies)."""
-    from factory.stages.execute import _job
+    from factory.execution_rows import program_job
     from factory.judging import NO_OVERRIDE, load_judging
     from factory.progress import Progress
     from factory.sandbox import Limits, SandboxPool
@@ -157,7 +157,7 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     for p in problems:
         if p["program_id"] and tests[p["problem_id"]]:
             row = dict(p, code=programs[p["program_id"]])
-            jobs.append(_job(row, tests[p["problem_id"]], judging.get(p["problem_id"], NO_OVERRIDE)))
+            jobs.append(program_job(row, tests[p["problem_id"]], judging.get(p["problem_id"], NO_OVERRIDE)))
     best: dict[tuple[str, str], float] = {}
     bad: dict[str, str] = {}
     by_program = {j.program_id: j for j in jobs}

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import json
 
-from factory.funnel import curation_funnel, unhealthy_sources
-from factory.funnel import require_healthy
+from factory.funnel import curation_funnel, require_healthy, unhealthy_sources
 from factory.lake.commit import run_stage
 from factory.lake.templating import DEFAULTS
 
@@ -50,3 +49,44 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
     # CREATE OR REPLACE of the gold tables: a concurrent curate on a PostgreSQL catalog makes DuckLake refuse one
     # commit, which then re-materializes on the new state (run_stage)
     return run_stage("curate", {"overrides": overrides}, body, lake=lake)
+
+
+def register(sub, add_lake) -> None:
+    """Add `curate` to the `factory` parser."""
+    p = sub.add_parser("curate", help="test validation, pass rates, difficulty, filters, pairs (SQL transforms)")
+    add_lake(p)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a parameter (see factory/lake/templating.py DEFAULTS); VALUE is JSON or text")
+    p.add_argument("--config", help="YAML file of parameter overrides")
+    p.add_argument("--allow-unhealthy", action="store_true",
+                   help="curate even though the latest `factory health` check failed")
+    p.set_defaults(fn=cmd_curate)
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def cmd_curate(args) -> None:
+    from factory.errors import FactoryError
+
+    overrides = {}
+    if args.config:
+        import yaml
+        overrides.update(yaml.safe_load(open(args.config)) or {})
+    for item in args.set:
+        if "=" not in item:
+            raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = _parse_value(value.strip())
+    from factory.funnel import print_funnel, warn_unhealthy
+
+    counts = curate(args.lake, overrides, allow_unhealthy=args.allow_unhealthy)
+    for name, n in counts.items():
+        print(f"{name:<30} {n}")
+    print()
+    print_funnel(counts.funnel)
+    warn_unhealthy(counts.unhealthy)

@@ -1,27 +1,22 @@
-"""`factory dedup` and `factory decontam`: the lake side of factory.dedup, one transaction each.
+"""`factory dedup`: exact + MinHash-LSH near dedup of problems, the lake side of factory.dedup (one transaction).
 
 dedup: problems are documents (text = question, code = first reference program). Band hashes are stored per
 parameter set, so a later run signs only problems it has not seen (incremental), joins them against the stored
 bands, verifies candidates by exact Jaccard and re-clusters everything. The run report (ops.runs.message)
 holds the counts and the recall curve of the chosen bands x rows: theoretical and measured on planted pairs.
-
-decontam: word n-gram overlap of every non-benchmark problem against the problems of benchmark sources.
 """
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from factory.dedup import (
-    DecontamParams, MinHashParams, decontaminate, dedup, dedup_incremental, recall_curve,
-)
+from factory.dedup import MinHashParams, dedup, dedup_incremental, recall_curve
+from factory.dedup.cluster import with_source_priority
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.lake.commit import stage_run, utcnow
-from factory.lake.templating import DEFAULT_BENCHMARKS
 
 
 _DOCS_SQL = """
@@ -33,12 +28,6 @@ _DOCS_SQL = """
 """
 
 
-def _with_priority(docs: pa.Table, prefer: list[str]) -> pa.Table:
-    rank = {s: i for i, s in enumerate(prefer)}
-    prio = pa.array([rank.get(s) for s in docs["source"].to_pylist()], pa.int64())
-    return docs.append_column("source_priority", prio)
-
-
 def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] | None = None,
               full: bool = False, recall_pairs: int = 30) -> dict:
     """Dedup every problem in the lake; returns the run report (also stored in ops.runs.message)."""
@@ -47,7 +36,7 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
     config = {"params": params.as_dict(), "prefer": prefer or [], "full": full}
     with stage_run("dedup", config, lake=lake) as run:
         con = run.con
-        docs = _with_priority(con.execute(_DOCS_SQL).to_arrow_table(), prefer or [])
+        docs = with_source_priority(con.execute(_DOCS_SQL).to_arrow_table(), prefer or [])
         if docs.num_rows == 0:
             raise FactoryError("no problems in the lake: ingest something first")
         known = con.execute("SELECT DISTINCT problem_id FROM silver.minhash_bands WHERE params_hash = ? AND "
@@ -121,39 +110,29 @@ def _kind_counts(con) -> dict:
     return dict(con.execute("SELECT kind, count(*) FROM silver.dedup_pairs GROUP BY kind ORDER BY kind").fetchall())
 
 
-def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min_matches: int = 1,
-                 max_benchmark_df: int | None = None) -> dict:
-    """Flag problems sharing >= min_matches word n-grams with a benchmark problem; replaces silver.contamination."""
-    benchmarks = list(benchmarks or DEFAULT_BENCHMARKS)
-    params = DecontamParams(n=n, min_matches=1, max_benchmark_df=max_benchmark_df)
-    config = {"benchmarks": benchmarks, "n": n, "min_matches": min_matches, "max_benchmark_df": max_benchmark_df}
-    with stage_run("decontam", config, lake=lake) as run:
-        con = run.con
-        present = {r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()}
-        used = [b for b in benchmarks if b in present]
-        if not used:
-            raise FactoryError(f"none of the benchmark sources {benchmarks} is in the lake (have: {sorted(present)})")
-        marks = ", ".join("?" for _ in used)
-        problems = con.execute(f"SELECT problem_id, question AS text FROM silver.problems WHERE source NOT IN ({marks})",
-                               used).to_arrow_table()
-        bench = con.execute(f"SELECT source AS benchmark, problem_id AS benchmark_id, question AS text "
-                            f"FROM silver.problems WHERE source IN ({marks})", used).to_arrow_table()
-        table, stats = decontaminate(problems, bench, params)
-        run.delete("silver.contamination", "true")
-        matched = table["matched_ngrams"].cast(pa.int64())
-        rows = pa.table({
-            "problem_id": table["problem_id"].cast(pa.string()), "benchmark": table["benchmark"].cast(pa.string()),
-            "benchmark_id": table["benchmark_id"].cast(pa.string()), "matched_ngrams": matched,
-            "benchmark_ngrams": table["benchmark_ngrams"].cast(pa.int64()),
-            "example_span": table["example_span"].cast(pa.string()),
-            "ngram_n": pa.array(np.full(table.num_rows, n, dtype=np.int32)),
-            "contaminated": pc.greater_equal(matched, min_matches)})
-        run.write("silver.contamination", rows)
-        flagged = con.execute("SELECT p.source, count(DISTINCT c.problem_id) FROM silver.contamination c JOIN "
-                              "silver.problems p USING (problem_id) WHERE c.contaminated GROUP BY 1 ORDER BY 1").fetchall()
-        report = {"benchmarks": used, "checked": problems.num_rows, "benchmark_items": bench.num_rows,
-                  "pairs": rows.num_rows, "contaminated_by_source": dict(flagged)}
-        run.summary = json.dumps(report)
-    report["run_id"] = run.run_id
-    return report
+def register(sub, add_lake) -> None:
+    """Add `dedup` to the `factory` parser."""
+    p = sub.add_parser("dedup", help="exact + MinHash-LSH near dedup of problems (incremental)")
+    add_lake(p)
+    p.add_argument("--bands", type=int, default=18)
+    p.add_argument("--rows", type=int, default=7)
+    p.add_argument("--ngram", type=int, default=3, help="word n-gram shingle size")
+    p.add_argument("--threshold", type=float, default=0.8, help="exact Jaccard a candidate must reach")
+    p.add_argument("--num-perm", type=int, default=128)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--prefer", default="", help="comma-separated source priority for keepers")
+    p.add_argument("--full", action="store_true", help="recompute every signature")
+    p.set_defaults(fn=cmd_dedup)
 
+
+def cmd_dedup(args) -> None:
+    from factory.dedup import MinHashParams
+
+    params = MinHashParams(num_perm=args.num_perm, bands=args.bands, rows=args.rows, ngram=args.ngram,
+                           threshold=args.threshold, seed=args.seed)
+    report = run_dedup(args.lake, params, [s for s in args.prefer.split(",") if s], full=args.full)
+    print(f"{report['mode']}; pairs {report['pairs_by_kind']}; {report['clusters']} duplicate clusters, "
+          f"{report['removed']} problems removed (run {report['run_id']})")
+    print("recall curve (P[candidate] vs exact Jaccard):  J  theory  measured  pairs")
+    for row in report["recall_curve"]:
+        print(f"  {row['jaccard']:.2f}  {row['theoretical']:.3f}  {row['measured']:.3f}  {row['n_pairs']}")

@@ -174,3 +174,19 @@ def check_data_dir(data_dir) -> Path | None:
         return None
     return path
 
+
+def register(sub, add_lake) -> None:
+    """Add `demo` to the `factory` parser."""
+    p = sub.add_parser("demo", help="the whole factory end to end on embedded defaults (the README's main job)")
+    p.add_argument("--out", default="demo", help="folder for the demo lake, releases, RM, report")
+    p.add_argument("--data-dir", help="also ingest every known dataset here (e.g. ../shared/data)")
+    p.add_argument("--sample-problems", type=int, default=3)
+    p.add_argument("--n-samples", type=int, default=2)
+    p.add_argument("--rm-steps", type=int, default=12)
+    p.add_argument("--rm-model", default="smollm2", help="smollm2 | tiny | HF model dir")
+    p.set_defaults(fn=cmd_demo)
+
+
+def cmd_demo(args) -> None:
+    run_demo(args.out, check_data_dir(args.data_dir), sample_problems=args.sample_problems, n_samples=args.n_samples,
+             rm_steps=args.rm_steps, rm_model=args.rm_model)

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from factory.lake.catalog import default_catalog
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
 from factory.ingest.normalize import stable_hash
 from factory.ingest.readers import read_records
+from factory.execution_rows import executions_table, program_job
 from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
 from factory.lake import connect
 from factory.progress import Progress
-from factory.lake.query import shard_predicate
-from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, TestSpec, Verdict, clean_text
-from factory.sandbox.rows import bare_row, is_json, merge_verdicts, verdict_row
+from factory.lake.query import parse_shard, shard_predicate
+from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, Verdict, clean_text
+from factory.sandbox.rows import is_json, merge_verdicts, verdict_row
 from factory.lake.commit import stage_run, utcnow
 
 SELECTIONS = {
@@ -64,31 +64,6 @@ def _where(selection: str, sources: list[str] | None, model: str | None) -> tupl
     return " AND ".join(clauses), params
 
 
-def _job(row: dict, tests: list[dict], rule: ProblemJudging = NO_OVERRIDE) -> Job:
-    return Job(program_id=row["program_id"], code=row["code"], entry_point=row["entry_point"],
-               preamble=row["test_preamble"] or "", cpu_s=rule.cpu_s,
-               tests=[rule.apply(TestSpec(test_id=t["test_id"], kind=t["kind"], code=t["code"], input=t["input"],
-                                          expected=t["expected"], comparison=t["comparison"], atol=t["atol"]))
-                      for t in tests])
-
-
-def executions_table(rows: list[dict]) -> pa.Table:
-    """Arrow table of execution rows; a row that still cannot be converted is replaced by its bare row."""
-    schema = default_catalog()["silver.executions"].arrow_schema(skip=("run_id",))
-    try:
-        return pa.Table.from_pylist(rows, schema=schema)
-    except Exception:  # noqa: BLE001 - find the bad rows instead of losing the batch
-        safe = []
-        for r in rows:
-            try:
-                pa.Table.from_pylist([r], schema=schema)
-                safe.append(r)
-            except Exception as exc:  # noqa: BLE001
-                safe.append(bare_row(r.get("program_id"), r.get("test_id"), r.get("status") or "infra_error",
-                                      r.get("judged_in_process"), r.get("limits_hash"), r.get("executed_at"), exc))
-        return pa.Table.from_pylist(safe, schema=schema)
-
-
 def _tty() -> bool:
     return sys.stderr.isatty()
 
@@ -110,7 +85,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     by_program: dict[str, list[dict]] = defaultdict(list)
     for row in pending:
         by_program[row["program_id"]].append(row)
-    jobs = [_job(rows[0], [dict(r, expected=None) for r in rows]) for rows in by_program.values()]
+    jobs = [program_job(rows[0], [dict(r, expected=None) for r in rows]) for rows in by_program.values()]
     actual = {}
     for v in pool.run(jobs, progress=_tty()):
         if v.status == "no_expected" and v.actual is not None:
@@ -251,7 +226,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
         by_program: dict[str, list[dict]] = defaultdict(list)
         for t in tests:
             by_program[t["program_id"]].append(t)
-        jobs = [_job(p, by_program[p["program_id"]], rule[p["program_id"]])
+        jobs = [program_job(p, by_program[p["program_id"]], rule[p["program_id"]])
                 for p in batch if by_program[p["program_id"]]]
         report.skipped_no_tests += len(batch) - len(jobs)
         merged = merge_verdicts(_verdicts(pool, jobs, progress))
@@ -322,3 +297,73 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
         with stage_run("samples", {"file": str(samples_path), "model": model, "source": source}, lake=lake) as run:
             run.write("silver.programs", rows)
     return ids
+
+
+def register(sub, add_lake) -> None:
+    """Add `execute` to the `factory` parser."""
+    p = sub.add_parser("execute", help="run programs against their tests in the sandbox -> silver.executions")
+    add_lake(p)
+    p.add_argument("--select", default="reference", help="reference | samples | mutants | synth | all")
+    p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
+    p.add_argument("--model", help="only programs of this model; with --samples: the model name to record")
+    p.add_argument("--samples", help="evalplus-style JSONL (task_id + completion|solution) to store and score")
+    p.add_argument("--cpu-s", type=float, default=4.0,
+                   help="CPU seconds per test (problems calibrated by `factory calibrate` use their own limit)")
+    p.add_argument("--time-limits", choices=["calibrated", "fixed"], default="calibrated",
+                   help="calibrated: a problem's limit from silver.time_limits where it has one (default); "
+                        "fixed: --cpu-s for every problem")
+    p.add_argument("--memory-mb", type=int, default=1024)
+    p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    p.add_argument("--max-programs", type=int, help="stop after this many programs")
+    p.add_argument("--batch-programs", type=int, default=500, help="programs per committed transaction")
+    p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local process pool (default) or every node of a Ray cluster")
+    p.add_argument("--ray-address", default="auto", help="with --engine ray: auto | ray://host:port | host:port")
+    p.add_argument("--shard", help="i/n: only programs whose id hashes to i mod n (n drivers, one lake)")
+    p.set_defaults(fn=cmd_execute)
+
+
+def cmd_execute(args) -> None:
+    limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb)
+    program_ids, selection = None, args.select
+    if args.samples:
+        if not args.model:
+            raise FactoryError("--samples needs --model NAME")
+        program_ids = add_samples(args.lake, args.samples, args.model, (args.source or [None])[0])
+        selection = "samples"
+    report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
+                     workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
+                     fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
+                     ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits)
+    print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
+          f"statuses: {dict(report.status_counts)}")
+    if report.retried_batches:
+        print(f"ray: {report.lost_nodes} node(s) lost; {report.retried_batches} batch(es) re-run on the others")
+    if report.expected_filled or report.expected_failed:
+        print(f"expected outputs computed: {report.expected_filled} (reference failed on {report.expected_failed})")
+    if selection in ("reference", "all") and report.programs:
+        _warn_unhealthy(args.lake, args.source)
+    if program_ids is not None:
+        con = connect(args.lake, read_only=True)
+        rows = con.execute("""SELECT count(*), count(*) FILTER (WHERE all_passed) FROM (
+            SELECT program_id, bool_and(status = 'pass') AS all_passed FROM gold.latest_executions
+            WHERE list_contains(?, program_id) GROUP BY program_id)""", [program_ids]).fetchone()
+        con.close()
+        print(f"samples: {rows[0]} scored, {rows[1]} pass all tests (pass@1 = {rows[1] / max(rows[0], 1):.3f})")
+
+
+def _warn_unhealthy(lake, sources: list[str] | None) -> None:
+    """Environment health check after running references: sources whose references fail here, and why."""
+    import duckdb
+
+    from factory.funnel import unhealthy_sources, warn_unhealthy
+
+    con = connect(lake, read_only=True)
+    try:
+        rows = [r for r in unhealthy_sources(con) if not sources or r["source"] in sources]
+    except duckdb.CatalogException:  # a lake made before gold.source_health existed: `factory transform` adds it
+        return
+    finally:
+        con.close()
+    warn_unhealthy(rows)

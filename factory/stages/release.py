@@ -1,4 +1,4 @@
-"""CLI wiring: `factory release ...`, `factory export ...` and `factory report`."""
+"""`factory release create|list|show|verify|diff|reproduce`: immutable dataset releases (factory.release)."""
 from __future__ import annotations
 
 import time
@@ -74,25 +74,8 @@ def cmd_reproduce(args) -> None:
     print(f"release {args.name} reproduced from snapshot {r['snapshot_id']}: {r['files']} files byte-identical")
 
 
-def cmd_export(args) -> None:
-    from factory.release.export import export_release
-
-    meta = export_release(args.name, args.format, args.out, releases_dir=args.releases_dir)
-    files = ", ".join(f"{k} ({v} rows)" for k, v in meta["files"].items())
-    print(f"{args.format} export of {args.name} in {args.out}: {files}; validated with "
-          f"{meta['validation']['loader']}")
-
-
-def cmd_report(args) -> None:
-    from factory.report import build_report
-
-    path = build_report(lake=args.lake, out=args.out, snapshot=args.snapshot)
-    print(f"report written to {path}")
-
-
-def register_release(sub, add_lake) -> None:
-    """Add `release`, `export` and `report` subcommands to the `factory` parser."""
-    from factory.release.export import FORMATS
+def register(sub, add_lake) -> None:
+    """Add `release` and its subcommands to the `factory` parser."""
     from factory.release.files import DEFAULT_SHARD_ROWS
 
     rel = sub.add_parser("release", help="immutable dataset releases frozen from a lake snapshot")
@@ -130,16 +113,3 @@ def register_release(sub, add_lake) -> None:
     p.add_argument("name")
     p.add_argument("--out", required=True, help="empty folder for the rebuilt files")
     p.set_defaults(fn=cmd_reproduce)
-
-    p = sub.add_parser("export", help="trainer-format dataset from a release")
-    _add_releases_dir(p)
-    p.add_argument("name", help="release name")
-    p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("--out", required=True, help="empty output folder")
-    p.set_defaults(fn=cmd_export)
-
-    p = sub.add_parser("report", help="HTML report with plots of the lake")
-    add_lake(p)
-    p.add_argument("--out", default="report", help="output folder (default: ./report)")
-    p.add_argument("--snapshot", type=int, help="report on this snapshot (time travel)")
-    p.set_defaults(fn=cmd_report)

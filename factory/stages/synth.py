@@ -116,3 +116,25 @@ def _add_problem(rows: dict, problem_id: str, attempt_id: str, seed: dict, parse
         "origin": "reference", "model": None, "sample_index": None, "code": seed["code"], "raw_completion": None,
         "extraction_status": None, "reported_pass_rate": None, "parent_program_id": seed["program_id"],
         "metadata": json.dumps({"seed": True}), "created_at": now})
+
+
+def register(sub, add_lake) -> None:
+    """Add `synth` to the `factory` parser."""
+    p = sub.add_parser("synth", help="AceCoder synthesis: seed programs -> question + ~20 assert tests")
+    add_lake(p)
+    p.add_argument("--backend", default="transformers")
+    p.add_argument("--model")
+    p.add_argument("--base-url", action="append", help="repeat for several servers (least-loaded first, failover)")
+    p.add_argument("--source", help="seed programs: reference programs of this source")
+    p.add_argument("--limit", type=int, default=20, help="number of seeds")
+    p.add_argument("--n-tests", type=int, default=20)
+    p.add_argument("--max-tokens", type=int, default=768)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.set_defaults(fn=cmd_synth)
+
+
+def cmd_synth(args) -> None:
+    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
+    report = run_synth(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
+                       n_tests=args.n_tests, max_tokens=args.max_tokens, temperature=args.temperature, **kw)
+    print(json.dumps(report))

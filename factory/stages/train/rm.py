@@ -1,4 +1,4 @@
-"""`factory train rm|rl` and `factory eval bon`: training and evaluation read releases, never raw tables.
+"""`factory train rm`: a Bradley-Terry reward model on a release's gold.rm_pairs (releases, never raw tables).
 
 Metrics land in ops.train_metrics (one transaction per run); checkpoints in the output folder.
 """
@@ -10,22 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from eval.holdout import is_heldout  # noqa: F401  (re-exported)
+from eval.holdout import is_heldout
 from factory.errors import FactoryError
-from factory.release.create import load_manifest
 from factory.lake.commit import stage_run, utcnow
-
-
-def release_view_dir(release: str, view: str, releases_dir=None) -> Path:
-    """Folder holding a release's Parquet shards of one view (errors if the release lacks the view)."""
-    root, manifest = load_manifest(release, releases_dir)
-    views = manifest.get("views", {})
-    if view not in views:
-        raise FactoryError(f"release {release!r} has no {view} (it has: {', '.join(sorted(views)) or 'nothing'})")
-    files = views[view]["files"]
-    if not files:
-        raise FactoryError(f"release {release!r}: {view} is empty")
-    return (root / files[0]["path"]).parent
+from factory.release.manage import release_view_dir
 
 
 def metric_rows(records: list[dict], run_id: str) -> list[dict]:
@@ -87,46 +75,3 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
         run.summary = json.dumps(summary)
     summary["run_id"] = run.run_id
     return summary
-
-
-def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_fraction: float = 0.0,
-                 ks: list[int] | None = None, max_problems: int | None = None, max_length: int = 512,
-                 min_candidates: int = 4, releases_dir=None) -> list[dict]:
-    """Best-of-N on a release's gold.bon_candidates (held-out problems only when holdout_fraction > 0).
-
-    Every candidate is scored by the reward model `rm` (checkpoint dir or 'smollm2'); rows: greedy / average
-    (pass@1) / bon (RM best-of-k, unbiased over the n candidates) / oracle (pass@k), as in AceCoder's tables.
-    """
-    import pyarrow.parquet as pq
-
-    from eval.bon import bon_table
-    from train.rm import score
-
-    cands = pq.read_table(release_view_dir(release, "gold.bon_candidates", releases_dir)).to_pylist()
-    if holdout_fraction > 0:
-        cands = [c for c in cands if is_heldout(c["problem_id"], holdout_fraction)]
-    per_problem: dict[str, int] = {}
-    for c in cands:
-        per_problem[c["problem_id"]] = per_problem.get(c["problem_id"], 0) + 1
-    # best-of-N needs a choice: problems with fewer than min_candidates programs are left out
-    problems = sorted(p for p, k in per_problem.items() if k >= min_candidates)
-    if max_problems:
-        problems = problems[:max_problems]
-    keep = set(problems)
-    cands = [c for c in cands if c["problem_id"] in keep]
-    if not cands:
-        raise FactoryError(f"release {release!r}: no best-of-N candidates to evaluate")
-    config = {"release": release, "rm": rm, "holdout_fraction": holdout_fraction, "ks": ks,
-              "max_problems": max_problems, "min_candidates": min_candidates}
-    with stage_run("eval-bon", config, lake=lake) as run:
-        scores = score([c["prompt"] + c["response"] for c in cands], model=rm, max_length=max_length)
-        samples = [(c["problem_id"], c["program_id"], s, bool(c["passed"]), bool(c["is_greedy"]))
-                   for c, s in zip(cands, scores)]
-        rows = bon_table(samples, ks=ks)
-        now = utcnow()
-        run.write("ops.train_metrics", [
-            {"run_id": run.run_id, "step": int(r["k"]), "metric": f"{r['method']}@{r['k']}", "value": r["value"],
-             "split": "heldout", "logged_at": now} for r in rows])
-        run.summary = json.dumps({"problems": len({c["problem_id"] for c in cands}), "candidates": len(cands),
-                                  "rows": rows})
-    return rows

@@ -1,0 +1,42 @@
+"""`factory serve`: the HTTP verifier for online RL (engine, protocol and app in factory.serve)."""
+from __future__ import annotations
+
+import sys
+
+
+def register(sub, add_lake) -> None:
+    """Add `serve` to the `factory` parser."""
+    p = sub.add_parser("serve", help="HTTP verifier for online RL: SandboxFusion /run_code + /submit, batch /v1/judge")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback; 0.0.0.0 to expose)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    p.add_argument("--max-queue", type=int, default=4096, help="programs admitted at once; beyond: 429 + Retry-After")
+    p.add_argument("--infra-retries", type=int, default=2, help="re-runs of a program hit by an infrastructure error")
+    p.add_argument("--drain-s", type=float, default=30.0, help="on SIGTERM/SIGINT: seconds to finish in-flight work")
+    p.add_argument("--cpu-s", type=float, default=10.0,
+                   help="default CPU seconds per test (a request's run_timeout / limits.cpu_s overrides it)")
+    p.add_argument("--memory-mb", type=int, default=1024, help="default memory limit per program")
+    p.add_argument("--wall-factor", type=float, default=2.5,
+                   help="wall-clock backstop = max(this x CPU limit, 5 s); CPU time decides timeouts")
+    p.add_argument("--max-cpu-s", type=float, default=60.0, help="largest per-request CPU limit accepted")
+    p.add_argument("--max-memory-mb", type=int, default=8192, help="largest per-request memory limit accepted")
+    p.add_argument("--max-items", type=int, default=4096, help="largest /v1/judge batch accepted")
+    p.set_defaults(fn=cmd_serve)
+
+
+def cmd_serve(args) -> None:
+    from factory.serve.app import serve
+    from factory.serve.protocol import Caps
+
+    def ready(engine):
+        print(f"factory serve: http://{args.host}:{args.port}  ({engine.workers} sandbox workers, queue bound "
+              f"{engine.max_queue}); verl: reward.sandbox_fusion.url=http://{args.host}:{args.port}/run_code",
+              file=sys.stderr, flush=True)
+    caps = Caps(max_cpu_s=args.max_cpu_s, max_memory_mb=args.max_memory_mb, max_items=args.max_items)
+    from factory.sandbox import Limits
+
+    limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_factor=args.wall_factor, wall_min_s=5.0,
+                    capture_bytes=1 << 16)
+    failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
+                   drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready)
+    print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)

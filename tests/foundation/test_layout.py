@@ -1,0 +1,138 @@
+"""The package layout (#19), checked over the source with `ast` (nothing is imported):
+
+    lake core (factory.lake, factory.errors)  <-  engines  <-  stages (factory.stages.*)  <-  factory.cli
+
+* the lake core imports nothing of factory but itself and factory.errors;
+* engines (every other module of factory/) never import factory.stages;
+* a stage never imports another stage, except the orchestrators (ORCHESTRATORS), which run several;
+* nothing imports factory.cli; cli registers every stage module, each of which has ``register(sub, add_lake)``;
+* README.md's stage -> reads -> writes table is the one generated from data_catalog.yaml.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT
+
+FACTORY = REPO_ROOT / "factory"
+CORE = ("factory.lake", "factory.errors")
+ORCHESTRATORS = {"demo", "recipe"}   # run several stages in order: the only stages that may import others
+PYTHON_DIRS = ("factory", "tests", "bench", "train", "eval")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports (at the top or inside functions), relative imports resolved;
+    ``from pkg import name`` counts as importing ``pkg.name`` too (it may be a submodule)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def stage_of(module: str) -> str | None:
+    """'factory.stages.train.rl' -> 'train'; None outside the stages."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["factory", "stages"] else None
+
+
+def factory_modules() -> dict[str, set[str]]:
+    return {module_name(p): imports(p) for p in sorted(FACTORY.rglob("*.py"))}
+
+
+def test_lake_core_imports_only_itself():
+    bad = {m: sorted(i for i in imps if within(i, "factory") and i != "factory" and not any(within(i, c) for c in CORE))
+           for m, imps in factory_modules().items() if any(within(m, c) for c in CORE)}
+    assert not {m: v for m, v in bad.items() if v}, "the lake core may import only factory.lake / factory.errors"
+
+
+def test_engines_never_import_stages():
+    bad = {m: sorted(i for i in imps if within(i, "factory.stages") or within(i, "factory.cli"))
+           for m, imps in factory_modules().items()
+           if not within(m, "factory.stages") and m != "factory.cli"}
+    assert not {m: v for m, v in bad.items() if v}, "engines and the lake core never import factory.stages"
+
+
+def test_stages_do_not_import_each_other():
+    bad = {}
+    for m, imps in factory_modules().items():
+        own = stage_of(m)
+        if own is None or own in ORCHESTRATORS:
+            continue
+        others = sorted(i for i in imps if stage_of(i) not in (None, own))
+        if others:
+            bad[m] = others
+    assert not bad, f"a stage imports another stage (only {sorted(ORCHESTRATORS)} may): {bad}"
+
+
+def test_nothing_imports_the_cli():
+    bad = [str(p.relative_to(REPO_ROOT)) for d in PYTHON_DIRS for p in sorted((REPO_ROOT / d).rglob("*.py"))
+           if module_name(p) != "factory.cli" and any(within(i, "factory.cli") for i in imports(p))]
+    assert not bad, f"factory.cli is the entry point only (run it with python -m factory.cli): {bad}"
+
+
+def _cli_stages() -> list[str]:
+    tree = ast.parse((FACTORY / "cli.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["STAGES"]:
+            return list(ast.literal_eval(node.value))
+    raise AssertionError("factory/cli.py has no STAGES tuple")
+
+
+def _stage_paths() -> dict[str, Path]:
+    out = {}
+    for p in sorted((FACTORY / "stages").iterdir()):
+        if p.suffix == ".py" and p.name != "__init__.py":
+            out[p.stem] = p
+        elif (p / "__init__.py").is_file():
+            out[p.name] = p / "__init__.py"
+    return out
+
+
+def _defines_register(path: Path) -> bool:
+    return any(isinstance(n, ast.FunctionDef) and n.name == "register" and [a.arg for a in n.args.args] ==
+               ["sub", "add_lake"] for n in ast.parse(path.read_text()).body)
+
+
+def test_every_stage_registers_its_subcommands_and_cli_lists_them():
+    stages, listed = _stage_paths(), _cli_stages()
+    assert len(set(listed)) == len(listed)
+    assert not [s for s in listed if s not in stages], "cli.STAGES names a module missing from factory/stages"
+    missing = sorted(set(stages) - set(listed))
+    assert not missing, f"stage modules the CLI does not register: {missing}"
+    assert not [s for s, p in stages.items() if not _defines_register(p)], "a stage without register(sub, add_lake)"
+
+
+def test_no_stage_modules_outside_stages():
+    stray = sorted(p.name for p in FACTORY.glob("*.py") if p.stem.endswith("_stage") or p.stem == "stages")
+    assert not stray, f"stage modules belong in factory/stages/: {stray}"
+
+
+def test_readme_stage_table_is_generated_from_the_catalog():
+    from factory.lake.stage_table import replace_table, stage_table_markdown
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert replace_table(readme, stage_table_markdown()) == readme, \
+        "README.md's stage table differs from data_catalog.yaml: run python -m factory.lake.stage_table"
