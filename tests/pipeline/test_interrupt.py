@@ -37,6 +37,10 @@ def _drive(lake, send, wait_for_rows: int) -> tuple[int, float, str, int]:
     env = dict(os.environ, FACTORY_LAKE=str(lake))
     pid, fd = pty.fork()
     if pid == 0:  # child: the real CLI with the pty as its controlling terminal
+        # a user's shell starts it with default dispositions; an ignore inherited from the test process (which a
+        # library loaded by an earlier test may have set) would survive exec and make the CLI keep ignoring ^C
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.execve(sys.executable, [sys.executable, "-m", "factory.cli", "execute", "--batch-programs", str(BATCH),
                                    "--cpu-s", "10"], env)
     out, sent, start = b"", None, time.monotonic()
