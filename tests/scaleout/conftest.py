@@ -53,7 +53,12 @@ def postgres_server(base: Path):
                "createdb": lambda name: _as_user([_bin("createdb"), "-h", "127.0.0.1", "-p", str(port),
                                                   "-U", "postgres", name])}
     finally:
-        _as_user([pg_ctl, "-D", str(data), "-m", "fast", "stop"])
+        try:
+            _as_user([pg_ctl, "-D", str(data), "-m", "fast", "stop"])
+        except subprocess.CalledProcessError:   # a slow shutdown (fast mode waits on open sessions): force it
+            subprocess.run(["runuser", "-u", PG_USER, "--", pg_ctl, "-D", str(data), "-m", "immediate", "stop"]
+                           if os.geteuid() == 0 else [pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+                           capture_output=True, text=True)
 
 
 @pytest.fixture(scope="session")
