@@ -41,6 +41,7 @@ def _drive(lake, send, wait_for_rows: int) -> tuple[int, float, str, int]:
         # library loaded by an earlier test may have set) would survive exec and make the CLI keep ignoring ^C
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # a blocked mask survives exec too
         os.execve(sys.executable, [sys.executable, "-m", "factory.cli", "execute", "--batch-programs", str(BATCH),
                                    "--cpu-s", "10"], env)
     out, sent, start = b"", None, time.monotonic()
