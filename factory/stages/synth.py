@@ -16,6 +16,7 @@ from factory.generation.synth import build_synth_messages, parse_synth_output
 from factory.ingest.normalize import stable_hash
 from factory.lake import connect
 from factory.progress import Progress
+from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 from factory.generation.lake_cache import LakeCallCache
 from factory.lake.commit import stage_run, utcnow
 
@@ -122,9 +123,7 @@ def register(sub, add_lake) -> None:
     """Add `synth` to the `factory` parser."""
     p = sub.add_parser("synth", help="AceCoder synthesis: seed programs -> question + ~20 assert tests")
     add_lake(p)
-    p.add_argument("--backend", default="transformers")
-    p.add_argument("--model")
-    p.add_argument("--base-url", action="append", help="repeat for several servers (least-loaded first, failover)")
+    add_backend_arguments(p)
     p.add_argument("--source", help="seed programs: reference programs of this source")
     p.add_argument("--limit", type=int, default=20, help="number of seeds")
     p.add_argument("--n-tests", type=int, default=20)
@@ -134,7 +133,7 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_synth(args) -> None:
-    kw = {"base_url": args.base_url if len(args.base_url) > 1 else args.base_url[0]} if args.base_url else {}
+    kw = backend_kwargs(args)
     report = run_synth(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                        n_tests=args.n_tests, max_tokens=args.max_tokens, temperature=args.temperature, **kw)
     print(json.dumps(report))

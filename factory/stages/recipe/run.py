@@ -137,7 +137,7 @@ def decide(recipe: Recipe, lake) -> dict:
         run.write("gold.recipe_rules", [
             {**r, "recipe": recipe.name, "params": json.dumps(r["params"], sort_keys=True), "recipe_hash": rhash}
             for r in rule_rows])
-        problems = _problem_rows(con, recipe, kept, stages_of, rhash)
+        problems = _problem_rows(con, recipe, kept, stages_of, potential, rhash)
         run.write("gold.recipe_problems", problems)
         content = config_hash({"recipe_hash": rhash, "kept": sorted(kept),
                                "stages": {k: sorted(v) for k, v in stage_sets.items()},
@@ -155,6 +155,7 @@ def decide(recipe: Recipe, lake) -> dict:
 
 
 def _potentials(con, model: str) -> dict:
+    """problem_id -> improvement potential 4p(1-p) of ``model``'s mean pass rate (problems it sampled)."""
     rows = con.execute("SELECT problem_id, 4 * mean_pass_rate * (1 - mean_pass_rate) FROM gold.model_pass_rates "
                        "WHERE model = ?", [model]).fetchall()
     return dict(rows)
@@ -164,7 +165,8 @@ _RL_COLUMNS = ("problem_id", "source", "source_id", "question", "starter_code", 
                "test_format", "difficulty_label", "license", "split", "prompt", "tests", "checker", "cpu_s")
 
 
-def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, rhash: str) -> list[dict]:
+def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, potential: dict,
+                  rhash: str) -> list[dict]:
     if not kept:
         return []
     cols = ", ".join(f"r.{c}" for c in _RL_COLUMNS)
@@ -186,7 +188,7 @@ def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, rhash: 
         pid = row["problem_id"]
         in_stages = stages_of.get(pid, [])
         row.update(recipe=recipe.name, tests=json.dumps(chosen), n_tests=len(chosen), n_tests_available=len(tests),
-                   pass_rate=p, potential=None if p is None else 4 * p * (1 - p),
+                   pass_rate=p, potential=potential.get(pid),
                    curriculum_stage=min((order.index(s) + 1 for s in in_stages), default=None) if order else None,
                    stages=json.dumps(in_stages) if order else None, recipe_hash=rhash)
         out.append(row)

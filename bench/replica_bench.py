@@ -1,0 +1,82 @@
+"""Generation replicas: one engine in this process vs `--replicas 1` vs `--replicas 2` (one process each),
+same requests, same machine. On a CPU-only machine the copies share the same cores, so the point is the pool's
+overhead, its start-up cost and identical answers, not a speed-up (that needs one GPU per copy).
+Prints a table and writes bench/results/replica_bench.json.
+
+    python bench/replica_bench.py [--model DIR|tiny|smollm2] [--requests 24] [--max-tokens 48]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from factory.generation import ChatRequest, SamplingParams, make_backend  # noqa: E402
+
+
+def requests(k: int, max_tokens: int) -> list[ChatRequest]:
+    return [ChatRequest([{"role": "user", "content": f"Write a Python function that returns {i} squared."}],
+                        SamplingParams(n=4, temperature=0.8, max_tokens=max_tokens, seed=i)) for i in range(k)]
+
+
+def model_path(name: str, tmp: Path) -> str | None:
+    if name == "tiny":
+        from factory.generation.tiny import build_tiny_model
+        model, tok = build_tiny_model(seed=0, hidden_size=128, num_layers=4)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        return str(tmp)
+    return None if name == "smollm2" else name
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="tiny", help="a model directory, 'tiny' (random init) or 'smollm2' (GGUF)")
+    ap.add_argument("--requests", type=int, default=24)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "replica_bench.json"))
+    args = ap.parse_args()
+    reqs = requests(args.requests, args.max_tokens)
+    rows, answers = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model = model_path(args.model, Path(tmp))
+        for label, replicas in (("one engine, in process", 0), ("pool, 1 replica", 1), ("pool, 2 replicas", 2)):
+            t0 = time.perf_counter()
+            engine = make_backend("transformers", model) if replicas == 0 else _pool(model, replicas)
+            start = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = engine.generate(reqs)
+            wall = time.perf_counter() - t0
+            per = getattr(engine, "stats", {}).get("per_replica_requests")
+            engine.close()
+            tokens = sum(r.completion_tokens for r in out)
+            answers[label] = [r.completions for r in out]
+            rows.append({"engine": label, "replicas": replicas, "start_s": round(start, 2),
+                         "generate_s": round(wall, 2), "requests_per_s": round(len(reqs) / wall, 2),
+                         "tokens_per_s": round(tokens / wall, 1), "requests_per_replica": per})
+    same = all(a == answers["one engine, in process"] for a in answers.values())
+    print(f"{'engine':<24} {'start s':>8} {'generate s':>11} {'req/s':>7} {'tok/s':>8}  per replica")
+    for r in rows:
+        print(f"{r['engine']:<24} {r['start_s']:>8} {r['generate_s']:>11} {r['requests_per_s']:>7} "
+              f"{r['tokens_per_s']:>8}  {r['requests_per_replica'] or '-'}")
+    print(f"identical completions in all three: {same}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"model": args.model, "requests": len(reqs), "n": 4,
+                                          "max_tokens": args.max_tokens, "rows": rows,
+                                          "identical_completions": same}, indent=2))
+    print(f"wrote {args.out}")
+
+
+def _pool(model, replicas: int):
+    from factory.generation.replicas import ReplicaPool
+    return ReplicaPool("transformers", model, replicas=replicas, chunk_size=2)
+
+
+if __name__ == "__main__":
+    main()
