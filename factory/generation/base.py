@@ -35,6 +35,11 @@ class Backend:
         self.cache = cache
         self.budget = budget
 
+    @property
+    def parallel_requests(self) -> int:
+        """How many requests this engine works on at once; stages hand it at least this many per chunk."""
+        return 1
+
     def request_hash(self, request: ChatRequest) -> str:
         return request_hash(self.name, self.model, request.messages, request.params)
 

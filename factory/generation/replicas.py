@@ -80,7 +80,7 @@ def _replica_main(rank: int, engine: str, model, engine_kw: dict, env: dict, con
     except BaseException:  # noqa: BLE001 - reported to the driver, which names the replica
         conn.send(("failed", traceback.format_exc()))
         return
-    conn.send(("ready", str(backend.model)))
+    conn.send(("ready", (str(backend.model), backend.parallel_requests)))
     while True:
         try:
             kind, payload = conn.recv()
@@ -135,17 +135,23 @@ class ReplicaPool(Backend):
                 proc.start()
                 child.close()
                 self._replicas.append(_Replica(rank, proc, parent, env))
-            names = {self._await_ready(r, start_timeout_s) for r in self._replicas}
+            ready = [self._await_ready(r, start_timeout_s) for r in self._replicas]
         except BaseException:
             self.close()
             raise
-        self.model = names.pop() if len(names) == 1 else (model or sorted(names)[0])
+        names = sorted({name for name, _ in ready})
+        self.model = names[0] if len(names) == 1 else (model or names[0])
+        self._width = sum(width for _, width in ready)
+
+    @property
+    def parallel_requests(self) -> int:
+        return self._width
 
     @property
     def replicas(self) -> int:
         return len(self._replicas)
 
-    def _await_ready(self, rep: _Replica, timeout_s: float) -> str:
+    def _await_ready(self, rep: _Replica, timeout_s: float) -> tuple[str, int]:
         deadline = time.monotonic() + timeout_s
         while not rep.conn.poll(1.0):
             if not rep.process.is_alive():
@@ -163,7 +169,7 @@ class ReplicaPool(Backend):
 
     def _chunks(self, n: int) -> list[list[int]]:
         live = max(1, sum(r.alive for r in self._replicas))
-        size = self.chunk_size or max(1, math.ceil(n / (live * 4)))
+        size = self.chunk_size or max(1, math.ceil(n / (live * 4)))  # 4 chunks a replica: room to balance
         return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
 
     def _serve(self, rep: _Replica, todo: "queue.Queue", done: "queue.Queue", stop: threading.Event,

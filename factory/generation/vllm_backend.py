@@ -29,6 +29,11 @@ class VLLMBackend(Backend):
         self._llm, self._llm_kwargs = llm, llm_kwargs
 
     @property
+    def parallel_requests(self) -> int:
+        """vLLM batches continuously: hand it as many sequences as it schedules at once (``max_num_seqs``)."""
+        return int(self._llm_kwargs.get("max_num_seqs") or 256)
+
+    @property
     def llm(self):
         if self._llm is None:
             self._llm = _import_vllm().LLM(model=self.model, **self._llm_kwargs)

@@ -102,7 +102,7 @@ def run_quality_votes(lake=None, *, judges=("default",), n: int = 16, backend: s
                       base_urls: str | list[str] | None = None, sources: list[str] | None = None,
                       limit: int | None = None, problem_ids: list[str] | None = None, prompt: str = DEFAULT_PROMPT,
                       temperature: float = 0.7, top_p: float = 1.0, max_tokens: int = 512, seed: int = 0,
-                      chunk: int = 4, budget_tokens: int | None = None, budget_calls: int | None = None,
+                      chunk: int | None = None, budget_tokens: int | None = None, budget_calls: int | None = None,
                       **backend_kw) -> dict:
     """Ask every judge ``n`` times per selected problem; votes -> silver.quality_votes. Returns a summary:
     ``votes`` (new rows by vote), ``by_judge``, call counts, ``failed_requests``, ``stopped`` and ``complete``
@@ -132,6 +132,8 @@ def run_quality_votes(lake=None, *, judges=("default",), n: int = 16, backend: s
               "limit": limit, "params": SamplingParams(n=n, temperature=temperature, top_p=top_p,
                                                        max_tokens=max_tokens, seed=seed).to_dict()}
     done = _done_requests(lake)
+    # problems per commit: enough requests to keep every server busy (each problem asks every judge)
+    chunk = chunk or max(4, -(-max(e.parallel_requests for e in panel.engines.values()) // len(panel.members)))
     t0 = time.perf_counter()
     progress = Progress(len(problems), "judge-quality", "problem")
     try:

@@ -46,7 +46,7 @@ def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str
 
 def run_sample(lake=None, *, backend: str = "transformers", model: str | None = None, source: str | None = None,
                limit: int | None = None, n: int = 4, temperature: float = 0.7, top_p: float = 1.0,
-               max_tokens: int = 384, seed: int = 0, chunk: int = 4, budget_tokens: int | None = None,
+               max_tokens: int = 384, seed: int = 0, chunk: int | None = None, budget_tokens: int | None = None,
                budget_calls: int | None = None, problem_ids: list[str] | None = None,
                shard: tuple[int, int] | None = None, **backend_kw) -> dict:
     """Sample n programs for each selected problem; returns counts (programs, extraction statuses, calls)."""
@@ -57,6 +57,7 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
     cache = LakeCallCache(lake, backend, model_name, "sample")
     engine.cache = cache
+    chunk = chunk or max(4, engine.parallel_requests)  # problems per commit: enough to keep every server busy
     report = {"problems": 0, "programs": 0, "cached_calls": 0, "new_calls": 0, "statuses": {}, "stopped": None}
     t0 = time.perf_counter()
     progress = Progress(len(problems), f"sample {model_name}", "problem")

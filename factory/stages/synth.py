@@ -37,13 +37,14 @@ def _seeds(lake, source: str | None, limit: int | None) -> list[dict]:
 
 def run_synth(lake=None, *, backend: str = "transformers", model: str | None = None, source: str | None = None,
               limit: int | None = 20, n_tests: int = 20, temperature: float = 0.7, max_tokens: int = 768,
-              seed: int = 0, chunk: int = 4, with_question: bool = True, **backend_kw) -> dict:
+              seed: int = 0, chunk: int | None = None, with_question: bool = True, **backend_kw) -> dict:
     seeds = _seeds(lake, source, limit)
     params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
     engine = make_backend(backend, model, **backend_kw)
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
     cache = LakeCallCache(lake, backend, model_name, "synth")
     engine.cache = cache
+    chunk = chunk or max(4, engine.parallel_requests)  # seeds per commit: enough to keep every server busy
     report = {"seeds": 0, "ok": 0, "tests": 0, "failures": {}, "cached_calls": 0, "new_calls": 0}
     t0 = time.perf_counter()
     progress = Progress(len(seeds), f"synth {model_name}", "seed")

@@ -213,3 +213,27 @@ def test_several_endpoints_share_the_load_and_fail_over():
         out = backend.generate([_req(f"q{i}", max_tokens=5) for i in range(6)])
         assert all(r.error is None and r.completions == [f"echo[q{i}] seed=None i=0"] for i, r in enumerate(out))
         assert backend.failures[0] >= 1 and backend.failures[1] == 0
+
+
+def test_sample_stage_keeps_every_server_at_its_concurrency(tmp_path):
+    """`factory sample --base-url A --base-url B --concurrency 3` on HumanEval: each commit chunk holds enough
+    problems that both real servers reach 3 requests in flight (a fixed chunk of 4 problems would cap them at 2)."""
+    from factory.stages.ingest import ingest_source
+    from factory.stages.sample import run_sample
+    from tests.generation.conftest import FakeOpenAIServer
+    from tests.lakeutil import init_lake
+    from tests.lakeutil import query as q
+
+    lake = tmp_path / "lake"
+    init_lake(lake)
+    ingest_source("humaneval", None, lake=lake)
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        a.delay_s = b.delay_s = 0.3
+        report = run_sample(lake, backend="openai", model="fake-model", base_url=[a.base_url, b.base_url],
+                            api_key="k", concurrency=3, source="humaneval", limit=12, n=1, max_tokens=8)
+        assert report["new_calls"] == 12 and report["problems"] == 12
+        assert a.max_in_flight == 3 and b.max_in_flight == 3
+        assert len(a.bodies) + len(b.bodies) == 12
+    assert q(lake, "SELECT count(*) FROM silver.programs WHERE origin = 'sample'") == [(12,)]
+    # the chunking is what ops.runs shows: 12 problems at 6 in flight -> 2 commits
+    assert q(lake, "SELECT count(*) FROM ops.runs WHERE stage = 'sample'") == [(2,)]
