@@ -1,19 +1,33 @@
-"""The sandbox pool fanned out over a Ray cluster: one actor per node, each holding a local :class:`SandboxPool`
+"""The sandbox pool fanned out over a Ray cluster: one actor per node, each holding warm :class:`SandboxPool` s
 sized to that node's CPUs; the same ``run(jobs) -> Verdicts`` interface as :class:`SandboxPool`.
 
-Jobs go out in batches of ``max(batch_jobs, 2 x the node's CPUs)`` (a batch runs on the node's whole pool, so a
-64-core node gets batches that fill its 64 workers), at most ``inflight`` batches per actor. A batch's verdicts count only
-when the whole batch comes back, so a node lost mid-run costs its unfinished batches, which are re-run on the
-surviving actors (and on actors started on nodes that joined): no duplicate and no missing verdict. Ray is
-imported lazily; ``pip install 'ray>=2.40'`` (the ``dev`` extra) or any Ray the cluster runs.
+An actor takes many batches at once (a threaded actor): every batch joins the node's one endless job stream
+(:class:`~factory.sandbox.stream.JobStream`, one per limit set), so batches interleave on the node's warm
+workers. The driver keeps up to ``inflight`` x (batch size) jobs in flight per node, in batches of up to
+``max(batch_jobs, 2 x the node's CPUs)``; jobs that arrive one by one (the verifier service's endless stream)
+go out at once in small batches. A batch's verdicts count only when the whole batch comes back, so a node lost
+mid-run costs its unfinished batches, which are re-run on the surviving actors (and on actors started on nodes
+that joined): no duplicate and no missing verdict. One pool may serve several limit sets at once
+(``run(jobs, limits=...)`` from several threads). Ray is imported lazily; ``pip install 'ray>=2.40'`` (the
+``scale`` extra) or any Ray the cluster runs.
 """
 from __future__ import annotations
 
 import os
-from collections import deque
+import queue
+import threading
+from collections import defaultdict, deque
 from typing import Iterable, Iterator
 
+from .pool import JobDone
 from .types import Job, Limits, Verdict
+
+_END = object()
+
+
+class _Raised:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
 
 
 def _lost_actor_errors() -> tuple:
@@ -27,24 +41,35 @@ def _lost_actor_errors() -> tuple:
 def _actor_class():
     import ray
 
-    @ray.remote(max_restarts=0, max_task_retries=0)
+    @ray.remote(max_restarts=0, max_task_retries=0, max_concurrency=256)
     class SandboxNode:
-        """One node's sandbox pool (a warm zygote per CPU of the node)."""
+        """One node's sandbox: a warm pool (a zygote per CPU of the node) and its job stream per limit set."""
 
         def __init__(self, limits: Limits, workers: int):
-            from factory.sandbox.pool import SandboxPool
+            self.default, self.workers = limits, workers
+            self.streams: dict = {}
+            self.lock = threading.Lock()
+            self.stream(limits)
 
-            self.pool = SandboxPool(limits, workers=workers)
+        def stream(self, limits: Limits):
+            from factory.sandbox.pool import SandboxPool
+            from factory.sandbox.stream import JobStream
+
+            with self.lock:
+                if limits not in self.streams:
+                    self.streams[limits] = JobStream(SandboxPool(limits, workers=self.workers))
+                return self.streams[limits]
 
         def meta(self) -> tuple[str, str, int]:
             import socket
-            return self.pool.meta_json, socket.gethostname(), os.getpid()
+            return self.stream(self.default).pool.meta_json, socket.gethostname(), os.getpid()
 
-        def run(self, jobs: list[Job]) -> list[Verdict]:
-            return list(self.pool.run(jobs))
+        def run(self, jobs: list[Job], limits: Limits | None = None) -> list[Verdict]:
+            return self.stream(limits or self.default).run_batch(jobs)
 
         def close(self) -> None:
-            self.pool.close()
+            for s in list(self.streams.values()):
+                s.close()
 
     return SandboxNode
 
@@ -65,69 +90,106 @@ class RaySandboxPool:
         self.cpus: dict[str, int] = {}          # node id -> CPUs (its pool's workers)
         self.retried_batches = 0
         self.lost_nodes: list[str] = []
+        self._lock = threading.RLock()          # actors/lost_nodes: several run() calls may share this pool
         self._discover()
         self.meta_json = self._first_meta()
-
-    def _first_meta(self) -> str:
-        """The sandbox metadata of the first actor that answers; a node lost while its actor starts is skipped."""
-        lost = _lost_actor_errors()
-        while self.actors:
-            node_id, actor = next(iter(self.actors.items()))
-            try:
-                return self.ray.get(actor.meta.remote())[0]
-            except lost:
-                self._lose(node_id)
-        raise RuntimeError("no Ray node with CPUs is alive")
 
     def _discover(self) -> None:
         """An actor on every alive node with CPUs that has none yet."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        for node in self.ray.nodes():
-            node_id = node["NodeID"]
-            cpus = int(node.get("Resources", {}).get("CPU", 0))
-            if not node.get("Alive") or cpus < 1 or node_id in self.actors or node_id in self.lost_nodes:
-                continue
-            self.cpus[node_id] = cpus
-            self.actors[node_id] = self.cls.options(
-                num_cpus=cpus, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
-            ).remote(self.limits, cpus)
+        with self._lock:
+            for node in self.ray.nodes():
+                node_id = node["NodeID"]
+                cpus = int(node.get("Resources", {}).get("CPU", 0))
+                if not node.get("Alive") or cpus < 1 or node_id in self.actors or node_id in self.lost_nodes:
+                    continue
+                self.cpus[node_id] = cpus
+                self.actors[node_id] = self.cls.options(
+                    num_cpus=cpus, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
+                ).remote(self.limits, cpus)
+
+    def _first_meta(self) -> str:
+        """The sandbox metadata of the first actor that answers; a node lost while its actor starts is skipped."""
+        lost = _lost_actor_errors()
+        while True:
+            with self._lock:
+                if not self.actors:
+                    raise RuntimeError("no Ray node with CPUs is alive")
+                node_id, actor = next(iter(self.actors.items()))
+            try:
+                return self.ray.get(actor.meta.remote())[0]
+            except lost:
+                self._lose(node_id)
 
     @property
     def nodes(self) -> int:
         return len(self.actors)
 
-    def run(self, jobs: Iterable[Job], progress: bool = False) -> Iterator[Verdict]:
+    def _batch_cap(self, node_id: str) -> int:
+        return max(self.batch_jobs, 2 * self.cpus.get(node_id, 1))
+
+    def run(self, jobs: Iterable[Job], progress: bool = False, yield_done: bool = False,
+            limits: Limits | None = None) -> Iterator[Verdict]:
+        """Verdicts as batches come back. ``jobs`` is consumed lazily (an endless generator makes a long-lived
+        stream); ``yield_done=True`` also yields :class:`JobDone` after the last verdict of each job."""
         lost = _lost_actor_errors()
+        inbox: queue.Queue = queue.Queue()
 
-        fresh = deque(jobs)
+        def feed():
+            try:
+                for job in jobs:
+                    inbox.put(job)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                inbox.put(_Raised(exc))
+            inbox.put(_END)
+
+        threading.Thread(target=feed, daemon=True, name="ray-sandbox-feed").start()
+        fresh: deque = deque()
         pending: list[list[Job]] = []   # batches of a lost node, re-run first
-        running: dict = {}          # object ref -> (node id, batch)
-        load = {n: 0 for n in self.actors}
-
-        def next_batch(node_id: str) -> list[Job]:
-            if pending:
-                return pending.pop()
-            size = max(self.batch_jobs, 2 * self.cpus.get(node_id, 1))
-            return [fresh.popleft() for _ in range(min(size, len(fresh)))]
-
-        while fresh or pending or running:
-            for node_id in list(self.actors):
-                while (fresh or pending) and load.get(node_id, 0) < self.inflight:
-                    batch = next_batch(node_id)
-                    ref = self.actors[node_id].run.remote(batch)
+        running: dict = {}              # object ref -> (node id, batch)
+        in_flight: dict = defaultdict(int)
+        ended = False
+        while True:
+            block = not (fresh or pending or running or ended)
+            while True:
+                try:
+                    item = inbox.get() if block else inbox.get_nowait()
+                except queue.Empty:
+                    break
+                block = False
+                if item is _END:
+                    ended = True
+                    break
+                if isinstance(item, _Raised):
+                    raise item.exc
+                fresh.append(item)
+            if ended and not (fresh or pending or running):
+                return
+            with self._lock:
+                actors = dict(self.actors)
+            for node_id, actor in actors.items():
+                cap = self._batch_cap(node_id)
+                while (fresh or pending) and in_flight[node_id] < self.inflight * cap:
+                    if pending:
+                        batch = pending.pop()
+                    else:
+                        take = min(cap, self.inflight * cap - in_flight[node_id], len(fresh))
+                        batch = [fresh.popleft() for _ in range(take)]
+                    ref = actor.run.remote(batch, limits)
                     running[ref] = (node_id, batch)
-                    load[node_id] = load.get(node_id, 0) + 1
+                    in_flight[node_id] += len(batch)
             if not running:
-                self._discover()
-                if not self.actors:
-                    raise RuntimeError(f"every Ray node running the sandbox was lost; {len(pending)} batches and "
-                                       f"{len(fresh)} more jobs left")
+                if fresh or pending:
+                    self._discover()
+                    if not self.actors:
+                        raise RuntimeError(f"every Ray node running the sandbox was lost; {len(pending)} batches "
+                                           f"and {len(fresh)} more jobs left")
                 continue
-            done, _ = self.ray.wait(list(running), num_returns=1)
+            done, _ = self.ray.wait(list(running), num_returns=1, timeout=None if ended else 0.05)
             for ref in done:
                 node_id, batch = running.pop(ref)
-                load[node_id] -= 1
+                in_flight[node_id] -= len(batch)
                 try:
                     verdicts = self.ray.get(ref)
                 except lost:
@@ -136,19 +198,24 @@ class RaySandboxPool:
                     self.retried_batches += 1
                     continue
                 yield from verdicts
+                if yield_done:
+                    for job in batch:
+                        yield JobDone(job.program_id)
 
     def _lose(self, node_id: str) -> None:
-        if self.actors.pop(node_id, None) is not None:
-            self.lost_nodes.append(node_id)
+        with self._lock:
+            if self.actors.pop(node_id, None) is not None:
+                self.lost_nodes.append(node_id)
         self._discover()
 
     def close(self) -> None:
-        for actor in self.actors.values():
+        with self._lock:
+            actors, self.actors = list(self.actors.values()), {}
+        for actor in actors:
             try:
                 self.ray.kill(actor)
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        self.actors = {}
 
     def __enter__(self):
         return self

@@ -271,7 +271,11 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         return PlainTextResponse(metrics.prometheus(**state()), media_type="text/plain; version=0.0.4")
 
     async def stats(request: Request):
-        return JSONResponse(metrics.snapshot(**state()))
+        body = metrics.snapshot(**state())
+        if engine.cluster is not None:   # --engine ray: the nodes serving, and what node losses cost
+            body["cluster"] = {"nodes": engine.cluster.nodes, "lost_nodes": len(engine.cluster.lost_nodes),
+                               "retried_batches": engine.cluster.retried_batches}
+        return JSONResponse(body)
 
     async def not_found(request: Request, exc):
         return JSONResponse({"error": f"no endpoint {request.method} {request.url.path}; endpoints: "
@@ -288,12 +292,13 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
 
 def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None, *, max_queue: int = 4096,
           infra_retries: int = 2, drain_s: float = 30.0, caps: Caps = Caps(), log_level: str = "warning",
-          base_limits=None, on_ready=None) -> int:
+          base_limits=None, on_ready=None, ray_address: str | None = None) -> int:
     """Run the service until SIGINT/SIGTERM; then stop admitting (503), finish in-flight work for up to drain_s
     seconds, fail the rest explicitly. Returns the number of programs failed at shutdown."""
     import uvicorn
 
-    engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits)
+    engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits,
+                            ray_address=ray_address)
     engine.warm()
     app = create_app(engine, caps)
 

@@ -67,7 +67,7 @@ class StreamingPool:
 
     def __init__(self, limits: Limits, workers: int, engine: "VerifierEngine"):
         self.limits, self.engine = limits, engine
-        self.pool = SandboxPool(limits, workers=workers)
+        self.pool = engine.new_sandbox(limits)
         self.inbox: queue.Queue = queue.Queue()
         self.tickets: dict[str, Ticket] = {}
         self.lock = threading.Lock()
@@ -139,7 +139,7 @@ class StreamingPool:
         self.inbox.put(None)
         self.thread.join(timeout=wait)
         if self.thread.is_alive():   # programs still running past the wait: stop the workers now
-            for w in self.pool.workers:
+            for w in getattr(self.pool, "workers", ()):
                 w.abort()
             self.thread.join(timeout=10)
         self.fail_all(SHUT_DOWN)
@@ -150,9 +150,16 @@ class VerifierEngine:
     """Warm pools keyed by limits, bounded admission, infra retries, metrics and a graceful drain."""
 
     def __init__(self, workers: int | None = None, *, base_limits: Limits | None = None, max_queue: int = 4096,
-                 infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None):
+                 infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None,
+                 ray_address: str | None = None):
         self.workers = workers or os.cpu_count() or 1
         self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.5, wall_min_s=5.0, capture_bytes=1 << 16)
+        # with a Ray address the sandboxes run on the cluster's nodes (one actor per node, all its CPUs)
+        self.cluster = None
+        if ray_address is not None:
+            from factory.sandbox.ray_pool import RaySandboxPool
+            self.cluster = RaySandboxPool(self.base_limits, ray_address)
+            self.workers = sum(self.cluster.cpus.values())
         self.max_queue, self.infra_retries, self.max_pools = max_queue, infra_retries, max_pools
         self.metrics = metrics or Metrics()
         self.pools: dict[Limits, StreamingPool] = {}
@@ -190,6 +197,12 @@ class VerifierEngine:
                 self.idle.notify_all()
 
     # ---- submission --------------------------------------------------------------------------------------
+    def new_sandbox(self, limits: Limits):
+        """The pool a StreamingPool runs its endless stream on: local workers, or the Ray cluster's nodes."""
+        if self.cluster is None:
+            return SandboxPool(limits, workers=self.workers)
+        return _ClusterLimits(self.cluster, limits)
+
     def limits_for(self, cpu_s=None, memory_mb=None, max_output_bytes=None) -> Limits:
         change = {k: v for k, v in (("cpu_s", cpu_s), ("memory_mb", memory_mb),
                                     ("max_output_bytes", max_output_bytes)) if v is not None}
@@ -267,4 +280,21 @@ class VerifierEngine:
             pools, self.pools = list(self.pools.values()), {}
         for pool in pools:
             pool.close(wait=0.5 if left else 10.0)
+        if self.cluster is not None:
+            self.cluster.close()
         return left
+
+
+class _ClusterLimits:
+    """One limit set's view of the shared Ray sandbox pool (the cluster's actors serve every limit set)."""
+
+    workers = ()
+
+    def __init__(self, cluster, limits: Limits):
+        self.cluster, self.limits = cluster, limits
+
+    def run(self, jobs, yield_done: bool = False):
+        return self.cluster.run(jobs, yield_done=yield_done, limits=self.limits)
+
+    def close(self) -> None:
+        """The cluster pool outlives one limit set; the engine closes it at drain."""

@@ -10,6 +10,10 @@ def register(sub, add_lake) -> None:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback; 0.0.0.0 to expose)")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="ray: the sandboxes run on every node of a Ray cluster (one actor per node, all its CPUs); "
+                        "this process only answers HTTP")
+    p.add_argument("--ray-address", default="auto", help="with --engine ray: auto | ray://host:port | host:port")
     p.add_argument("--max-queue", type=int, default=4096, help="programs admitted at once; beyond: 429 + Retry-After")
     p.add_argument("--infra-retries", type=int, default=2, help="re-runs of a program hit by an infrastructure error")
     p.add_argument("--drain-s", type=float, default=30.0, help="on SIGTERM/SIGINT: seconds to finish in-flight work")
@@ -29,7 +33,8 @@ def cmd_serve(args) -> None:
     from factory.serve.protocol import Caps
 
     def ready(engine):
-        print(f"factory serve: http://{args.host}:{args.port}  ({engine.workers} sandbox workers, queue bound "
+        where = f" on {engine.cluster.nodes} Ray nodes" if engine.cluster is not None else ""
+        print(f"factory serve: http://{args.host}:{args.port}  ({engine.workers} sandbox workers{where}, queue bound "
               f"{engine.max_queue}); verl: reward.sandbox_fusion.url=http://{args.host}:{args.port}/run_code",
               file=sys.stderr, flush=True)
     caps = Caps(max_cpu_s=args.max_cpu_s, max_memory_mb=args.max_memory_mb, max_items=args.max_items)
@@ -37,6 +42,14 @@ def cmd_serve(args) -> None:
 
     limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_factor=args.wall_factor, wall_min_s=5.0,
                     capture_bytes=1 << 16)
+    if args.engine == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            from factory.errors import FactoryError
+            raise FactoryError("--engine ray needs Ray: pip install 'code-rl-factory[scale]' (or any ray>=2.40)") \
+                from None
     failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
-                   drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready)
+                   drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready,
+                   ray_address=args.ray_address if args.engine == "ray" else None)
     print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)
