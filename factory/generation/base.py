@@ -83,6 +83,9 @@ class Backend:
     def _run_one(self, request: ChatRequest) -> GenerationResult:
         raise NotImplementedError
 
+    def warm(self) -> None:
+        """Load what the first request would load (a lazily built engine); default no-op."""
+
     def close(self) -> None:
         """Release resources (servers, models); default no-op."""
 

@@ -41,6 +41,18 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
+def _core_list(cores: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (the form of ``VLLM_CPU_OMP_THREADS_BIND``)."""
+    parts, start = [], None
+    for i, c in enumerate(cores):
+        if start is None:
+            start = c
+        if i + 1 == len(cores) or cores[i + 1] != c + 1:
+            parts.append(f"{start}-{c}" if c != start else str(c))
+            start = None
+    return ",".join(parts)
+
+
 def plan_replicas(engine: str, replicas: int, devices_per_replica: int = 1,
                   gpus: list[str] | None = None, cpus: int | None = None) -> list[dict[str, str]]:
     """The environment of each replica: its GPUs, or on a CPU-only node its share of the cores."""
@@ -51,13 +63,15 @@ def plan_replicas(engine: str, replicas: int, devices_per_replica: int = 1,
         raise FactoryError(f"--replicas and --devices-per-replica must be >= 1 (got {replicas}, "
                            f"{devices_per_replica})")
     gpus = visible_gpus() if gpus is None else list(gpus)
-    if not gpus:
-        if engine == "vllm":
-            raise FactoryError("vLLM replicas need GPUs, and none is visible (CUDA_VISIBLE_DEVICES / "
-                               "torch.cuda.device_count()); use --backend transformers on a CPU-only machine")
-        threads = max(1, (cpus or os.cpu_count() or 1) // replicas)
-        return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": str(threads),
-                 "FACTORY_REPLICA_THREADS": str(threads)} for _ in range(replicas)]
+    if not gpus:  # a CPU-only node: each replica gets its own cores (vLLM's CPU build binds its threads to them)
+        cores = list(range(cpus)) if cpus else sorted(os.sched_getaffinity(0))
+        if replicas > len(cores):
+            raise FactoryError(f"--replicas {replicas} on a CPU-only node with {len(cores)} cores: at most one "
+                               "replica per core")
+        threads = len(cores) // replicas
+        return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": str(threads), "FACTORY_REPLICA_THREADS": str(threads),
+                 "VLLM_CPU_OMP_THREADS_BIND": _core_list(cores[r * threads:(r + 1) * threads])}
+                for r in range(replicas)]
     need = replicas * devices_per_replica
     if need > len(gpus):
         raise FactoryError(f"--replicas {replicas} x --devices-per-replica {devices_per_replica} needs {need} "
@@ -77,6 +91,7 @@ def _replica_main(rank: int, engine: str, model, engine_kw: dict, env: dict, con
 
     try:
         backend = make_backend(engine, model, **engine_kw)
+        backend.warm()  # "ready" means the engine is built: a bad model or GPU fails here, named by replica
     except BaseException:  # noqa: BLE001 - reported to the driver, which names the replica
         conn.send(("failed", traceback.format_exc()))
         return
@@ -93,7 +108,35 @@ def _replica_main(rank: int, engine: str, model, engine_kw: dict, env: dict, con
             conn.send(("ok", [r.to_dict() for r in backend.generate(requests)]))
         except Exception:  # noqa: BLE001
             conn.send(("error", traceback.format_exc()))
-    backend.close()
+    try:
+        backend.close()
+    finally:
+        _reap_descendants()
+
+
+def _reap_descendants() -> None:
+    """Kill what this replica started and left running (an engine's worker processes): a spawned process ends
+    with ``os._exit``, so nothing else would stop them. Linux ``/proc``; elsewhere a no-op."""
+    try:
+        parents = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+    except OSError:
+        return
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
+        mine |= frontier
+    for pid in mine:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class _Replica:

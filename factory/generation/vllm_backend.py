@@ -1,6 +1,7 @@
 """Offline vLLM backend (``LLM.chat``). vLLM is imported lazily so this module imports without it."""
 from __future__ import annotations
 
+import gc
 import time
 
 from .base import Backend, Gate
@@ -39,9 +40,31 @@ class VLLMBackend(Backend):
             self._llm = _import_vllm().LLM(model=self.model, **self._llm_kwargs)
         return self._llm
 
+    def close(self) -> None:
+        """Shut the engine's processes down now. Needed where interpreter-exit hooks never run (a spawned replica
+        process ends with ``os._exit``): without it the engine-core process outlives its owner."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        engine = getattr(llm, "llm_engine", None)
+        for owner in (llm, engine, getattr(engine, "engine_core", None)):
+            stop = getattr(owner, "shutdown", None)
+            if callable(stop):
+                try:
+                    stop()
+                except Exception:  # noqa: BLE001 - best effort; the replica also reaps its children
+                    pass
+                break
+        del llm, engine
+        gc.collect()
+
+    def warm(self) -> None:
+        self.llm  # noqa: B018 - builds the engine now
+
     def _sampling_params(self, p):
         vllm = _import_vllm()
-        return vllm.SamplingParams(n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
+        # vLLM refuses n > 1 with greedy decoding: decode once, the copies are added afterwards
+        return vllm.SamplingParams(n=1 if p.temperature == 0 else p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
                                    seed=p.seed, stop=list(p.stop) or None)
 
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
@@ -62,11 +85,12 @@ class VLLMBackend(Backend):
                                     continue_final_message=cont)
             per = (time.perf_counter() - t0) / len(idx)
             for i, o in zip(idx, outputs):
+                copies = requests[i].params.n if requests[i].params.temperature == 0 else 1
                 res = GenerationResult(
-                    completions=[c.text for c in o.outputs],
+                    completions=[c.text for c in o.outputs] * copies,
                     prompt_tokens=len(o.prompt_token_ids or []),
-                    completion_tokens=sum(len(c.token_ids) for c in o.outputs),
-                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs])
+                    completion_tokens=sum(len(c.token_ids) for c in o.outputs) * copies,
+                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs] * copies)
                 out[i] = res
                 gate.done(requests[i], res)
         return out

@@ -113,8 +113,10 @@ def test_placement_plan_and_its_errors():
     assert plan_replicas("vllm", 3, 1, gpus=["4", "5", "6", "7"])[2] == {"CUDA_VISIBLE_DEVICES": "6"}
     with pytest.raises(FactoryError, match="needs 6 GPUs; 4 visible"):
         plan_replicas("vllm", 3, 2, gpus=["0", "1", "2", "3"])
-    with pytest.raises(FactoryError, match="vLLM replicas need GPUs"):
-        plan_replicas("vllm", 2, 1, gpus=[])
+    cpu_vllm = plan_replicas("vllm", 2, 1, gpus=[], cpus=4)   # vLLM's CPU build: each copy on its own cores
+    assert [e["VLLM_CPU_OMP_THREADS_BIND"] for e in cpu_vllm] == ["0-1", "2-3"]
+    with pytest.raises(FactoryError, match="at most one replica per core"):
+        plan_replicas("vllm", 5, 1, gpus=[], cpus=4)
     with pytest.raises(FactoryError, match="--base-url"):
         plan_replicas("openai", 2, 1, gpus=[])
     cpu = plan_replicas("transformers", 2, 1, gpus=[], cpus=8)
