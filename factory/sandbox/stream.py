@@ -16,6 +16,15 @@ from .pool import JobDone, SandboxPool
 from .types import Job, Verdict
 
 
+def until_none(inbox: "queue.Queue"):
+    """Items of a queue, blocking for each, until a ``None`` arrives: an endless job stream for ``pool.run``."""
+    while True:
+        item = inbox.get()
+        if item is None:
+            return
+        yield item
+
+
 class _Call:
     def __init__(self, n: int):
         self.left = n
@@ -56,16 +65,9 @@ class JobStream:
             raise RuntimeError(call.error)
         return call.verdicts
 
-    def _jobs(self):
-        while True:
-            job = self._inbox.get()
-            if job is None:
-                return
-            yield job
-
     def _pump(self) -> None:
         try:
-            for item in self.pool.run(self._jobs(), yield_done=True):
+            for item in self.pool.run(until_none(self._inbox), yield_done=True):
                 with self._lock:
                     entry = self._calls.get(item.program_id)
                     if entry is None:

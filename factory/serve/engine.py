@@ -23,6 +23,7 @@ from typing import Callable
 
 from factory.sandbox import Job, Limits, SandboxPool, Verdict
 from factory.sandbox.pool import JobDone
+from factory.sandbox.stream import until_none
 
 from .metrics import Metrics
 
@@ -88,16 +89,9 @@ class StreamingPool:
     def pending(self) -> int:
         return len(self.tickets)
 
-    def _jobs(self):
-        while True:
-            job = self.inbox.get()
-            if job is None:
-                return
-            yield job
-
     def _pump(self) -> None:
         try:
-            for item in self.pool.run(self._jobs(), yield_done=True):
+            for item in self.pool.run(until_none(self.inbox), yield_done=True):
                 if isinstance(item, JobDone):
                     self._job_done(item.program_id)
                 else:
