@@ -21,12 +21,12 @@ def make_backend(name: str, model: str | None = None, **kw) -> Backend:
     (:class:`~factory.generation.replicas.ReplicaPool`); ``replicas=1`` is one engine in this process.
     """
     key = name.lower()
+    if key == "vllm" and not model:
+        raise ValueError("the vllm backend needs a model path or name")
     replicas = kw.pop("replicas", None) or 1
     devices_per_replica = kw.pop("devices_per_replica", None) or 1
     if replicas > 1 or devices_per_replica > 1:
         from .replicas import ReplicaPool
-        if key == "vllm" and not model:
-            raise ValueError("the vllm backend needs a model path or name")
         return ReplicaPool(key, model, replicas=replicas, devices_per_replica=devices_per_replica, **kw)
     if key == "openai":
         from .openai_backend import OpenAIBackend
@@ -35,8 +35,6 @@ def make_backend(name: str, model: str | None = None, **kw) -> Backend:
         return OpenAIBackend(model, **kw)
     if key == "vllm":
         from .vllm_backend import VLLMBackend
-        if not model:
-            raise ValueError("the vllm backend needs a model path or name")
         return VLLMBackend(model, **kw)
     if key in ("transformers", "hf"):
         from .hf_backend import TransformersBackend

@@ -43,18 +43,18 @@ def parse_engine_args(items: list[str] | None) -> dict:
 
 def backend_kwargs(args) -> dict:
     """Keyword arguments for ``make_backend`` from the options added by :func:`add_backend_arguments`."""
-    kw = parse_engine_args(getattr(args, "engine_arg", None))
-    urls = getattr(args, "base_url", None)
+    kw = parse_engine_args(args.engine_arg)
+    urls = args.base_url
     if urls:
         if args.backend != "openai":
             raise FactoryError(f"--base-url is for the openai backend, not {args.backend!r}")
         kw["base_url"] = urls if len(urls) > 1 else urls[0]
-    if getattr(args, "concurrency", None) is not None:
+    if args.concurrency is not None:
         if args.backend != "openai" or args.concurrency < 1:
             raise FactoryError("--concurrency (>= 1) sets requests in flight per server of the openai backend; "
                                "local engines scale with --replicas")
         kw["concurrency"] = args.concurrency
-    replicas, per = getattr(args, "replicas", 1) or 1, getattr(args, "devices_per_replica", 1) or 1
+    replicas, per = args.replicas, args.devices_per_replica
     if replicas > 1 or per > 1:
         if args.backend == "openai":
             raise FactoryError("--replicas/--devices-per-replica run local engines; for the openai backend "

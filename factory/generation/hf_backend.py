@@ -155,9 +155,7 @@ class TransformersBackend(Backend):
                 res.finish_reasons.append(reason)
                 res.completion_tokens += ntok
             if not sample and p.n > 1:
-                res.completions *= p.n
-                res.finish_reasons *= p.n
-                res.completion_tokens *= p.n
+                res.repeat_decoding(p.n)
             results.append(res)
         return results
 

@@ -77,6 +77,13 @@ class GenerationResult:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def repeat_decoding(self, n: int) -> "GenerationResult":
+        """Let one greedy decoding stand for ``n`` identical samples (in place; returns self)."""
+        self.completions *= n
+        self.finish_reasons *= n
+        self.completion_tokens *= n
+        return self
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("cached")

@@ -64,8 +64,8 @@ class VLLMBackend(Backend):
     def _sampling_params(self, p):
         vllm = _import_vllm()
         # vLLM refuses n > 1 with greedy decoding: decode once, the copies are added afterwards
-        return vllm.SamplingParams(n=1 if p.temperature == 0 else p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens,
-                                   seed=p.seed, stop=list(p.stop) or None)
+        return vllm.SamplingParams(n=1 if p.temperature == 0 else p.n, temperature=p.temperature, top_p=p.top_p,
+                                   max_tokens=p.max_tokens, seed=p.seed, stop=list(p.stop) or None)
 
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
         out: list[GenerationResult | None] = [None] * len(requests)
@@ -85,12 +85,14 @@ class VLLMBackend(Backend):
                                     continue_final_message=cont)
             per = (time.perf_counter() - t0) / len(idx)
             for i, o in zip(idx, outputs):
-                copies = requests[i].params.n if requests[i].params.temperature == 0 else 1
+                p = requests[i].params
                 res = GenerationResult(
-                    completions=[c.text for c in o.outputs] * copies,
+                    completions=[c.text for c in o.outputs],
                     prompt_tokens=len(o.prompt_token_ids or []),
-                    completion_tokens=sum(len(c.token_ids) for c in o.outputs) * copies,
-                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs] * copies)
+                    completion_tokens=sum(len(c.token_ids) for c in o.outputs),
+                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs])
+                if p.temperature == 0 and p.n > 1:
+                    res.repeat_decoding(p.n)
                 out[i] = res
                 gate.done(requests[i], res)
         return out

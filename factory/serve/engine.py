@@ -66,7 +66,7 @@ class Ticket:
 class StreamingPool:
     """A SandboxPool that runs one endless stream of jobs; verdicts are routed to tickets as they finish."""
 
-    def __init__(self, limits: Limits, workers: int, engine: "VerifierEngine"):
+    def __init__(self, limits: Limits, engine: "VerifierEngine"):
         self.limits, self.engine = limits, engine
         self.pool = engine.new_sandbox(limits)
         self.inbox: queue.Queue = queue.Queue()
@@ -133,7 +133,7 @@ class StreamingPool:
         self.inbox.put(None)
         self.thread.join(timeout=wait)
         if self.thread.is_alive():   # programs still running past the wait: stop the workers now
-            for w in getattr(self.pool, "workers", ()):
+            for w in self.pool.workers:
                 w.abort()
             self.thread.join(timeout=10)
         self.fail_all(SHUT_DOWN)
@@ -215,7 +215,7 @@ class VerifierEngine:
                 victim = min(idle, key=lambda p: p.last_used)
                 del self.pools[victim.limits]
                 threading.Thread(target=victim.close, daemon=True).start()
-            pool = self.pools[limits] = StreamingPool(limits, self.workers, self)
+            pool = self.pools[limits] = StreamingPool(limits, self)
             return pool
 
     def warm(self) -> None:
