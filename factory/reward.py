@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import threading
 
@@ -36,10 +37,14 @@ from factory.generation.sample import extract_for_tests
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
 from factory.sandbox.rows import merge_verdicts, tests_reward
 
-_POOL: SandboxPool | None = None
+_STREAMS: dict = {}              # Limits -> JobStream: one warm pool per limit set, shared by every thread
+_STREAMS_PID = os.getpid()        # a forked child never touches its parent's workers (their pipes, pump thread)
 _LOCK = threading.Lock()
 DEFAULT_LIMITS = Limits(cpu_s=2.0, wall_min_s=6.0)
 _VERIFIER_URL: str | None = None
+INFRA_POLICIES = ("zero", "raise")
+log = logging.getLogger("factory.reward")
+INFRA_ERRORS = [0]                # items scored by the infra-error policy in this process (a counter)
 
 
 def use_verifier(url: str | None) -> None:
@@ -52,15 +57,41 @@ def verifier_url() -> str | None:
     return _VERIFIER_URL or os.environ.get("FACTORY_VERIFIER_URL") or None
 
 
-def _pool(limits: Limits) -> SandboxPool:
-    global _POOL
+def _stream(limits: Limits):
+    """The process's job stream for ``limits``: thread-safe (verl's reward loop calls from a thread pool; every
+    caller's jobs interleave on the same warm workers) and fork-aware (a child process starts its own)."""
+    global _STREAMS_PID
+    from factory.sandbox.stream import JobStream
     with _LOCK:
-        if _POOL is None or _POOL.limits != limits:
-            if _POOL is not None:
-                _POOL.close()
-            _POOL = SandboxPool(limits)
-            atexit.register(_POOL.close)
-        return _POOL
+        if _STREAMS_PID != os.getpid():
+            _STREAMS.clear()          # the parent's pool: its pump thread does not exist here
+            _STREAMS_PID = os.getpid()
+        stream = _STREAMS.get(limits)
+        if stream is None or stream.failed:
+            stream = _STREAMS[limits] = JobStream(SandboxPool(limits))
+        return stream
+
+
+def _close_streams() -> None:
+    if _STREAMS_PID != os.getpid():
+        return
+    for stream in list(_STREAMS.values()):
+        try:
+            stream.close(wait=1.0)
+        except Exception:  # noqa: BLE001
+            pass
+    _STREAMS.clear()
+
+
+atexit.register(_close_streams)
+
+
+def _infra_policy(on_infra_error: str | None) -> str:
+    policy = on_infra_error or os.environ.get("FACTORY_REWARD_ON_INFRA_ERROR") or "zero"
+    if policy not in INFRA_POLICIES:
+        raise ValueError(f"on_infra_error / FACTORY_REWARD_ON_INFRA_ERROR must be one of {INFRA_POLICIES}, "
+                         f"not {policy!r}")
+    return policy
 
 
 def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
@@ -115,13 +146,30 @@ def _text(completion) -> str:
     return completion if isinstance(completion, str) else str(completion or "")
 
 
+def _run_with_retry(jobs: list, limits: Limits) -> list:
+    """Verdicts of ``jobs``; a job with an infra_error verdict (a worker lost mid-batch) is run once more."""
+    if not jobs:
+        return []
+    verdicts = _stream(limits).run_batch(jobs)
+    bad = {v.program_id for v in verdicts if v.status == "infra_error"}
+    if not bad:
+        return verdicts
+    again = _stream(limits).run_batch([j for j in jobs if j.program_id in bad])
+    return [v for v in verdicts if v.program_id not in bad] + again
+
+
 def score_completions(completions: list, ground_truths: list, *, binary: bool = False,
-                      limits: Limits = DEFAULT_LIMITS, exclude_in_process: bool = True) -> list[float]:
+                      limits: Limits = DEFAULT_LIMITS, exclude_in_process: bool = True,
+                      on_infra_error: str | None = None) -> list[float]:
     """Reward per completion: fraction of its problem's tests passed (1.0/0.0 when binary).
 
     A test is one ground-truth test: pytest/unittest cases (``test_id::case``) of it pass only if all pass.
     exclude_in_process=True (default) leaves out tests judged in the candidate's own process (forgeable);
-    with nothing left the reward is 0. Raises only on sandbox infra errors, never on a candidate's failure.
+    with nothing left the reward is 0. Never raises because of a completion (any text, any program, any value
+    it returns). A sandbox infra error (the verifier's own fault) is retried once; an item that still has one
+    scores 0.0 with a logged warning and counts in ``INFRA_ERRORS`` (``on_infra_error="raise"`` or
+    FACTORY_REWARD_ON_INFRA_ERROR=raise raises instead). Thread- and fork-safe: concurrent callers share one
+    warm pool per limit set.
     With a verifier URL set (:func:`use_verifier`, FACTORY_VERIFIER_URL) the batch goes to `factory serve`.
     """
     url = verifier_url()
@@ -134,7 +182,10 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
     jobs, index = [], {}
     rewards = [0.0] * len(completions)
     for i, (completion, gt) in enumerate(zip(completions, ground_truths)):
-        tests, entry, preamble = tests_from_ground_truth(gt)
+        try:
+            tests, entry, preamble = tests_from_ground_truth(gt)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:   # the dataset's fault, not the program's
+            raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
         try:
             code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
         except Exception:  # noqa: BLE001 - unextractable candidate text scores 0
@@ -145,11 +196,18 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
         index[pid] = (i, {t.test_id for t in tests})
         jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
                         cpu_s=ground_truth_cpu_s(gt)))
-    verdicts = []
-    for v in _pool(limits).run(jobs):
-        if v.status == "infra_error":
-            raise RuntimeError(f"sandbox infra error while scoring: {v.error_message}")
-        verdicts.append(v)
+    verdicts = _run_with_retry(jobs, limits)
+    failed = {v.program_id for v in verdicts if v.status == "infra_error"}
+    if failed:   # the verifier's own fault, after one retry: the documented policy, never another item's reward
+        why = next(v.error_message for v in verdicts if v.status == "infra_error")
+        if _infra_policy(on_infra_error) == "raise":
+            raise RuntimeError(f"sandbox infra error while scoring: {why}")
+        INFRA_ERRORS[0] += len(failed)
+        log.warning("reward: %d of %d completions hit a sandbox infra error after a retry and score 0.0 (%s)",
+                    len(failed), len(completions), why)
+        verdicts = [v for v in verdicts if v.program_id not in failed]
+        for pid in failed:
+            index.pop(pid, None)
     outcomes: dict[str, dict[str, tuple[str, bool]]] = {}   # program -> test row -> (worst case status, in process)
     for (pid, test_id), (v, in_process) in merge_verdicts(verdicts).items():
         outcomes.setdefault(pid, {})[test_id] = (v.status, in_process)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from .pyast import parses as _parses
-from .sanitize import sanitize
+from .sanitize import entry_point_parts, sanitize
 from .synth import strip_think
 
 SAMPLE_INSTRUCTION = ("Please provide a self-contained Python script that solves the following problem "
@@ -108,7 +108,8 @@ def extract_code(completion: str | None, entry_point: str | None = None, *,
     code, closed = None, True
     nonempty = [b for b in py if b[1].strip()]
     if nonempty:
-        pat = rf"\bdef\s+{re.escape(entry_point)}\s*\(" if entry_point else r"^\s*(?:async\s+)?(?:def|class)\s"
+        func = entry_point_parts(entry_point)[1] if entry_point else None
+        pat = rf"\bdef\s+{re.escape(func or entry_point)}\s*\(" if entry_point else r"^\s*(?:async\s+)?(?:def|class)\s"
         defining = [b for b in nonempty if re.search(pat, b[1], re.M)]
         _, code, closed = (defining or nonempty)[-1]
     elif not blocks:  # unfenced: nothing marks the end of the code, so a length stop means truncated

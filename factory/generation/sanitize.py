@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from .pyast import parse as _parse
 
@@ -25,6 +26,17 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return isinstance(node, ast.If) and "__name__" in _used_names(node.test)
 
 
+def entry_point_parts(entry_point: str | None) -> tuple[str | None, str | None]:
+    """(class, function) of an entry point in any form trainers and datasets write: ``f``,
+    ``Solution().f`` (LeetCodeDataset, the factory's export), ``Solution.f``, ``Solution().f(...)``;
+    ``(None, None)`` for nothing usable."""
+    text = (entry_point or "").strip()
+    m = re.fullmatch(r"(?:([A-Za-z_]\w*)\s*(?:\(\s*\))?\s*\.\s*)?([A-Za-z_]\w*)\s*(?:\(.*\))?", text, re.S)
+    if not m:
+        return None, None
+    return m.group(1), m.group(2)
+
+
 def _has_method(node: ast.stmt, name: str) -> bool:
     return isinstance(node, ast.ClassDef) and any(
         isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == name for b in node.body)
@@ -35,7 +47,8 @@ def sanitize(code: str, entry_point: str | None = None) -> tuple[str, bool]:
 
     Dropped: top-level expressions (prints, calls), asserts, ``if __name__ == ...`` blocks, loops and other
     statements, and definitions the entry point does not (transitively) use. Imports are always kept.
-    A class with a method named ``entry_point`` (LeetCode ``Solution``) counts as the entry point.
+    A class with a method named ``entry_point`` (LeetCode ``Solution``) counts as the entry point, and so does
+    ``Solution().f`` / ``Solution.f`` (:func:`entry_point_parts`).
     """
     tree = _parse(code)
     defs: dict[str, list[int]] = {}
@@ -47,7 +60,12 @@ def sanitize(code: str, entry_point: str | None = None) -> tuple[str, bool]:
     if entry_point is None:
         keep = {i for i, n in enumerate(tree.body) if _defined_names(n)}
     else:
-        roots = defs.get(entry_point) or [i for i, n in enumerate(tree.body) if _has_method(n, entry_point)]
+        owner, func = entry_point_parts(entry_point)
+        if owner:   # `Solution().f`: the class that defines f (any class with f when that one is absent)
+            roots = [i for i in defs.get(owner, []) if _has_method(tree.body[i], func)] or \
+                [i for i, n in enumerate(tree.body) if _has_method(n, func)]
+        else:
+            roots = defs.get(func or entry_point) or [i for i, n in enumerate(tree.body) if _has_method(n, func)]
         found = bool(roots)
         todo = list(roots)
         while todo:

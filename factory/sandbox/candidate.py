@@ -54,6 +54,13 @@ def default_signals() -> None:
 
 
 def _module(name: str, filename: str) -> types.ModuleType:
+    """A fresh module for the program; the process looks like `python FILENAME` started it (``sys.argv`` is
+    ``[FILENAME]``, never the sandbox's own arguments, so ``fileinput.input()`` reads stdin)."""
+    sys.argv = [filename]
+    try:
+        sys.orig_argv = [sys.executable, filename]
+    except (AttributeError, TypeError):
+        pass
     mod = types.ModuleType(name)
     mod.__file__ = filename
     mod.__builtins__ = builtins

@@ -5,9 +5,13 @@ functions through :class:`RemoteRef` proxies, and only plain data crosses the pi
 :mod:`.serialize`, plus three RPC tags):
 
 * ``{"$h": [n, what, extra]}`` -- a handle to an object that stays in the candidate (a function, class,
-  module, generator, instance...).  In the judge it is a :class:`RemoteRef`: calls, attribute reads,
-  iteration, ``len`` and indexing are forwarded, but ``==`` is identity and ``hash`` is ``id``, so an object
-  whose operators lie can never make a test pass.  A module handle becomes the judge's *own* import of that
+  module, generator, instance...).  In the judge it is a :class:`RemoteRef`: calls and attribute reads are
+  forwarded (their results cross as data), ``==`` is identity and ``hash`` is ``id``.  No other operator is
+  ever answered by the program's object: ``len``, ``in``, ``[]``, iteration, ``str`` and ``repr`` are computed
+  by the judge on the object's *plain value*, one snapshot the candidate sends as data (a mapping's items, an
+  iterable's items; taken again only after the program ran in between), so an object cannot say ``len`` 3,
+  contain everything and index to anything at once.  An object with no plain value (not iterable) supports
+  none of them; an iterator or generator is a stream: ``next`` yields its items as data.  A module handle becomes the judge's *own* import of that
   module; a class deriving from ``BaseException`` becomes a local exception class of the same name, so
   ``pytest.raises(ProgramError)`` and ``except ValueError`` work.
 * ``{"$r": k}`` -- entry ``k`` of the message's object table ``objs`` (``[class name, attributes]``):
@@ -202,6 +206,7 @@ class Client:
         self.modules_ok = True
         self.entry_name: str | None = None   # a builtin name the program may shadow: its entry point only
         self.callbacks: list = []
+        self.epoch = 0                          # requests that may have run program code (snapshots expire)
 
     # -- side interface for the codec (judge objects -> wire, wire -> judge objects)
     def is_struct(self, v) -> bool:
@@ -280,6 +285,8 @@ class Client:
 
     # -- transport
     def request(self, msg: dict, known: list | None = None, args=None):
+        if msg.get("op") != "snapshot":
+            self.epoch += 1
         try:
             write_frame(self.wfd, dumps(msg))
             while True:
@@ -397,11 +404,12 @@ def _apply_copy_back(client, mut: dict, args, kwargs, insts) -> None:
 
 class RemoteRef:
     """An object that lives in the candidate.  Its operators are never trusted: ``==`` is identity."""
-    __slots__ = ("_c", "_h")
+    __slots__ = ("_c", "_h", "_snap")
 
     def __init__(self, client: Client, h: int):
         object.__setattr__(self, "_c", client)
         object.__setattr__(self, "_h", h)
+        object.__setattr__(self, "_snap", None)   # (client epoch, plain value) of the last snapshot
 
     def _op(self, name, *args):
         return object.__getattribute__(self, "_c").op(name, object.__getattribute__(self, "_h"), *args)
@@ -422,23 +430,46 @@ class RemoteRef:
     def __setattr__(self, name, value):
         self._op_value("setattr", value, name=name)
 
+    def _plain(self, what: str):
+        """The object's plain value (see the module docstring); TypeError where it has none."""
+        c = object.__getattribute__(self, "_c")
+        cached = object.__getattribute__(self, "_snap")
+        if cached is not None and cached[0] == c.epoch:
+            value = cached[1]
+        else:
+            value = c.op("snapshot", object.__getattribute__(self, "_h"))
+            object.__setattr__(self, "_snap", (c.epoch, value))
+        if isinstance(value, Opaque) or type(value) is RemoteRef:
+            raise TypeError(f"{what}: the program returned an object with no plain value "
+                            f"({getattr(value, 'type_name', 'object')}); return plain data (list, dict, str, ...)")
+        return value
+
+    def _is_stream(self) -> bool:
+        c = object.__getattribute__(self, "_c")
+        cached = object.__getattribute__(self, "_snap")
+        if cached is None or cached[0] != c.epoch:
+            value = c.op("snapshot", object.__getattribute__(self, "_h"))
+            object.__setattr__(self, "_snap", cached := (c.epoch, value))
+        return isinstance(cached[1], Opaque) and cached[1].type_name == "iterator"
+
     def __iter__(self):
-        return self._op("iter")
+        if self._is_stream():
+            return self
+        return iter(self._plain("iter()"))
 
     def __next__(self):
         return self._op("next")
 
     def __len__(self):
-        n = self._op("len")
-        if type(n) is not int or n < 0:
-            raise TypeError("bad __len__ from the program")
-        return n
+        return len(self._plain("len()"))
 
     def __getitem__(self, key):
-        return self._op_value("getitem", key)
+        return self._plain("[]")[key]
 
     def __contains__(self, item):
-        return self._op_value("contains", item) is True
+        if self._is_stream():
+            return any(x is item or x == item for x in self)
+        return item in self._plain("in")
 
     def __bool__(self):
         # true, as any Python object is by default: the program's own __bool__/__len__ is never asked, so a
@@ -446,12 +477,16 @@ class RemoteRef:
         return True
 
     def __repr__(self):
-        r = self._op("repr")
-        return r if type(r) is str else "<program object>"
+        try:
+            return repr(self._plain("repr()"))
+        except TypeError:
+            return "<program object>"
 
     def __str__(self):
-        r = self._op("str")
-        return r if type(r) is str else "<program object>"
+        try:
+            return str(self._plain("str()"))
+        except TypeError:
+            return "<program object>"
 
     def __instancecheck__(self, obj):
         if type(obj) is not RemoteRef:
@@ -480,12 +515,31 @@ class JudgeNamespace(dict):
         c = self.client
         if name in builtins.__dict__ and name != c.entry_name:
             raise KeyError(name)   # the judge's own builtin, even where the program rebinds the name
+        if name != c.entry_name and _judge_module(name):
+            mod = c._import(name)   # a module name the test uses unimported (`sys.getsizeof`): the judge's own,
+            if mod is not None:     # never a `sys` the program defines
+                self[name] = mod
+                return mod
         value = c.lookup(name)
         if isinstance(value, Opaque) and value.type_name == "missing-name":
             raise KeyError(name)
         if type(value) is RemoteRef or isinstance(value, type) or type(value).__name__ == "module":
             self[name] = value   # one lookup per name (a module is the judge's own import)
         return value
+
+
+def _judge_module(name: str) -> bool:
+    """Whether ``name`` is a top-level module the judge itself can import."""
+    import sys
+    if not name.isidentifier():
+        return False
+    if name in sys.modules:
+        return True
+    try:
+        from importlib.util import find_spec
+        return find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------- candidate side
@@ -568,6 +622,21 @@ class Server:
         except (TypeError, ValueError, IndexError):
             return Opaque("bad-handle")
 
+    def entry(self, expr: str):
+        """The entry point in any form datasets write: ``f``, ``Solution().f``, ``Solution.f``; a bare ``f``
+        the program only defines as a method (a LeetCode-style class exported by a peer as ``fn_name``) is
+        that method of a fresh instance of the class defining it (``Solution`` first)."""
+        try:
+            return eval(expr, self.ns)
+        except NameError:
+            if not expr.isidentifier():
+                raise
+            classes = [v for k, v in list(self.ns.items()) if isinstance(v, type) and expr in getattr(v, "__dict__", {})]
+            classes.sort(key=lambda c: getattr(c, "__name__", "") != "Solution")
+            if not classes:
+                raise
+            return getattr(classes[0](), expr)
+
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         if op == "call":
@@ -583,7 +652,7 @@ class Server:
         if op == "getmany":
             return self._reply({k: v for k, v in list(self.ns.items()) if not k.startswith("_")})
         if op == "entry":
-            return self._reply(eval(str(req.get("expr")), self.ns))
+            return self._reply(self.entry(str(req.get("expr"))))
         obj = self.from_handle(req.get("h"))
         if op == "getattr":
             return self._reply(getattr(obj, str(req["a"][0])))
@@ -595,15 +664,8 @@ class Server:
             return self._reply(iter(obj))
         if op == "next":
             return self._reply(next(obj))
-        if op == "len":
-            return self._reply(len(obj))
-        if op == "bool":
-            return self._reply(bool(obj))
-        if op in ("repr", "str"):
-            return self._reply((repr if op == "repr" else str)(obj)[:100000])
-        if op in ("getitem", "contains"):
-            key, _ = decode(self, req.get("x"), req.get("objs"))
-            return self._reply(obj[key] if op == "getitem" else key in obj)
+        if op == "snapshot":
+            return self._reply(plain_value(obj))
         if op == "isinstance":
             return self._reply(isinstance(self.from_handle(req["a"][0]), obj))
         raise ValueError(f"unknown op {op!r}")
@@ -640,6 +702,20 @@ class Server:
 
 class _Plain:
     """A structural object whose class the program does not define."""
+
+
+def plain_value(obj):
+    """What the judge computes operators on (candidate side; the judge trusts only that it is data): an
+    iterator/generator is a stream (``Opaque("iterator")``, read with ``next``), a mapping is its items, any
+    other iterable its items, anything else has no plain value."""
+    cls = type(obj)
+    if hasattr(cls, "__next__"):
+        return Opaque("iterator")
+    if hasattr(cls, "keys") and hasattr(cls, "__getitem__"):
+        return {k: obj[k] for k in obj.keys()}
+    if hasattr(cls, "__iter__"):
+        return list(obj)
+    return Opaque("no-plain-value")
 
 
 def exception_info(e: BaseException) -> dict:

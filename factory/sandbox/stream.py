@@ -48,6 +48,11 @@ class JobStream:
         self._thread = threading.Thread(target=self._pump, daemon=True, name="sandbox-job-stream")
         self._thread.start()
 
+    @property
+    def failed(self) -> str | None:
+        """Why this stream stopped (its pool failed or it was closed); None while it serves."""
+        return self._failed
+
     def run_batch(self, jobs: list[Job]) -> list[Verdict]:
         call = _Call(len(jobs))
         internal = []

@@ -589,12 +589,21 @@ class _Meter:
 
     def reset(self):
         self.t0, self.c0 = time.monotonic(), self.cpu_s()
+        self.mark_t, self.mark_cpu = self.t0, 0.0   # when the test's processes last used CPU
         self.oom0 = self.z.slot.oom_kills() if self.z.slot else 0
         if self.z.slot:
             self.z.slot.reset_peak()
 
     def used(self):
-        return self.cpu_s() - self.c0, time.monotonic() - self.t0
+        cpu, now = self.cpu_s() - self.c0, time.monotonic()
+        if cpu > self.mark_cpu + IDLE_CPU_S:
+            self.mark_t, self.mark_cpu = now, cpu
+        return cpu, now - self.t0
+
+    def idle_s(self) -> float:
+        """Seconds since the test's processes last made progress (used CPU): a program that blocks, stops
+        itself or its judge, or leaves the judge waiting on a half-written frame makes none."""
+        return time.monotonic() - self.mark_t
 
     def oom(self) -> bool:
         return bool(self.z.slot and self.z.slot.oom_kills() > self.oom0)
@@ -610,14 +619,21 @@ def _budgets(z):
     return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
 
 
+IDLE_GRACE_S = 1.0    # a test whose processes use no CPU for its CPU budget + this is stalled: a timeout
+IDLE_CPU_S = 0.001    # CPU that counts as progress
+
+
 def _check_limits(meter, st: dict, lim: dict, cpu_budget: float, wall_budget: float, speed: float):
-    """(reason, seconds to wait): 'timeout' past the CPU budget or the wall backstop, 'output' past the cap."""
+    """(reason, seconds to wait): 'timeout' past the CPU budget, the wall backstop, or when the test made no
+    progress (no CPU used) for the CPU budget plus a grace -- so no wait on a program, whatever it writes or
+    whatever it stops, outlasts its own budget by more than the grace; 'output' past the cap."""
     used_cpu, used_wall = meter.used()
-    if used_cpu > cpu_budget or used_wall > wall_budget:
+    idle_left = cpu_budget + IDLE_GRACE_S - meter.idle_s()
+    if used_cpu > cpu_budget or used_wall > wall_budget or idle_left <= 0:
         return "timeout", 0.0
     if st["total"] > lim["max_output_bytes"]:
         return "output", 0.0
-    return None, max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, 1.0))
+    return None, max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, idle_left, 1.0))
 
 
 def _run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict) -> int:
