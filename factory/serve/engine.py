@@ -3,7 +3,10 @@
 Requests from many HTTP handlers become :class:`Ticket` s (one per program). Each distinct :class:`Limits` gets
 its own :class:`StreamingPool` (a :class:`SandboxPool` running ``pool.run(<endless generator>)`` in a pump
 thread), so jobs of different requests interleave on the same warm workers and a slow program holds one worker,
-not a batch. Admission is bounded (``max_queue`` programs waiting or running): beyond it :class:`Overloaded`
+not a batch. Waiting programs stay in the engine (a priority queue, oldest first) and are handed to the pool
+only when it has room (``prefetch`` x workers programs started or about to start), so a program whose client
+has gone (:meth:`VerifierEngine.cancel`) or whose start deadline passed (:meth:`VerifierEngine.expire`) is
+removed before it runs; one already started runs to its end and its verdicts are dropped. Admission is bounded (``max_queue`` programs waiting or running): beyond it :class:`Overloaded`
 carries a Retry-After estimate. A program whose verdicts include an infrastructure failure (a zygote died, the
 trusted side failed) is re-run up to ``infra_retries`` times before its ``infra_error`` is reported, and the
 ticket says how many retries it took. :meth:`VerifierEngine.drain` stops admission, lets in-flight programs
@@ -13,9 +16,9 @@ Importable without DuckDB (sandbox boundary); the HTTP layer is :mod:`factory.se
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
-import queue
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -23,7 +26,6 @@ from typing import Callable
 
 from factory.sandbox import Job, Limits, SandboxPool, Verdict
 from factory.sandbox.pool import JobDone
-from factory.sandbox.stream import until_none
 
 from .metrics import Metrics
 
@@ -32,6 +34,9 @@ NOT_RETRYABLE = {"InvalidTest", "InvalidJob", "NoTestsCollected"}
 
 
 SHUT_DOWN = "server shut down before this program finished"
+
+# ticket states
+QUEUED, STARTED, DONE, CANCELLED = "queued", "started", "done", "cancelled"
 
 
 class Overloaded(Exception):
@@ -61,17 +66,28 @@ class Ticket:
     error: str | None = None          # set when the server failed the ticket (shutdown, pool crash)
     submitted: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    priority: float | None = None     # lower runs first; default: submission time (FIFO)
+    state: str = QUEUED               # queued -> started -> done; queued -> cancelled; started: abandoned=True
+    abandoned: bool = False           # its client went away after it started: it runs out, nobody reads it
+    started: float | None = None
 
 
 class StreamingPool:
-    """A SandboxPool that runs one endless stream of jobs; verdicts are routed to tickets as they finish."""
+    """A SandboxPool that runs one endless stream of jobs; verdicts are routed to tickets as they finish.
+
+    The stream is fed from ``waiting`` (a heap by priority) only while fewer than ``window`` programs have been
+    handed to the pool and not finished: what waits here can still be cancelled; what the pool holds cannot."""
 
     def __init__(self, limits: Limits, engine: "VerifierEngine"):
         self.limits, self.engine = limits, engine
         self.pool = engine.new_sandbox(limits)
-        self.inbox: queue.Queue = queue.Queue()
+        self.window = engine.window
+        self.waiting: list = []                  # heap of (priority, seq, ticket)
+        self.seq = itertools.count()
+        self.fed = 0                             # handed to the pool, JobDone not seen yet
         self.tickets: dict[str, Ticket] = {}
         self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
         self.last_used = time.monotonic()
         self.closed = False
         self.thread = threading.Thread(target=self._pump, daemon=True, name=f"verifier-pump-{limits.hash()}")
@@ -83,16 +99,56 @@ class StreamingPool:
                 raise ServerShutdown("sandbox pool is closed")
             self.tickets[ticket.job.program_id] = ticket
             self.last_used = time.monotonic()
-        self.inbox.put(ticket.job)
+            self._push(ticket)
+
+    def _push(self, ticket: Ticket) -> None:   # under the lock
+        ticket.state = QUEUED
+        prio = ticket.priority if ticket.priority is not None else ticket.submitted
+        heapq.heappush(self.waiting, (prio, next(self.seq), ticket))
+        self.wake.notify()
+
+    def cancel(self, ticket: Ticket) -> str | None:
+        """Take a ticket back: ``"queued"`` if it was removed before it started, ``"started"`` if it is running
+        (it runs out; nobody is told), None if it had already finished."""
+        with self.lock:
+            if ticket.state == QUEUED:
+                ticket.state = CANCELLED        # left in the heap; the feeder skips it
+                self.tickets.pop(ticket.job.program_id, None)
+                self.wake.notify()
+                return QUEUED
+            if ticket.state == STARTED:
+                ticket.abandoned = True
+                return STARTED
+            return None
 
     @property
     def pending(self) -> int:
         return len(self.tickets)
 
+    def _jobs(self):
+        """The endless job stream the pool consumes: the oldest waiting ticket whenever the pool has room."""
+        while True:
+            with self.lock:
+                while True:
+                    while self.waiting and self.waiting[0][2].state != QUEUED:   # cancelled ones
+                        heapq.heappop(self.waiting)
+                    if self.closed:
+                        return
+                    if self.waiting and self.fed < self.window:
+                        break
+                    self.wake.wait()
+                ticket = heapq.heappop(self.waiting)[2]
+                ticket.state, ticket.started = STARTED, time.monotonic()
+                self.fed += 1
+            yield ticket.job
+
     def _pump(self) -> None:
         try:
-            for item in self.pool.run(until_none(self.inbox), yield_done=True):
+            for item in self.pool.run(self._jobs(), yield_done=True):
                 if isinstance(item, JobDone):
+                    with self.lock:
+                        self.fed -= 1
+                        self.wake.notify()
                     self._job_done(item.program_id)
                 else:
                     ticket = self.tickets.get(item.program_id)
@@ -107,33 +163,39 @@ class StreamingPool:
         if ticket is None:
             return
         retry = any(v.status == "infra_error" and v.error_type not in NOT_RETRYABLE for v in ticket.verdicts)
-        if retry and ticket.infra_retries < self.engine.infra_retries and not self.closed:
+        if retry and ticket.infra_retries < self.engine.infra_retries and not self.closed and not ticket.abandoned:
             ticket.infra_retries += 1
             self.engine.metrics.count("infra_retries")
             ticket.verdicts = []
-            self.inbox.put(ticket.job)
+            with self.lock:
+                ticket.priority = float("-inf")   # a re-run goes first: its request has waited once already
+                self._push(ticket)
             return
         if retry and self.closed:
             ticket.error = SHUT_DOWN
         with self.lock:
             self.tickets.pop(program_id, None)
             self.last_used = time.monotonic()
+            ticket.state = DONE
         self.engine._finish(ticket)
 
     def fail_all(self, why: str) -> None:
         with self.lock:
             tickets, self.tickets = list(self.tickets.values()), {}
+            for ticket in tickets:
+                ticket.state = DONE
         for ticket in tickets:
             ticket.error = why
             self.engine._finish(ticket)
 
     def close(self, wait: float = 10.0) -> None:
+        """Start nothing more; programs already started get ``wait`` seconds; the rest fail explicitly."""
         with self.lock:
             self.closed = True
-        self.inbox.put(None)
+            self.wake.notify_all()
         self.thread.join(timeout=wait)
         if self.thread.is_alive():   # programs still running past the wait: stop the workers now
-            for w in self.pool.workers:
+            for w in getattr(self.pool, "workers", ()):
                 w.abort()
             self.thread.join(timeout=10)
         self.fail_all(SHUT_DOWN)
@@ -145,7 +207,7 @@ class VerifierEngine:
 
     def __init__(self, workers: int | None = None, *, base_limits: Limits | None = None, max_queue: int = 4096,
                  infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None,
-                 ray_address: str | None = None):
+                 ray_address: str | None = None, prefetch: int = 4):
         self.workers = workers or os.cpu_count() or 1
         self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.5, wall_min_s=5.0, capture_bytes=1 << 16)
         # with a Ray address the sandboxes run on the cluster's nodes (one actor per node, all its CPUs)
@@ -154,6 +216,13 @@ class VerifierEngine:
             from factory.sandbox.ray_pool import RaySandboxPool
             self.cluster = RaySandboxPool(self.base_limits, ray_address)
             self.workers = sum(self.cluster.cpus.values())
+        # programs handed to the sandboxes at once (started or next in line): the rest wait here, cancellable.
+        # The Ray pool keeps `inflight` batches of max(batch_jobs, 2 x CPUs) per node busy.
+        if self.cluster is None:
+            self.window = max(1, prefetch) * self.workers
+        else:
+            self.window = sum(self.cluster.inflight * max(self.cluster.batch_jobs, 2 * c)
+                              for c in self.cluster.cpus.values())
         self.max_queue, self.infra_retries, self.max_pools = max_queue, infra_retries, max_pools
         self.metrics = metrics or Metrics()
         self.pools: dict[Limits, StreamingPool] = {}
@@ -222,16 +291,18 @@ class VerifierEngine:
         """Start the default pool now (readiness waits for it)."""
         self._pool(self.base_limits)
 
-    def submit(self, jobs: list[Job], limits: Limits, on_done: Callable[[Ticket], None]) -> list[Ticket]:
+    def submit(self, jobs: list[Job], limits: Limits, on_done: Callable[[Ticket], None],
+               priority: float | None = None) -> list[Ticket]:
         """Queue already-admitted jobs; ``on_done(ticket)`` runs (in a pump thread) when each finishes.
         Program ids are made unique per server, so requests never collide. If queuing fails part-way, the
-        admission of the jobs not queued is released here (queued ones release when they finish)."""
+        admission of the jobs not queued is released here (queued ones release when they finish).
+        ``priority``: lower starts first (default: now, i.e. first come first served)."""
         tickets: list[Ticket] = []
         try:
             pool = self._pool(limits)
             for job in jobs:
                 internal = replace(job, program_id=f"{job.program_id}#{next(self.ids)}")
-                ticket = Ticket(internal, limits, on_done)
+                ticket = Ticket(internal, limits, on_done, priority=priority)
                 pool.submit(ticket)
                 tickets.append(ticket)
         except BaseException:
@@ -243,10 +314,51 @@ class VerifierEngine:
         ticket.finished = time.monotonic()
         self.metrics.program_done(ticket)
         self.release(1)
+        if ticket.abandoned:
+            self.metrics.count("abandoned_finished")
+            return
         try:
             ticket.on_done(ticket)
         except Exception:  # noqa: BLE001 - a handler that went away must not stop the pump
             pass
+
+    def cancel(self, tickets: list[Ticket], reason: str = "client_gone") -> dict[str, int]:
+        """Take back the tickets of a request nobody waits for any more (its client disconnected or timed out:
+        ``reason`` "client_gone"; its start deadline passed: "expired"). Programs not started yet are removed
+        from the queue and their admission released; started ones run out (their verdicts are dropped).
+        Counted in the metrics as ``<reason>_queued`` and ``<reason>_running``."""
+        removed = running = 0
+        for ticket in tickets:
+            pool = self.pools.get(ticket.limits)
+            state = pool.cancel(ticket) if pool is not None else None
+            if state == QUEUED:
+                removed += 1
+            elif state == STARTED:
+                running += 1
+        if removed:
+            self.release(removed)
+            self.metrics.count(f"{reason}_queued", removed)
+        if running:
+            self.metrics.count(f"{reason}_running", running)
+        return {"queued": removed, "running": running}
+
+    def take_back_waiting(self, tickets: list[Ticket], reason: str = "expired") -> list[Ticket]:
+        """Remove the tickets that have not started (a start deadline passed); started ones are left to
+        finish and their results still delivered. Returns the removed tickets."""
+        removed = []
+        for ticket in tickets:
+            pool = self.pools.get(ticket.limits)
+            if pool is not None and ticket.state == QUEUED:
+                with pool.lock:
+                    if ticket.state != QUEUED:
+                        continue
+                    ticket.state = CANCELLED
+                    pool.tickets.pop(ticket.job.program_id, None)
+                removed.append(ticket)
+        if removed:
+            self.release(len(removed))
+            self.metrics.count(f"{reason}_queued", len(removed))
+        return removed
 
     def _pool_crashed(self, pool: StreamingPool) -> None:
         with self.lock:
@@ -261,6 +373,10 @@ class VerifierEngine:
 
     def queue_depth(self) -> int:
         return self.in_flight
+
+    def waiting(self) -> int:
+        """Programs admitted and not started yet (the part of the queue a departed client can take back)."""
+        return sum(sum(1 for t in list(p.tickets.values()) if t.state == QUEUED) for p in list(self.pools.values()))
 
     def drain(self, timeout: float = 30.0) -> int:
         """Stop admitting, wait up to ``timeout`` s for in-flight programs, fail the rest explicitly and close

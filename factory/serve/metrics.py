@@ -6,6 +6,9 @@ import time
 from collections import Counter, deque
 
 WINDOW_S = 60.0
+# programs taken back from the engine: client gone (disconnected / timed out) before or after they started;
+# not started before a /run_code deadline (answered 504); started ones run out with their verdicts dropped
+CANCEL_COUNTERS = ("client_gone_queued", "client_gone_running", "expired_queued", "abandoned_finished")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -59,13 +62,15 @@ class Metrics:
         with self.lock:
             return self._rate(self.done_times)
 
-    def snapshot(self, queue_depth: int = 0, pools: int = 0, workers: int = 0, ready: bool = True) -> dict:
+    def snapshot(self, queue_depth: int = 0, pools: int = 0, workers: int = 0, ready: bool = True,
+                 waiting: int = 0) -> dict:
         with self.lock:
             lat = {ep: [s for _, s in d] for ep, d in self.latency.items()}
             prog = list(self.program_latency)
             return {
                 "uptime_s": round(time.time() - self.started, 1), "ready": ready, "queue_depth": queue_depth,
-                "pools": pools, "workers": workers,
+                "waiting": waiting, "pools": pools, "workers": workers,
+                "cancelled": {k: self.counters.get(k, 0) for k in CANCEL_COUNTERS},
                 "verdicts_per_s": round(self._rate(self.verdict_times), 2),
                 "programs_per_s": round(self._rate(self.done_times), 2),
                 "statuses": dict(self.statuses), "counters": dict(self.counters),
@@ -80,6 +85,8 @@ class Metrics:
         out = [
             "# HELP factory_verifier_queue_depth Programs admitted and not finished (waiting or running).",
             "# TYPE factory_verifier_queue_depth gauge", f"factory_verifier_queue_depth {s['queue_depth']}",
+            "# HELP factory_verifier_waiting Programs admitted and not started (cancellable).",
+            "# TYPE factory_verifier_waiting gauge", f"factory_verifier_waiting {s['waiting']}",
             "# TYPE factory_verifier_ready gauge", f"factory_verifier_ready {int(s['ready'])}",
             "# TYPE factory_verifier_workers gauge", f"factory_verifier_workers {s['workers']}",
             "# TYPE factory_verifier_pools gauge", f"factory_verifier_pools {s['pools']}",
@@ -89,6 +96,11 @@ class Metrics:
             "# TYPE factory_verifier_verdicts_total counter",
         ]
         out += [f'factory_verifier_verdicts_total{{status="{k}"}} {v}' for k, v in sorted(s["statuses"].items())]
+        out.append("# HELP factory_verifier_cancelled_total Programs taken back: client gone before start "
+                   "(queued) or while running (running), not started by a /run_code deadline (expired_queued), "
+                   "abandoned programs that ran to their end (abandoned_finished).")
+        out.append("# TYPE factory_verifier_cancelled_total counter")
+        out += [f'factory_verifier_cancelled_total{{reason="{k}"}} {v}' for k, v in s["cancelled"].items()]
         out.append("# TYPE factory_verifier_events_total counter")
         out += [f'factory_verifier_events_total{{event="{k}"}} {v}' for k, v in sorted(s["counters"].items())]
         out.append("# TYPE factory_verifier_responses_total counter")

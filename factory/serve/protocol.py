@@ -2,15 +2,19 @@
 field as the `sandbox-fusion` client package and verl's `sandbox_fusion` utility send and read them) and the
 native batch endpoint `/v1/judge`.
 
-Every malformed request raises :class:`BadRequest` naming the field; nothing here runs code.
+Every malformed request raises :class:`BadRequest` (HTTP 400) naming the field: a missing required field, a
+wrong type, a number that is not finite, not positive or over the server's cap, an unsupported language (the
+answer lists the supported ones). Nothing here runs code.
 """
 from __future__ import annotations
 
 import ast
 import json
+import math
 from dataclasses import dataclass
 
 from factory.sandbox import Job, Limits, TestSpec, clean_text
+from factory.sandbox.types import COMPARISONS, KINDS
 from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
 
 from .engine import Ticket
@@ -20,6 +24,12 @@ SANDBOX_FUSION_LANGUAGES = ("python2", "cpp", "nodejs", "go", "go_test", "java",
                             "typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia",
                             "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift",
                             "racket", "gtest", "react")
+
+
+# what SandboxFusion clients wait for a /run_code answer: verl's sandbox_fusion utility times a request out after
+# compile_timeout + run_timeout + 10 s; SandboxFusion's defaults for the two timeouts are 10 s each
+SANDBOX_FUSION_DEFAULT_TIMEOUT_S = 10.0
+CLIENT_MARGIN_S = 10.0
 
 
 class BadRequest(ValueError):
@@ -37,18 +47,29 @@ class Caps:
     max_items: int = 4096
 
 
+def _json_type(value) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
 def _get(body: dict, key: str, types, *, required: bool = False, default=None, where: str = ""):
     name = f"{where}{key}"
     if key not in body or body[key] is None:
         if required:
-            raise BadRequest(f"missing required field '{name}'", name, 422)
+            raise BadRequest(f"missing required field '{name}'", name)
         return default
     value = body[key]
     if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise BadRequest(f"field '{name}' must be {_type_name(types)}, got a boolean", name, 422)
+        raise BadRequest(f"field '{name}' must be {_type_name(types)}, got a boolean", name)
     if not isinstance(value, types):
-        raise BadRequest(f"field '{name}' must be {_type_name(types)}, got {type(value).__name__}", name, 422)
+        raise BadRequest(f"field '{name}' must be {_type_name(types)}, got {_json_type(value)}", name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"field '{name}' must be a finite number, got {value}", name)
     return value
+
+
+def _flag(body: dict, key: str, default: bool, where: str = "") -> bool:
+    return _get(body, key, bool, default=default, where=where)
 
 
 def _type_name(types) -> str:
@@ -58,54 +79,77 @@ def _type_name(types) -> str:
     return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
 
 
-def _positive(value, name: str, cap: float):
+def _positive(value, name: str, cap: float, *, zero_ok: bool = False):
+    """A finite number in (0, cap] ([0, cap] with zero_ok); None stays None."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadRequest(f"field '{name}' must be a number, got {type(value).__name__}", name, 422)
-    if value <= 0:
-        raise BadRequest(f"field '{name}' must be > 0, got {value}", name, 422)
+        raise BadRequest(f"field '{name}' must be a number, got {_json_type(value)}", name)
+    if not math.isfinite(value):
+        raise BadRequest(f"field '{name}' must be a finite number, got {value}", name)
+    if value < 0 or (value == 0 and not zero_ok):
+        raise BadRequest(f"field '{name}' must be {'>= 0' if zero_ok else '> 0'}, got {value}", name)
     if value > cap:
-        raise BadRequest(f"field '{name}' = {value} is over this server's cap of {cap}", name, 422)
+        raise BadRequest(f"field '{name}' = {value} is over this server's cap of {cap}", name)
     return value
 
 
-def request_limits(engine, caps: Caps, *, cpu_s=None, memory_mb=None, output_bytes=None, where="") -> Limits:
-    cpu_s = _positive(cpu_s, f"{where}cpu_s" if where else "run_timeout", caps.max_cpu_s)
-    memory_mb = _positive(memory_mb, f"{where}memory_mb" if where else "memory_limit_MB", caps.max_memory_mb)
+def request_limits(engine, caps: Caps, *, cpu_s=None, memory_mb=None, output_bytes=None, where="",
+                   names: tuple[str, str] = ("cpu_s", "memory_mb")) -> Limits:
+    cpu_s = _positive(cpu_s, f"{where}{names[0]}", caps.max_cpu_s)
+    memory_mb = _positive(memory_mb, f"{where}{names[1]}", caps.max_memory_mb)
+    if memory_mb is not None and memory_mb < 1:
+        raise BadRequest(f"field '{where}{names[1]}' must be at least 1 (MB), got {memory_mb}", f"{where}{names[1]}")
     output_bytes = _positive(output_bytes, f"{where}max_output_bytes", caps.max_output_bytes)
+    if output_bytes is not None and output_bytes < 1:
+        raise BadRequest(f"field '{where}max_output_bytes' must be at least 1, got {output_bytes}",
+                         f"{where}max_output_bytes")
     return engine.limits_for(cpu_s=cpu_s, memory_mb=int(memory_mb) if memory_mb else None,
                              max_output_bytes=int(output_bytes) if output_bytes else None)
 
 
-def check_language(body: dict, where: str = "") -> None:
-    """Only python runs here; another SandboxFusion language (or an unknown one) is a 400 naming it."""
-    lang = _get(body, "language", str, default="python", where=where)
+def check_language(body: dict, where: str = "", required: bool = False) -> None:
+    """Only python runs here. A missing language (where the protocol requires one), another SandboxFusion
+    language or an unknown one is a 400 naming the field and listing the supported languages."""
+    name = f"{where}language"
+    supported = ", ".join(PYTHON)
+    lang = _get(body, "language", str, default=None, where=where)
+    if lang is None:
+        if required:
+            raise BadRequest(f"missing required field '{name}': this verifier runs {supported}", name)
+        return
     if lang not in PYTHON:
         known = "a SandboxFusion language" if lang in SANDBOX_FUSION_LANGUAGES else "not a known language"
-        raise BadRequest(f"{where}language '{lang}' is {known} this verifier does not run: it runs python only",
-                         f"{where}language", 400)
+        raise BadRequest(f"{name} '{lang}' is {known} this verifier does not run: supported languages are "
+                         f"{supported} (python only)", name)
 
 
 # ---- SandboxFusion /run_code -------------------------------------------------------------------------------
 
-def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits]:
-    """RunCodeRequest: code, language, stdin, run_timeout, compile_timeout, files, fetch_files, and verl's
-    memory_limit_MB. The program runs as ``__main__`` with stdin; the verdict carries stdout, stderr, exit code."""
+def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
+    """RunCodeRequest: code, language (required, as in SandboxFusion), stdin, run_timeout, compile_timeout,
+    files, fetch_files, and verl's memory_limit_MB. The program runs as ``__main__`` with stdin; the verdict
+    carries stdout, stderr, exit code. The third value is how long the client waits for the answer
+    (compile_timeout + run_timeout + 10 s, verl's request timeout; SandboxFusion defaults 10 s each)."""
     if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object", None, 422)
+        raise BadRequest("request body must be a JSON object", None)
     code = _get(body, "code", str, required=True)
-    check_language(body)
+    check_language(body, required=True)
     stdin = _get(body, "stdin", str, default="")
-    for key in ("files", "fetch_files"):
-        if _get(body, key, (dict, list), default=None):
-            raise BadRequest(f"field '{key}' is not supported by this verifier (programs get no files)", key, 400)
-    run_timeout = _get(body, "run_timeout", (int, float), default=None)
-    _get(body, "compile_timeout", (int, float), default=None)
-    memory = body.get("memory_limit_MB", body.get("memory_limit_mb"))   # type-checked by request_limits
-    limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=memory)
+    if _get(body, "files", dict, default=None):
+        raise BadRequest("field 'files' is not supported by this verifier (programs get no files)", "files")
+    if _get(body, "fetch_files", list, default=None):
+        raise BadRequest("field 'fetch_files' is not supported by this verifier (programs get no files)",
+                         "fetch_files")
+    run_timeout = _positive(body.get("run_timeout"), "run_timeout", caps.max_cpu_s)
+    compile_timeout = _positive(body.get("compile_timeout"), "compile_timeout", 3600.0, zero_ok=True)
+    key = "memory_limit_MB" if body.get("memory_limit_MB") is not None else "memory_limit_mb"
+    limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=body.get(key),
+                            names=("run_timeout", key))
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)])
-    return job, limits
+    client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
+                   + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
+    return job, limits, client_wait
 
 
 def _command_result(status: str, v, stdout: str | None) -> dict:
@@ -179,17 +223,49 @@ def tests_from_provided(data, where: str = "config.provided_data") -> tuple[list
     if checker is not None:
         if not isinstance(checker, str) or "def check" not in checker:
             raise BadRequest(f"'{where}.checker' must be Python source defining check(input, expected, actual)",
-                             f"{where}.checker", 422)
+                             f"{where}.checker")
         apply_checker(tests, checker)
+    if entry is not None and not isinstance(entry, str):
+        raise BadRequest(f"field '{where}.entry_point' must be a string, got {_json_type(entry)}",
+                         f"{where}.entry_point")
+    if not isinstance(preamble, str):
+        raise BadRequest(f"field '{where}.test_preamble' must be a string, got {_json_type(preamble)}",
+                         f"{where}.test_preamble")
+    _check_specs(tests, where)
     return tests, entry, preamble
+
+
+def _check_specs(tests: list[TestSpec], where: str) -> None:
+    """Every test the sandbox will get is well formed (the sandbox must never see a malformed job)."""
+    for i, t in enumerate(tests):
+        name = f"{where}.tests[{i}]"
+        if not isinstance(t.test_id, str) or not t.test_id:
+            raise BadRequest(f"field '{name}.test_id' must be a non-empty string", f"{name}.test_id")
+        if t.kind not in KINDS:
+            raise BadRequest(f"field '{name}.kind' must be one of {', '.join(KINDS)}, got {t.kind!r}"[:300],
+                             f"{name}.kind")
+        for key in ("code", "input", "expected", "checker"):
+            value = getattr(t, key)
+            if value is not None and not isinstance(value, str):
+                raise BadRequest(f"field '{name}.{key}' must be a string, got {_json_type(value)}", f"{name}.{key}")
+        if t.comparison not in COMPARISONS:
+            raise BadRequest(f"field '{name}.comparison' must be one of {', '.join(COMPARISONS)}, got "
+                             f"{t.comparison!r}"[:300], f"{name}.comparison")
+        for key in ("atol", "rtol"):
+            value = getattr(t, key)
+            if value is not None:
+                _positive(value, f"{name}.{key}", 1e300, zero_ok=True)
+    if len({t.test_id for t in tests}) != len(tests):
+        raise BadRequest(f"'{where}' has two tests with the same test_id", where)
 
 
 def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
     from factory.reward import tests_from_ground_truth
 
     if not isinstance(data, dict):
-        raise BadRequest(f"'{where}' must be an object", where, 422)
-    entry = data.get("entry_point") or (data.get("labels") or {}).get("entry_point")
+        raise BadRequest(f"'{where}' must be an object", where)
+    labels = _get(data, "labels", dict, default={}, where=f"{where}.")
+    entry = data.get("entry_point") or labels.get("entry_point")
     if "test" in data:
         test = data["test"]
         if isinstance(test, dict) and "code" in test:
@@ -204,19 +280,53 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
                     stdin, stdout = case["input"]["stdin"], case["output"]["stdout"]
                 except (TypeError, KeyError):
                     raise BadRequest(f"'{where}.test[{i}]' must be {{'input': {{'stdin'}}, 'output': {{'stdout'}}}}",
-                                     f"{where}.test[{i}]", 422) from None
+                                     f"{where}.test[{i}]") from None
+                if not isinstance(stdin, str) or not isinstance(stdout, str):
+                    raise BadRequest(f"'{where}.test[{i}]': input.stdin and output.stdout must be strings",
+                                     f"{where}.test[{i}]")
                 tests.append(TestSpec(str(i), "stdio", input=stdin, expected=stdout, comparison="token"))
             return tests, entry, ""
-        raise BadRequest(f"'{where}.test' must be a list of stdin/stdout cases or test code", f"{where}.test", 422)
+        raise BadRequest(f"'{where}.test' must be a list of stdin/stdout cases or test code", f"{where}.test")
     if "tests" in data or ("inputs" in data and "outputs" in data):
+        _check_ground_truth(data, where)
         try:
             tests, gt_entry, preamble = tests_from_ground_truth(data)
-        except (KeyError, TypeError) as exc:
-            raise BadRequest(f"'{where}' is not a valid ground truth: missing {exc}", where, 422) from None
-        if "inputs" in data and len(data["inputs"]) != len(data["outputs"]):
-            raise BadRequest(f"'{where}': {len(data['inputs'])} inputs but {len(data['outputs'])} outputs", where, 422)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadRequest(f"'{where}' is not a valid ground truth: {type(exc).__name__}: {exc}"[:500],
+                             where) from None
         return tests, gt_entry or entry, preamble
-    raise BadRequest(f"'{where}' has none of 'test', 'tests', 'inputs'/'outputs' (keys: {sorted(data)})", where, 422)
+    raise BadRequest(f"'{where}' has none of 'test', 'tests', 'inputs'/'outputs' (keys: {sorted(data)})"[:500], where)
+
+
+def _check_ground_truth(data: dict, where: str) -> None:
+    """The shape of a factory / verl ground truth, field by field, before it is turned into tests."""
+    w = f"{where}."
+    for key in ("entry_point", "test_preamble", "fn_name", "comparison", "checker"):
+        _get(data, key, str, where=w)
+    for key in ("atol", "rtol"):
+        _positive(data.get(key), f"{w}{key}", 1e300, zero_ok=True)
+    _positive(data.get("cpu_s"), f"{w}cpu_s", 1e6)
+    if "tests" in data:
+        tests = _get(data, "tests", list, required=True, where=w)
+        for i, t in enumerate(tests):
+            if not isinstance(t, dict):
+                raise BadRequest(f"field '{w}tests[{i}]' must be an object, got {_json_type(t)}", f"{w}tests[{i}]")
+            _get(t, "kind", str, required=True, where=f"{w}tests[{i}].")
+            if not isinstance(t.get("test_id"), (str, int, type(None))) or isinstance(t.get("test_id"), bool):
+                raise BadRequest(f"field '{w}tests[{i}].test_id' must be a string", f"{w}tests[{i}].test_id")
+            if isinstance(t.get("test_id"), int):
+                t["test_id"] = str(t["test_id"])
+        return
+    inputs = _get(data, "inputs", list, required=True, where=w)
+    outputs = _get(data, "outputs", list, required=True, where=w)
+    if len(inputs) != len(outputs):
+        raise BadRequest(f"'{where}': {len(inputs)} inputs but {len(outputs)} outputs", f"{w}outputs")
+    if not data.get("fn_name"):   # stdin/stdout cases: strings
+        for key, values in (("inputs", inputs), ("outputs", outputs)):
+            for i, v in enumerate(values):
+                if not isinstance(v, str):
+                    raise BadRequest(f"field '{w}{key}[{i}]' must be a string (stdin/stdout), got {_json_type(v)}",
+                                     f"{w}{key}[{i}]")
 
 
 def program_from_completion(completion: str, entry: str | None, tests: list[TestSpec]) -> tuple[str | None, str, str]:

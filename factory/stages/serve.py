@@ -25,6 +25,14 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-cpu-s", type=float, default=60.0, help="largest per-request CPU limit accepted")
     p.add_argument("--max-memory-mb", type=int, default=8192, help="largest per-request memory limit accepted")
     p.add_argument("--max-items", type=int, default=4096, help="largest /v1/judge batch accepted")
+    p.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body accepted (beyond: 413)")
+    p.add_argument("--queue-timeout-s", type=float, default=None,
+                   help="/run_code: seconds a program may wait to start before a 504 (verl's client retries it, "
+                        "keeping its place); default: from the request, compile_timeout + run_timeout + 10 s "
+                        "(verl's client deadline) minus the run's CPU limit + 3 s")
+    p.add_argument("--prefetch", type=int, default=4,
+                   help="programs handed to the sandboxes per worker (running or next); the rest wait in the "
+                        "server's queue, where a departed client's programs are removed before they run")
     p.set_defaults(fn=cmd_serve)
 
 
@@ -51,5 +59,6 @@ def cmd_serve(args) -> None:
                 from None
     failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
                    drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready,
-                   ray_address=args.ray_address if args.engine == "ray" else None)
+                   ray_address=args.ray_address if args.engine == "ray" else None, max_body_mb=args.max_body_mb,
+                   queue_timeout_s=args.queue_timeout_s, prefetch=args.prefetch)
     print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)

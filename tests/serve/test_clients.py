@@ -145,7 +145,7 @@ def test_native_batch_per_item_time_limit_and_checker(server):
                    "other-order": (1.0, "pass"), "wrong": (0.0, "fail")}
     assert json.loads(next(i for i in body["items"] if i["id"] == "slow-calibrated")["rows"][0]["limits"])["cpu_s"] == 3
     code, _, body = post(server.url + "/v1/judge", {"items": [dict(items[1], cpu_s=-1)]})
-    assert code == 422 and "items[0].cpu_s" in json.dumps(body)
+    assert code == 400 and "items[0].cpu_s" in json.dumps(body)
     code, _, body = post(server.url + "/v1/judge", {"items": [{"code": "print(1)", "ground_truth":
                                                                 dict(truth, checker=3)}]})
-    assert code == 422 and "checker" in json.dumps(body)
+    assert code == 400 and "checker" in json.dumps(body)

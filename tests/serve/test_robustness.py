@@ -56,13 +56,13 @@ def test_run_code_cannot_reach_the_network_or_the_host(server):
 @pytest.mark.parametrize("body,status,needle", [
     (b"{not json", 400, "malformed JSON"),
     (b"", 400, "empty request body"),
-    (b"[1, 2]", 422, "JSON object"),
-    (json.dumps({"language": "python"}).encode(), 422, "'code'"),
+    (b"[1, 2]", 400, "JSON object"),
+    (json.dumps({"language": "python"}).encode(), 400, "'code'"),
     (json.dumps({"code": "print(1)", "language": "cpp"}).encode(), 400, "python only"),
     (json.dumps({"code": "print(1)", "language": "klingon"}).encode(), 400, "not a known language"),
-    (json.dumps({"code": 5, "language": "python"}).encode(), 422, "'code' must be a string"),
-    (json.dumps({"code": "print(1)", "language": "python", "run_timeout": -1}).encode(), 422, "run_timeout"),
-    (json.dumps({"code": "print(1)", "language": "python", "run_timeout": 10_000}).encode(), 422, "cap"),
+    (json.dumps({"code": 5, "language": "python"}).encode(), 400, "'code' must be a string"),
+    (json.dumps({"code": "print(1)", "language": "python", "run_timeout": -1}).encode(), 400, "run_timeout"),
+    (json.dumps({"code": "print(1)", "language": "python", "run_timeout": 10_000}).encode(), 400, "cap"),
     (json.dumps({"code": "print(1)", "language": "python", "files": {"a.txt": "eA=="}}).encode(), 400, "files"),
 ])
 def test_bad_run_code_requests_get_clear_4xx(server, body, status, needle):
@@ -73,14 +73,14 @@ def test_bad_run_code_requests_get_clear_4xx(server, body, status, needle):
 
 def test_bad_batch_requests_name_the_field(server):
     code, _, answer = post(server.url + "/v1/judge", {"items": [{"code": "x = 1"}]})
-    assert code == 422 and answer["field"] == "items[0].ground_truth"
+    assert code == 400 and answer["field"] == "items[0].ground_truth"
     code, _, answer = post(server.url + "/v1/judge", {"items": [{"code": "x = 1", "ground_truth": {"foo": 1}}]})
-    assert code == 422 and "items[0].ground_truth" in answer["error"] and "foo" in answer["error"]
+    assert code == 400 and "items[0].ground_truth" in answer["error"] and "foo" in answer["error"]
     code, _, answer = post(server.url + "/v1/judge", {"items": [], "limits": {"memory_mb": "lots"}})
-    assert code == 422 and answer["field"] == "limits.memory_mb" and "must be a number" in answer["error"]
+    assert code == 400 and answer["field"] == "limits.memory_mb" and "must be a number" in answer["error"]
     code, _, answer = post(server.url + "/submit", {"dataset": "x", "id": 1, "completion": "print(1)",
                                                     "config": {}})
-    assert code == 422 and answer["field"] == "config.provided_data"
+    assert code == 400 and answer["field"] == "config.provided_data"
     code, _, answer = post(server.url + "/nope", {})
     assert code == 404 and "/run_code" in answer["error"]
 
