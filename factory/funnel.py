@@ -13,7 +13,7 @@ import json
 
 from factory.errors import FactoryError
 
-REASONS = ("contaminated", "duplicate", "other_task", "environment", "validation")
+REASONS = ("contaminated", "duplicate", "other_task", "environment", "unvalidated", "validation", "forgeable")
 
 _FUNNEL_SQL = """
 WITH problems AS (

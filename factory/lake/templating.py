@@ -9,7 +9,7 @@ import re
 
 from factory.errors import FactoryError
 
-EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment")
+EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment", "forgeable")
 # the benchmarks `factory decontam` checks against by default (factory.stages.dedup uses the same list)
 DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
                       "codecontests", "bigcodebench")
@@ -24,8 +24,10 @@ DEFAULTS: dict = {
     "dataset_min_kept_tests": 1,           # a dataset's own suite (MBPP: 3 asserts) needs this many valid tests
     # pass rates
     "k_list": [1, 5, 10],
-    "exclude_in_process_judged": False,    # True: tests judged inside the candidate's process (unittest verdicts
-                                           # the program could forge) count neither as passed nor in the total
+    "exclude_in_process_judged": True,     # tests judged inside the candidate's process (unittest verdicts the
+                                           # program could forge) count neither as passed nor in the total; a
+                                           # problem with only such tests is excluded ('forgeable'), as the reward
+                                           # leaves them out too (factory.reward exclude_in_process=True)
     # difficulty / potential / curriculum
     "difficulty_model": "mutant",          # model whose pass rates define difficulty ('auto' = most-sampled model)
     "epoch_max_pass_rate": 0.75,           # AceReason-style epoch filter: keep problems with p <= this
@@ -46,6 +48,9 @@ DEFAULTS: dict = {
     "benchmarks": "auto",                  # sources whose problems only ever reach a test split; 'auto' = those of
                                            # the latest `factory decontam` run, else DEFAULT_BENCHMARKS
     "min_reference_pass_rate": 0.99,       # gold.source_health: a source below this is reported as unhealthy
+    # test visibility: 'hidden' = rewards and pass-rate scores use only tests whose input/output the prompt does
+    # not show (silver.tests.visibility); 'all' = every usable test (public examples included, the old behaviour)
+    "reward_tests": "hidden",
 }
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -85,6 +90,11 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
     p["exclude"], p["exclude_label"] = _exclusions(p["exclude"])
     p["benchmarks"], p["benchmarks_label"] = _benchmarks(p["benchmarks"])
     p["min_reference_pass_rate"] = float(p["min_reference_pass_rate"])
+    if p["reward_tests"] not in ("hidden", "all"):
+        raise FactoryError(f"reward_tests must be 'hidden' or 'all', got {p['reward_tests']!r}")
+    p["reward_all"] = "true" if p["reward_tests"] == "all" else "false"   # SQL literal
+    p["reward_tests_label"] = ("every usable test (reward_tests = all)" if p["reward_tests"] == "all" else
+                               "reward_tests = hidden")
     p["quality_min_valid_votes"] = _count("quality_min_valid_votes", p["quality_min_valid_votes"])
     p["run_id"] = _quote(run_id)
     return p

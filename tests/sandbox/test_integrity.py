@@ -1525,6 +1525,61 @@ case("B_unittest_rigged_is_marked", UT(P_UT_PATCH, D("""
 
 
 # =====================================================================================================
+# 7. #30: lying objects, the test's own names, values no comparison may choke on, clean process state
+# =====================================================================================================
+# an object of the program's class answers no operator itself: len/in/[]/iter/str are the judge's, on one plain
+# snapshot of it (its items), so it cannot be of length 3, contain everything and index to 5 at once
+P_LIAR = D("""
+    class Liar:
+        def __len__(self): return 3
+        def __contains__(self, x): return True
+        def __getitem__(self, k): return 5
+        def __iter__(self): return iter([])
+        def __str__(self): return "abc"
+        def __repr__(self): return "[1, 2, 3]"
+    def f(x):
+        return Liar()
+    """)
+P_LIAR_NOITER = P_LIAR.replace("        def __iter__(self): return iter([])\n", "")
+for _name, _test in (("len", "assert len(f(1)) == 3"), ("in", "assert 5 in f(1)"), ("getitem", "assert f(1)[0] == 5"),
+                     ("str", "assert str(f(1)) == 'abc'"), ("repr", "assert repr(f(1)) == '[1, 2, 3]'")):
+    case(f"L_liar_{_name}_assert", A(P_LIAR, _test), WRONG)
+    case(f"L_liar_noiter_{_name}_assert", A(P_LIAR_NOITER, _test), WRONG)
+    case(f"L_liar_{_name}_check", CHK(P_LIAR, "def check(candidate):\n    " + _test.replace("f(", "candidate(") + "\n"),
+         WRONG)
+    case(f"L_liar_{_name}_pytest", PYT(P_LIAR, "from solution import f\n\ndef test_a():\n    " + _test + "\n"), WRONG)
+# a program's own container class still works where its plain value is what the test asks about
+P_STACK = D("""
+    class Stack:
+        def __init__(self): self.items = []
+        def push(self, x): self.items.append(x)
+        def __iter__(self): return iter(self.items)
+        def __len__(self): return len(self.items)
+    """)
+case("B_program_container_class", A(P_STACK, "s = Stack()\ns.push(1)\nassert len(s) == 1\ns.push(2)\n"
+                                              "assert len(s) == 2 and list(s) == [1, 2] and 2 in s and s[1] == 2",
+                                     entry="Stack"), PASS)
+case("B_generator_stream", A("def g(n):\n    yield from range(n)\n", "assert list(g(3)) == [0, 1, 2]",
+                             "assert 2 in g(3)", "x = g(2)\nassert next(x) == 0 and next(x) == 1", entry="g"), PASS)
+# a module the test uses without importing it is the judge's module, never a `sys` the program defines
+P_OWN_SYS = "class sys:\n    @staticmethod\n    def getsizeof(x):\n        return 42\ndef f(x):\n    return 42\n"
+case("L_own_sys_assert", A(P_OWN_SYS, "assert f([1]) == sys.getsizeof([1])"), WRONG)
+case("L_own_sys_check", CHK(P_OWN_SYS, "def check(candidate):\n    assert candidate([1]) == sys.getsizeof([1])\n"), WRONG)
+case("L_own_sys_pytest", PYT(P_OWN_SYS, "from solution import f\n\ndef test_a():\n    assert f([1]) == sys.getsizeof([1])\n"),
+     WRONG)
+# values no comparison can choke on: a wrong answer, never an infra_error
+P_HUGE = "def f(x):\n    return 10 ** 400\n"
+case("L_huge_int_vs_float_call", CALL(P_HUGE, 1.5, args=(1,)), WRONG)
+case("L_huge_int_vs_floats_call", CALL("def f(x):\n    return [10 ** 400]\n", [1.5], args=(1,)), WRONG)
+case("L_huge_int_assert", A(P_HUGE, "assert abs(f(1) - 1.5) < 1e-6"), WRONG)
+case("L_huge_float_token_stdio", IO("print(10 ** 400)\n", "", "1.5\n", comparison="float"), WRONG)
+# a program sees `python main.py`'s argv: fileinput reads stdin
+case("B_fileinput_reads_stdin", IO("import fileinput\nfor line in fileinput.input():\n    print(int(line) * 2)\n",
+                                   "5\n", "10\n"), PASS)
+case("B_clean_argv", IO("import sys\nprint(len(sys.argv), sys.argv[1:])\n", "", "1 []\n"), PASS)
+
+
+# =====================================================================================================
 # runners
 # =====================================================================================================
 def _plant():
@@ -1822,6 +1877,36 @@ def test_host_unix_socket_unreachable(fast_pool):
         srv.close()
         shutil.rmtree(d, ignore_errors=True)
     assert v.status == "pass" and not hits, (v.status, v.actual, v.error_message, len(hits))
+
+
+STALLS = {  # programs that make the judge wait without using CPU: a half-written RPC frame, stopping itself
+    "fake_frame_header": ("import os, struct, time\ndef f(x):\n    os.write(4, struct.pack('!I', 1000))\n"
+                          "    time.sleep(60)\n", "call"),
+    "stop_self_call": ("import os, signal\ndef f(x):\n    os.kill(os.getpid(), signal.SIGSTOP)\n    return 1\n", "call"),
+    "stop_parent_call": ("import os, signal\ndef f(x):\n    try:\n        os.kill(os.getppid(), signal.SIGSTOP)\n"
+                         "    except OSError:\n        pass\n    os.kill(os.getpid(), signal.SIGSTOP)\n    return 1\n",
+                         "call"),
+    "sleep_stdio": ("import time\ntime.sleep(60)\n", "stdio"),
+    "stop_self_stdio": ("import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n", "stdio"),
+}
+
+
+def test_stalled_programs_end_at_their_cpu_budget_plus_grace():
+    """No wait on a program outlasts its CPU budget by more than the idle grace, whatever it writes or stops:
+    1 s CPU + 1 s grace, under a 60 s wall backstop."""
+    from factory.sandbox import Limits
+    from factory.sandbox.zygote import IDLE_GRACE_S
+    limits = Limits(cpu_s=1.0, wall_factor=60.0, wall_min_s=60.0)
+    jobs = [Job(name, prog, [TestSpec("c", "call", input="[1]", expected="1") if kind == "call" else
+                             TestSpec("s", "stdio", input="", expected="1")], entry_point="f" if kind == "call" else None)
+            for name, (prog, kind) in STALLS.items()]
+    with SandboxPool(limits, workers=2) as pool:
+        got = {v.program_id: v for v in pool.run(jobs)}
+    for name in STALLS:
+        v = got[name]
+        assert v.status == "timeout", (name, v.status, v.error_message)
+        # the test's clock starts when the judge asks; the grace is measured from the last CPU use
+        assert v.wall_ms < (limits.cpu_s + IDLE_GRACE_S + 2.0) * 1000, (name, v.wall_ms)
 
 
 def test_oversized_return_does_not_desync_later_calls(default_pool):
