@@ -251,7 +251,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         _get(body, "dataset", str, required=True)
         sub_id = _get(body, "id", (str, int), required=True)
         completion = _get(body, "completion", str, required=True)
-        config = _get(body, "config", dict, default={})
+        config = _get(body, "config", dict, required=True)
         check_language(config, where="config.")
         for key in ("dataset_type", "locale"):
             _get(config, key, str, where="config.")
@@ -330,6 +330,8 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             tests, entry, preamble = tests_from_provided(truth, where=f"{where}ground_truth")
             if item.get("code") is not None:
                 code, status = _get(item, "code", str, where=where), "given"
+            elif item.get("completion") is None:
+                raise BadRequest(f"missing required field '{where}code' (or '{where}completion')", f"{where}code")
             else:
                 completion = _get(item, "completion", str, required=True, where=where)
                 code, status, _ = program_from_completion(completion, entry, tests)
