@@ -21,7 +21,7 @@ from factory.ingest.normalize import (
 )
 
 Ctx = tuple[str, int]  # (file, line)
-ADAPTER_VERSION = 4  # bump when an adapter's output changes: unchanged files are then re-ingested
+ADAPTER_VERSION = 5  # bump when an adapter's output changes: unchanged files are then re-ingested
 
 
 @dataclass(frozen=True)
@@ -447,7 +447,7 @@ def default_source_name(adapter_name: str, files: list[Path]) -> str:
 def adapter_options(adapter_name: str, source: str, files: list[Path]) -> dict:
     """Per-source extras read from files beside the data (CodeContests' verification results, splits)."""
     opts: dict = {}
-    if adapter_name == "leetcode":
+    if adapter_name == "leetcode":   # per file (see build_rows); a source named after its split keeps it
         opts["split"] = "train" if source.endswith("train") else "test" if source.endswith("test") else None
     if adapter_name == "codecontests":
         verify = files[0].parent / "verify_reference_solutions.json"
@@ -455,3 +455,36 @@ def adapter_options(adapter_name: str, source: str, files: list[Path]) -> dict:
             opts["verified"] = {row[0]: [row[1], row[2]] for row in json.loads(verify.read_text())}
     return opts
 
+
+
+# -- per-file splits and lineage ---------------------------------------------------------------------------
+_SPLIT_WORD = re.compile(r"(?:^|[-_.])(train|test|valid|validation|dev|eval|benchmark)(?=[-_.]|$)", re.I)
+
+
+def file_split(path: Path) -> str | None:
+    """The split a file's name states (``LeetCodeDataset-v0.3.1-test.jsonl.gz`` -> test; ``train``; ``valid`` /
+    ``validation`` / ``dev`` -> validation; ``eval`` / ``benchmark`` -> test), or None. A file that is a test
+    split (or a benchmark) never contributes a train row: its split overrides what a record says."""
+    found = _SPLIT_WORD.findall(path.name)
+    if not found:
+        return None
+    word = found[-1].lower()
+    return {"valid": "validation", "dev": "validation", "eval": "test", "benchmark": "test"}.get(word, word)
+
+
+def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
+    """The task a record descends from, shared across the datasets derived from one benchmark: MBPP, sanitized
+    MBPP and MBPP+ (``mbpp:<task id>``), HumanEval and HumanEval+ (``humaneval:<n>``), every LeetCodeDataset
+    version (``leetcode:<slug>``: question ids are renumbered between versions, the slug is the stable key)."""
+    sid = str(norm.source_id)
+    if adapter_name in ("mbpp", "mbpp-sanitized") and sid.isdigit():
+        return f"mbpp:{int(sid)}"
+    if adapter_name == "mbppplus":
+        m = re.fullmatch(r"Mbpp/(\d+)", sid)
+        return f"mbpp:{int(m.group(1))}" if m else None
+    if adapter_name in ("humaneval", "humanevalplus"):
+        m = re.fullmatch(r"HumanEval/(\d+)", sid)
+        return f"humaneval:{int(m.group(1))}" if m else None
+    if adapter_name == "leetcode":
+        return f"leetcode:{sid.strip().lower()}"
+    return None

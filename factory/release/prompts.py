@@ -26,10 +26,14 @@ def ground_truth(row: dict) -> dict:
     for the assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores.
     A problem with its own judging rule adds "comparison"/"atol"/"rtol" (a stated tolerance), "checker" (a checker
     program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them.
+    The tests are the problem's hidden tests (gold.rl_problems.tests); the tests whose input and output the prompt
+    shows go under "public_tests" (factory test rows, as in "tests"), which no reward reads as reward tests.
     """
     tests = json.loads(row["tests"])
     kinds = {t["kind"] for t in tests}
     judging = {k: row[k] for k in ("checker", "cpu_s") if row.get(k) is not None}
+    if row.get("public_tests"):   # the prompt's own examples: never reward tests, a format / sanity check
+        judging["public_tests"] = json.loads(row["public_tests"])
     if kinds in ({"stdio"}, {"call"}):   # a problem's tolerance / comparison rule (silver.checkers)
         first = tests[0]
         if first.get("comparison") not in (None, "exact", "token") or first.get("atol") is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from factory.augment import generate_inputs, greedy_rank, killed_by
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
+from factory.ingest.visibility import statement_text, visibility
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, deserialize_value, serialize_value
 from factory.sandbox.rows import is_json, merge_verdicts, verdict_row
 from factory.lake.commit import stage_run, utcnow
@@ -52,6 +53,7 @@ class _Target:
     survivors: dict = field(default_factory=dict)      # mutants passing every valid test: id -> code
     left: set = field(default_factory=set)             # survivors no kept input kills yet
     kept: list = field(default_factory=list)           # (serialized input, expected)
+    statement: str = ""                                 # normalised question + starter code (test visibility)
 
 
 def _in_sources(column: str, sources: list[str] | None) -> tuple[str, list]:
@@ -82,7 +84,8 @@ def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
     if not candidates:
         return []
     problems = con.execute("""
-        SELECT pb.problem_id, pb.source, pb.entry_point, pb.test_preamble, r.program_id, r.code
+        SELECT pb.problem_id, pb.source, pb.entry_point, pb.test_preamble, r.program_id, r.code, pb.question,
+               pb.starter_code
         FROM silver.problems pb JOIN silver.programs r ON r.problem_id = pb.problem_id AND r.origin = 'reference'
         WHERE list_contains(?, pb.problem_id) AND pb.entry_point IS NOT NULL
         QUALIFY row_number() OVER (PARTITION BY pb.problem_id ORDER BY r.program_id) = 1
@@ -97,13 +100,13 @@ def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
     for row in tests:
         tests_of[row[0]].append(row[1:])
     out = []
-    for problem_id, source, entry_point, preamble, ref_id, ref_code in problems:
+    for problem_id, source, entry_point, preamble, ref_id, ref_code, question, starter in problems:
         rows = tests_of[problem_id]
         calls = [r for r in rows if r[0] == "call" and r[6] and r[1] is not None]
         if not calls:
             continue
         t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code,
-                    comparison=calls[0][2], atol=calls[0][3])
+                    comparison=calls[0][2], atol=calls[0][3], statement=statement_text(question, starter))
         for kind, text, _, _, origin, _, valid in rows:
             if kind == "call" and text is not None:
                 t.seen.add(text)
@@ -192,7 +195,8 @@ def _final(pool: SandboxPool, targets: list[_Target], limits_hash: str, stats: d
             test_id = stable_hash(t.problem_id, ordinal, "call", None, text)
             tests[test_id] = {"test_id": test_id, "problem_id": t.problem_id, "ordinal": ordinal, "kind": "call",
                               "code": None, "input": text, "expected": expected, "comparison": t.comparison,
-                              "atol": t.atol, "origin": "augment", "subset": "augment"}
+                              "atol": t.atol, "origin": "augment", "subset": "augment",
+                              "visibility": visibility(t.statement, "call", None, text, expected)}
             specs.append(_spec(t, test_id, text, expected))
         jobs.append(_job(t, t.ref_id, t.ref_code, specs))
         jobs += [_job(t, mid, code, specs) for mid, code in sorted(t.mutants.items())]

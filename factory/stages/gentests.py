@@ -21,6 +21,7 @@ from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.gentests import (DEFAULT_SIZES, Outcome, Target, build_generator_messages, build_validator_messages,
                               extract_function, generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
+from factory.ingest.visibility import statement_text, visibility
 from factory.lake import connect
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 from factory.generation.lake_cache import LakeCallCache
@@ -205,7 +206,8 @@ def _rows(todo, backend: str, model: str, sizes: list, seeds: int) -> tuple[list
             test_rows.append({"test_id": test_id, "problem_id": t.problem_id, "ordinal": t.next_ordinal,
                               "kind": t.kind, "code": None, "input": c["input"], "expected": c["expected"],
                               "comparison": t.comparison, "atol": t.atol, "origin": "gentests",
-                              "subset": "generated"})
+                              "subset": "generated", "visibility": visibility(
+                                  statement_text(t.question, t.starter_code), t.kind, None, c["input"], c["expected"])})
             t.next_ordinal += 1
             kept.append({"test_id": test_id, "size": c["size"], "seed": c["seed"], "kills": len(c["kills"]),
                          "killed": c["kills"], "agreement": c["agreement"]})

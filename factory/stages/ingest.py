@@ -18,8 +18,10 @@ from tqdm import tqdm
 from factory.errors import FactoryError, InputError
 from factory.ingest import humaneval_wheel_path
 from factory.ingest.adapters import (
-    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
+    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name, file_split,
+    lineage_id,
 )
+from factory.ingest.visibility import statement_text, visibility
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
 from factory.ingest.readers import files_sha256, read_records
 from factory.lake.commit import StageRun, stage_run, utcnow
@@ -35,6 +37,7 @@ class IngestResult:
     raw_records: int
     run_id: str | None
     duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
+    file_splits: dict | None = None  # file name -> {split: problems}: what split each ingested file got
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:
@@ -63,14 +66,24 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
     spec = ADAPTERS[adapter_name]
     run_id = run.run_id if run else None
     rows: dict[str, list[dict]] = {"bronze.raw_records": [], "silver.problems": [], "silver.tests": [],
-                                   "silver.programs": [], "duplicates": []}
+                                   "silver.programs": [], "duplicates": [], "file_splits": {}}
     seen: dict[str, tuple[str, int]] = {}
     for path in files:
         records = read_records(path)
+        named = file_split(path)
+        fopts = dict(opts)
+        if adapter_name == "leetcode" and named:   # each LeetCodeDataset file keeps its own split
+            fopts["split"] = named
+        splits = rows["file_splits"].setdefault(path.name, {})
         for line, rec in tqdm(records, desc=f"{source} {path.name}", unit="rec", disable=None, leave=False):
             ctx = (str(path), line)
-            norm = spec.convert(rec, ctx, opts)
+            norm = spec.convert(rec, ctx, fopts)
             validate(norm, ctx)
+            if named == "test" or (named and norm.split is None):
+                norm.split = named   # a test (benchmark) file never contributes a train row
+            lineage = lineage_id(adapter_name, norm)
+            if lineage:
+                norm.metadata = {**(norm.metadata or {}), "lineage": lineage}
             problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code,
                                      [(t.kind, t.code, t.input, t.expected) for t in norm.tests])
             duplicate = problem_id in seen
@@ -82,6 +95,9 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
             if duplicate:  # an exact copy of an earlier record (same id and content): kept in bronze only
                 rows["duplicates"].append({"file": path.name, "line": line, "first": f"{seen[problem_id][1]}"})
                 continue
+            split_key = norm.split or "unsplit"
+            splits[split_key] = splits.get(split_key, 0) + 1
+            statement = statement_text(norm.question, norm.starter_code)
             rows["silver.problems"].append({
                 "problem_id": problem_id, "source": source, "source_id": norm.source_id, "question": norm.question,
                 "starter_code": norm.starter_code, "entry_point": norm.entry_point,
@@ -94,7 +110,8 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
                     "test_id": stable_hash(problem_id, ordinal, t.kind, t.code, t.input),
                     "problem_id": problem_id, "ordinal": ordinal, "kind": t.kind, "code": t.code, "input": t.input,
                     "expected": t.expected, "comparison": t.comparison, "atol": t.atol, "origin": "dataset",
-                    "subset": t.subset, "run_id": run_id})
+                    "subset": t.subset, "visibility": visibility(statement, t.kind, t.code, t.input, t.expected),
+                    "run_id": run_id})
             for p in norm.programs:
                 rows["silver.programs"].append({
                     "program_id": stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code),
@@ -167,7 +184,8 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
             "SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?", [source]).fetchall()
         if previous == [(sha,)]:
             run.noop = True
-            return IngestResult(source, "unchanged", *_counts(run, source), run_id=None)
+            return IngestResult(source, "unchanged", *_counts(run, source), run_id=None,
+                                file_splits=_file_splits(run, source))
         replacing = bool(previous)
         if replacing and not replace:
             _check_same_files(run, source, content_sha, [f.name for f in files])
@@ -190,8 +208,12 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
             f"= line {dups[0]['first']})" if dups else "")
         if replacing:
             run.summary = "replaced " + run.summary
+        splits = "; ".join(f"{f}: " + ", ".join(f"{k}={v}" for k, v in sorted(c.items()))
+                           for f, c in rows["file_splits"].items())
+        run.summary += f"; splits: {splits}"
         return IngestResult(source, "replaced" if replacing else "ingested", counts["silver.problems"], counts["silver.tests"],
-                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups))
+                            counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups),
+                            rows["file_splits"])
 
 
 def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[str]) -> None:
@@ -218,6 +240,17 @@ def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
         "(SELECT count(*) FROM silver.tests JOIN silver.problems USING (problem_id) WHERE source = $s), "
         "(SELECT count(*) FROM silver.programs JOIN silver.problems USING (problem_id) WHERE source = $s), "
         "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
+
+
+def _file_splits(run: StageRun, source: str) -> dict:
+    """file -> {split: problems} of a source already in the lake (from bronze: one raw record per problem)."""
+    out: dict = {}
+    for f, split, n in run.con.execute(
+            "SELECT r.file, coalesce(p.split, 'unsplit'), count(DISTINCT p.problem_id) FROM bronze.raw_records r "
+            "JOIN silver.problems p USING (source, source_id) WHERE r.source = ? GROUP BY ALL ORDER BY ALL",
+            [source]).fetchall():
+        out.setdefault(f, {})[split] = n
+    return out
 
 
 def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> list[IngestResult]:
@@ -270,6 +303,8 @@ def cmd_ingest(args) -> None:
         print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
               f"programs={r.programs:<6} raw={r.raw_records}"
               + (f" (exact duplicate records: {r.duplicates})" if r.duplicates else ""))
+        for f, counts in (r.file_splits or {}).items():
+            print(f"    {f}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
 
 
 def _parse_mapping(text: str) -> tuple[str, str]:

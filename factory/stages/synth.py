@@ -14,6 +14,7 @@ from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.generation.synth import build_synth_messages, parse_synth_output
 from factory.ingest.normalize import stable_hash
+from factory.ingest.visibility import statement_text, visibility
 from factory.lake import connect
 from factory.progress import Progress
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
@@ -112,7 +113,8 @@ def _add_problem(rows: dict, problem_id: str, attempt_id: str, seed: dict, parse
         rows["silver.tests"].append({
             "test_id": stable_hash(problem_id, ordinal, "assert", test, None), "problem_id": problem_id,
             "ordinal": ordinal, "kind": "assert", "code": test, "input": None, "expected": None,
-            "comparison": "exact", "atol": None, "origin": "synth", "subset": None})
+            "comparison": "exact", "atol": None, "origin": "synth", "subset": None,
+            "visibility": visibility(statement_text(parsed.question), "assert", test)})
     rows["silver.programs"].append({
         "program_id": stable_hash(problem_id, "reference", None, None, seed["code"]), "problem_id": problem_id,
         "origin": "reference", "model": None, "sample_index": None, "code": seed["code"], "raw_completion": None,

@@ -1,19 +1,38 @@
 -- Difficulty and potential per problem from the difficulty model ({{ difficulty_model }}): mean pass rate p,
 -- Skywork model_difficulty (# full passes of n), potential 4p(1-p) (R1-Code-Interpreter), curriculum stage
 -- by potential quartile (1 = highest potential, trained first), AceReason epoch filter (keep p <= {{ epoch_max_pass_rate }}).
-WITH m AS (
-    SELECT * FROM gold.model_pass_rates WHERE model = '{{ difficulty_model }}'
+-- The quartiles are cut over the train split only (problems of neither a benchmark source nor a test split): a
+-- test problem gets the stage its potential falls in by the train cut points, so test rows never move them.
+WITH benchmarks AS (
+    SELECT unnest({{ benchmarks }}) AS source
+), m AS (
+    SELECT m.*, 4 * m.mean_pass_rate * (1 - m.mean_pass_rate) AS potential,
+           p.source, (p.source NOT IN (SELECT source FROM benchmarks) AND coalesce(p.split, '') <> 'test') AS train
+    FROM gold.model_pass_rates AS m JOIN silver.problems AS p USING (problem_id)
+    WHERE m.model = '{{ difficulty_model }}'
+      -- a problem whose reference misses a module is not hard, it is unscorable here (gold.environment_failures)
+      AND m.problem_id NOT IN (SELECT problem_id FROM gold.environment_failures)
+), train AS (
+    -- (a lake with no train problem at all, e.g. benchmarks only, cuts over every problem)
+    SELECT problem_id, ntile(4) OVER (ORDER BY potential DESC, problem_id) AS stage, potential FROM m
+    WHERE train OR NOT EXISTS (SELECT 1 FROM m WHERE train)
+), cuts AS (
+    -- the lowest train potential of stages 1..3: a test problem at or above cut k is in stage k at most
+    SELECT min(potential) FILTER (WHERE stage = 1) AS c1, min(potential) FILTER (WHERE stage = 2) AS c2,
+           min(potential) FILTER (WHERE stage = 3) AS c3
+    FROM train
 )
 SELECT
     m.problem_id,
-    p.source,
+    m.source,
     m.model AS difficulty_model,
     m.n,
     m.correct AS model_difficulty,
     m.mean_pass_rate AS pass_rate,
-    4 * m.mean_pass_rate * (1 - m.mean_pass_rate) AS potential,
-    ntile(4) OVER (ORDER BY 4 * m.mean_pass_rate * (1 - m.mean_pass_rate) DESC, m.problem_id) AS curriculum_stage,
+    m.potential,
+    coalesce(t.stage, CASE WHEN m.potential >= c.c1 THEN 1 WHEN m.potential >= c.c2 THEN 2
+                           WHEN m.potential >= c.c3 THEN 3 ELSE 4 END) AS curriculum_stage,
     m.mean_pass_rate <= {{ epoch_max_pass_rate }} AS epoch_keep
-FROM m JOIN silver.problems AS p USING (problem_id)
--- a problem whose reference misses a module is not hard, it is unscorable here (gold.environment_failures)
-WHERE m.problem_id NOT IN (SELECT problem_id FROM gold.environment_failures)
+FROM m
+LEFT JOIN train AS t USING (problem_id)
+CROSS JOIN cuts AS c

@@ -1,16 +1,23 @@
 -- Problems ready for RL: question, starter code and tests packed as JSON (only validated tests when the problem
 -- was validated; tests with unknown expected outputs never), difficulty signals when the curate stage has
--- computed them. Only gold.clean_problems enter (no contamination, duplicate, other-task, environment or validation
+-- computed them. Reward tests (`tests`) are the problem's hidden tests ({{ reward_tests_label }}): a test whose
+-- input and expected output appear in the prompt (silver.tests.visibility = 'public') would pay a policy that
+-- pattern-matches the statement's examples, so public tests ride along in `public_tests` (a format / sanity
+-- reward, SFT) and a problem without a hidden test is left out (counted in gold.test_leakage). A train-split
+-- problem keeps only tests a reference (or the generate-and-cross-check oracle of `factory gentests`) validated. Only gold.clean_problems enter (no contamination, duplicate, other-task, environment or validation
 -- exclusion applied; gold.training_exclusions says why the others are out), with the split training sees
 -- (benchmarks are always 'test'). Exports (verl, TRL, OpenRLHF) read this view.
 WITH usable_tests AS (
-    SELECT t.*
+    SELECT t.*, ({{ reward_all }} OR coalesce(t.visibility, 'unknown') = 'hidden') AS reward
     FROM silver.tests AS t
+    JOIN gold.clean_problems AS c USING (problem_id)
     LEFT JOIN gold.test_validation AS v USING (test_id)
     LEFT JOIN gold.problem_validation AS pv ON pv.problem_id = t.problem_id
     WHERE NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
       AND (pv.problem_id IS NULL OR pv.oracle_tested = 0 OR v.valid)
       AND NOT coalesce(pv.excluded AND pv.oracle_tested > 0, false)
+      AND (c.split = 'test' OR coalesce(v.valid, false) OR t.origin = 'gentests'
+           OR NOT list_contains({{ exclude }}, 'unvalidated'))
 ), judged_tests AS (
     -- a problem's own rule (silver.checkers: a stated tolerance or case rule) replaces the tests' comparison
     SELECT u.* REPLACE (
@@ -23,16 +30,23 @@ WITH usable_tests AS (
 ), packed AS (
     SELECT
         problem_id,
-        count(*) AS n_tests,
+        count(*) FILTER (WHERE reward) AS n_tests,
         to_json(list({'test_id': test_id, 'kind': kind, 'code': code, 'input': input, 'expected': expected,
-                      'comparison': comparison, 'atol': atol, 'rtol': rtol} ORDER BY ordinal)) AS tests
+                      'comparison': comparison, 'atol': atol, 'rtol': rtol} ORDER BY ordinal)
+                FILTER (WHERE reward)) AS tests,
+        count(*) FILTER (WHERE NOT reward) AS n_public_tests,
+        to_json(list({'test_id': test_id, 'kind': kind, 'code': code, 'input': input, 'expected': expected,
+                      'comparison': comparison, 'atol': atol, 'rtol': rtol} ORDER BY ordinal)
+                FILTER (WHERE NOT reward)) AS public_tests
     FROM judged_tests
     GROUP BY problem_id
+    HAVING count(*) FILTER (WHERE reward) > 0
 )
 SELECT
     p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_preamble,
     p.test_format, p.difficulty_label, p.license, c.split, pp.prompt,
     t.tests::VARCHAR AS tests, t.n_tests,
+    CASE WHEN t.n_public_tests > 0 THEN t.public_tests::VARCHAR END AS public_tests, t.n_public_tests,
     d.pass_rate, d.potential, d.curriculum_stage,
     CASE WHEN ck.policy = 'program' THEN ck.code END AS checker,
     tl.cpu_s

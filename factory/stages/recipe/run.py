@@ -106,21 +106,21 @@ def decide(recipe: Recipe, lake) -> dict:
         base_rules = recipe.rules + [RL_READY]
         kept, rule_rows, failed = _apply(con, base_rules, candidates, 1, None)
         potential = _potentials(con, recipe.difficulty_model)
+        split_of = dict(con.execute("SELECT problem_id, split FROM gold.clean_problems").fetchall())
         stage_sets, position = {}, len(rule_rows) + 1
         for st in recipe.stages:
             members, rows, _ = _apply(con, st["rules"], kept, position, st["name"])
             position += len(rows)
             if st["top_potential"] is not None:
-                ranked = sorted(members, key=lambda p: (-(potential.get(p) if potential.get(p) is not None else -1),
-                                                        p))
-                n = math.ceil(st["top_potential"] * len(members))
+                chosen = top_potential(members, potential, st["top_potential"], split_of)
                 rows.append({"position": position, "rule": f"top_potential_{st['top_potential']}",
                              "kind": "top_potential", "stage": st["name"],
                              "params": {"fraction": st["top_potential"], "model": recipe.difficulty_model},
-                             "source": "highest improvement potential 4p(1-p) first", "candidates": len(members),
-                             "removed": len(members) - n, "remaining": n})
+                             "source": "highest improvement potential 4p(1-p) first (fraction of the train split)",
+                             "candidates": len(members), "removed": len(members) - len(chosen),
+                             "remaining": len(chosen)})
                 position += 1
-                members = ranked[:n]
+                members = chosen
             rule_rows += rows
             stage_sets[st["name"]] = set(members)
         stages_of = {pid: [s for s in stage_sets if pid in stage_sets[s]] for pid in kept}
@@ -154,6 +154,25 @@ def decide(recipe: Recipe, lake) -> dict:
                      lake=lake)
 
 
+def top_potential(members: list[str], potential: dict, fraction: float, split_of: dict) -> list[str]:
+    """A curriculum stage's top ``fraction`` by potential, counted over the train split: the highest-potential
+    ceil(fraction x train members) train problems, plus the test-split problems at or above the last one's
+    potential (test rows never shift a train cut). With no train member the fraction is of all members."""
+    def pot(p):
+        return potential.get(p) if potential.get(p) is not None else -1
+
+    def ranked(ps):
+        return sorted(ps, key=lambda p: (-pot(p), p))
+
+    train = [p for p in members if split_of.get(p) != "test"]
+    if not train:
+        return ranked(members)[:math.ceil(fraction * len(members))]
+    kept = ranked(train)[:math.ceil(fraction * len(train))]
+    cut = pot(kept[-1]) if kept else float("inf")
+    kept_set = set(kept) | {p for p in members if split_of.get(p) == "test" and pot(p) >= cut}
+    return [p for p in ranked(members) if p in kept_set]
+
+
 def _potentials(con, model: str) -> dict:
     """problem_id -> improvement potential 4p(1-p) of ``model``'s mean pass rate (problems it sampled)."""
     rows = con.execute("SELECT problem_id, 4 * mean_pass_rate * (1 - mean_pass_rate) FROM gold.model_pass_rates "
@@ -162,7 +181,8 @@ def _potentials(con, model: str) -> dict:
 
 
 _RL_COLUMNS = ("problem_id", "source", "source_id", "question", "starter_code", "entry_point", "test_preamble",
-               "test_format", "difficulty_label", "license", "split", "prompt", "tests", "checker", "cpu_s")
+               "test_format", "difficulty_label", "license", "split", "prompt", "tests", "public_tests",
+               "n_public_tests", "checker", "cpu_s")
 
 
 def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, potential: dict,

@@ -1,0 +1,63 @@
+-- Leakage per source and split (the split training sees: benchmark sources ({{ benchmarks_label }}) are 'test'):
+-- can a policy read its reward off the prompt, and what decontamination found.
+--   rows                      problems
+--   rows_with_hidden_tests    problems with at least one hidden test (silver.tests.visibility)
+--   public_only_rows          problems whose every test's input and output appear in the prompt
+--   rl_rows                   rows of gold.rl_problems
+--   rl_rows_all_reward_public rl rows whose reward tests are all public: must be 0 (recomputed from the JSON)
+--   rl_public_only_excluded   clean problems left out of gold.rl_problems because no usable test is hidden
+--   rl_rows_generated_hidden  rl rows whose hidden reward tests all come from generated tests (augment, gentests)
+--   contaminated_ngram / _test / _lineage   problems flagged by each `factory decontam` method
+--   unvalidated               train problems held out because no reference validated their tests
+WITH benchmarks AS (
+    SELECT unnest({{ benchmarks }}) AS source
+), p AS (
+    SELECT problem_id, source,
+           CASE WHEN source IN (SELECT source FROM benchmarks) OR split = 'test' THEN 'test'
+                ELSE coalesce(split, 'train') END AS split
+    FROM silver.problems
+), vis AS (
+    SELECT problem_id,
+           count(*) FILTER (WHERE coalesce(visibility, 'unknown') = 'hidden') AS hidden,
+           count(*) AS tests
+    FROM silver.tests GROUP BY problem_id
+), reward AS (
+    SELECT r.problem_id,
+           count(*) FILTER (WHERE coalesce(t.visibility, 'unknown') = 'hidden') AS hidden,
+           count(*) FILTER (WHERE coalesce(t.visibility, 'unknown') = 'hidden' AND t.origin = 'dataset')
+               AS hidden_dataset
+    FROM gold.rl_problems AS r,
+         unnest(CAST(json_extract_string(r.tests, '$[*].test_id') AS VARCHAR[])) AS u(test_id)
+    JOIN silver.tests AS t ON t.test_id = u.test_id
+    GROUP BY r.problem_id
+), contam AS (
+    SELECT problem_id,
+           bool_or(coalesce(method, 'ngram') = 'ngram') AS ngram,
+           bool_or(method = 'test') AS test,
+           bool_or(method = 'lineage') AS lineage
+    FROM silver.contamination WHERE contaminated GROUP BY problem_id
+)
+SELECT
+    p.source,
+    p.split,
+    count(*)::BIGINT AS rows,
+    count(*) FILTER (WHERE v.hidden > 0)::BIGINT AS rows_with_hidden_tests,
+    count(*) FILTER (WHERE v.tests > 0 AND v.hidden = 0)::BIGINT AS public_only_rows,
+    count(r.problem_id)::BIGINT AS rl_rows,
+    count(*) FILTER (WHERE r.problem_id IS NOT NULL AND coalesce(w.hidden, 0) = 0)::BIGINT AS rl_rows_all_reward_public,
+    count(*) FILTER (WHERE r.problem_id IS NULL AND c.problem_id IS NOT NULL AND v.tests > 0 AND v.hidden = 0)::BIGINT
+        AS rl_public_only_excluded,
+    count(*) FILTER (WHERE w.hidden > 0 AND w.hidden_dataset = 0)::BIGINT AS rl_rows_generated_hidden,
+    count(*) FILTER (WHERE k.ngram)::BIGINT AS contaminated_ngram,
+    count(*) FILTER (WHERE k.test)::BIGINT AS contaminated_test,
+    count(*) FILTER (WHERE k.lineage)::BIGINT AS contaminated_lineage,
+    count(*) FILTER (WHERE p.problem_id IN (SELECT problem_id FROM gold.training_exclusions
+                                            WHERE reason = 'unvalidated'))::BIGINT AS unvalidated
+FROM p
+LEFT JOIN vis AS v USING (problem_id)
+LEFT JOIN gold.rl_problems AS r USING (problem_id)
+LEFT JOIN reward AS w USING (problem_id)
+LEFT JOIN gold.clean_problems AS c USING (problem_id)
+LEFT JOIN contam AS k USING (problem_id)
+GROUP BY ALL
+ORDER BY p.source, p.split
