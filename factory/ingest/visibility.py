@@ -24,6 +24,7 @@ PUBLIC, HIDDEN = "public", "hidden"
 VISIBILITIES = (PUBLIC, HIDDEN)
 PART_WINDOW = 40      # normalised characters allowed between two arguments of one call
 OUTPUT_WINDOW = 80    # ... and between the last argument and the expected output
+SHORT_INPUT, SHORT_WINDOW = 4, 16   # arguments shorter than this (together) need their output this close
 _WRAPPERS = {"list_node", "tree_node", "ListNode", "TreeNode"}          # LeetCode's helpers: the literal is shown
 _CONTAINERS = {"set", "sorted", "list", "tuple", "frozenset"}              # order-insensitive comparisons
 _SAME = {"is_same_list", "is_same_tree"}                                  # LeetCode's comparisons of helpers
@@ -176,7 +177,9 @@ def pair_visible(statement: str, pair: Pair) -> bool:
         return bool(parts)
     if not parts:
         return any(_find_all(statement, o, 0, len(statement)) for o in outputs)
-    return any(_find_all(statement, o, e, e + OUTPUT_WINDOW) for e in ends for o in outputs)
+    # a short input ("2") is found almost anywhere: then the output must follow it closely (`>>> f(2)` / `3`)
+    window = OUTPUT_WINDOW if sum(map(len, parts)) >= SHORT_INPUT else SHORT_WINDOW
+    return any(_find_all(statement, o, e, e + window) for e in ends for o in outputs)
 
 
 def statement_text(question: str | None, starter_code: str | None = None) -> str:

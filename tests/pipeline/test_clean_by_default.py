@@ -47,7 +47,8 @@ def lake(tmp_path_factory, shared_data):
     ingest_source("bigcodebench", [bcb], lake=lake, source="bigcodebench")
     run_dedup(lake, recall_pairs=0)
     run_decontam(lake)
-    execute(lake, selection="reference", sources=["bigcodebench"], limits=Limits(cpu_s=10, memory_mb=1024))
+    # MBPP's references validate its tests: a train problem whose tests no reference ran is held out (#31)
+    execute(lake, selection="reference", sources=["bigcodebench", "mbpp"], limits=Limits(cpu_s=10, memory_mb=1024))
     return base, lake
 
 
