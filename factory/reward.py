@@ -111,7 +111,8 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
         inputs, outputs = gt["inputs"], gt["outputs"]
         atol, rtol = gt.get("atol"), gt.get("rtol")
         if gt.get("fn_name"):
-            tests = [TestSpec(str(i), "call", input=json.dumps(a), expected=json.dumps(o), atol=atol, rtol=rtol)
+            tests = [TestSpec(str(i), "call", input=json.dumps(_call_args(a)), expected=json.dumps(_call_value(o)),
+                              atol=atol, rtol=rtol)
                      for i, (a, o) in enumerate(zip(inputs, outputs))]
             entry, preamble = gt["fn_name"], ""
         else:
@@ -122,6 +123,25 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
     if isinstance(gt.get("checker"), str) and gt["checker"].strip():
         apply_checker(tests, gt["checker"])
     return tests, entry, preamble
+
+
+def _call_args(a) -> list:
+    """Positional arguments of a call test: a JSON list (the factory's export, APPS/TACO), or the SandboxFusion
+    convention verl's client sends on stdin - a string with one JSON value per line."""
+    if isinstance(a, str):
+        return [json.loads(line) for line in a.split("\n") if line.strip()]
+    return a
+
+
+def _call_value(o):
+    """Expected value of a call test; a string in SandboxFusion's convention is what the wrapper prints
+    (JSON for containers/bools/None, else str()), read back as JSON where it is JSON."""
+    if isinstance(o, str):
+        try:
+            return json.loads(o)
+        except ValueError:
+            return o.rstrip("\n")
+    return o
 
 
 def apply_checker(tests: list[TestSpec], checker: str) -> None:
