@@ -13,8 +13,10 @@
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
 {"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems. The reward is the fraction
 of tests passed (soft, AceCoder-style) or 1.0 only when all pass (``binary=True``); code that cannot be
-extracted scores 0. Infra errors raise instead of silently scoring 0; anything the candidate causes (bad text,
-crashes, timeouts, output it cannot decode) only lowers its score.
+extracted scores 0. Anything the candidate causes (bad text, crashes, timeouts, any value it returns or prints)
+only lowers its own score; a sandbox infra error is retried once and then scored 0.0 for that item only (logged,
+counted in ``INFRA_ERRORS``; ``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Every entry point is
+thread- and fork-safe. The full contract: docs/reward.md.
 
 Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
 batch to a `factory serve` verifier instead of the in-process pool: same extraction, same tests, same reward;
