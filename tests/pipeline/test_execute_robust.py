@@ -170,20 +170,24 @@ def _pass_rates(lake) -> dict[str, float]:
 
 
 def test_curation_knob_drops_in_process_verdicts(hostile_lake):
-    """Needs the sandbox rewrite (judged_in_process set for unittest verdicts)."""
+    """In-process (forgeable) verdicts are out of pass rates by default, and their unittest-only problems out of
+    the training views with reason 'forgeable'; `--set exclude_in_process_judged=false` opts back in."""
     lake, _ = hostile_lake
     curate(lake)
     rates = _pass_rates(lake)
-    assert rates["ut_ok"] == 1.0 and rates["ut_surrogate_fail"] == 0.0 and rates["plain_ok"] == 1.0
-    result = factory_cli("curate", "--set", "exclude_in_process_judged=true", lake=lake)
-    assert result.returncode == 0, result.stderr
-    rates = _pass_rates(lake)
     assert "ut_ok" not in rates and "ut_surrogate_fail" not in rates
     assert rates["plain_ok"] == 1.0
+    forgeable = q(lake, "SELECT p.source_id FROM gold.training_exclusions x JOIN silver.problems p USING (problem_id) "
+                        "WHERE x.reason = 'forgeable' AND x.applied ORDER BY 1")
+    assert [r[0] for r in forgeable] == ["ut_ok", "ut_surrogate_fail"]
+    result = factory_cli("curate", "--set", "exclude_in_process_judged=false", lake=lake)
+    assert result.returncode == 0, result.stderr
+    rates = _pass_rates(lake)
+    assert rates["ut_ok"] == 1.0 and rates["ut_surrogate_fail"] == 0.0 and rates["plain_ok"] == 1.0
     config = q(lake, "SELECT config FROM ops.runs WHERE stage = 'curate' ORDER BY started_at DESC LIMIT 1")[0][0]
-    assert json.loads(config)["params"]["exclude_in_process_judged"] is True
+    assert json.loads(config)["params"]["exclude_in_process_judged"] is False
     curate(lake)
-    assert _pass_rates(lake)["ut_ok"] == 1.0
+    assert "ut_ok" not in _pass_rates(lake)
 
 
 def test_curation_knob_sql_on_flagged_verdicts(tmp_path):
