@@ -9,7 +9,7 @@ import re
 
 from factory.errors import FactoryError
 
-EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment", "forgeable")
+EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment", "forgeable", "unvalidated")
 # the benchmarks `factory decontam` checks against by default (factory.stages.dedup uses the same list)
 DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
                       "codecontests", "bigcodebench")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from factory.dedup.test_decontam import lineage_overlap, problem_keys, test_overlap
+from factory.dedup.suite_overlap import lineage_overlap, problem_keys, shared_test_overlap
 from factory.ingest.adapters import ADAPTERS, file_split, lineage_id
 from factory.ingest.readers import read_records
 from factory.ingest.visibility import statement_text, visibility
@@ -104,7 +104,7 @@ def test_lineage_and_shared_tests_find_mbppplus_tasks_in_mbpp(shared_data):
     bench = {("mbppplus", n.source_id): problem_keys(
         [(t.kind, t.code, t.input, t.expected) for t in n.tests if t.subset == "base"]
         + [("assert", n.metadata["assertion"], None, None)], with_inputs=False) for n in plus}
-    found = test_overlap({n.source_id: problem_keys([(t.kind, t.code, t.input, t.expected) for t in n.tests])
+    found = shared_test_overlap({n.source_id: problem_keys([(t.kind, t.code, t.input, t.expected) for t in n.tests])
                           for n in mbpp}, bench)
     twins = {r["problem_id"] for r in found if r["benchmark_id"] == f"Mbpp/{r['problem_id']}"}
     assert len(twins) >= 0.9 * len(truth)
@@ -158,7 +158,7 @@ def test_reward_tests_are_hidden_and_public_only_rows_are_counted(lake):
                                                  "rl_public_only_excluded FROM gold.test_leakage")}
     assert all(v[4] == 0 for v in leak.values())                     # no RL row rewards visible tests
     rows, hidden, public_only, rl, _, excluded = leak[("leetcode", "train")]
-    assert rows == 30 and public_only >= 20 and rl == hidden <= 10 and excluded == public_only
+    assert rows == 30 and public_only >= 20 and 1 <= rl <= hidden <= 10 and 20 <= excluded <= public_only
     # every reward test of every RL row is hidden; the public ones ride along apart
     bad = q(lake, """SELECT count(*) FROM gold.rl_problems r,
                      unnest(CAST(json_extract_string(r.tests, '$[*].test_id') AS VARCHAR[])) u(test_id)
