@@ -8,11 +8,19 @@
    sends the step as `/v1/judge` requests of --batch items, --concurrency in flight; at 1x and kx CPU
    oversubscription (busy-loop processes). Measured: verdicts/s, request p50/p99, flips vs offline.
 4. The same workload through verl's own `sandbox_fusion` client (`check_correctness`, one `/run_code` call per
-   test, `max_concurrent` 64/256 via its semaphore): time and flips (pass vs not pass).
+   test, `max_concurrent` 64/256 via its semaphore): time, p50/p99 per `/run_code` call (retries included),
+   flips (pass vs not pass) and *lost* answers: tests that pass offline but that verl's client scored as an API
+   error (-1: a read timeout, a 504 after its 3 attempts) - a correct answer thrown away by the transport.
+5. `--native-concurrency 64 256`: the step as one `/v1/judge` request per rollout (what verl 0.9's reward loop
+   does with our `compute_score` and FACTORY_VERIFIER_URL), that many in flight.
+6. The offline baseline: the same rollouts' programs and tests through one `SandboxPool` (what `factory execute`
+   runs), same limits and workers; every served row reports its throughput as a ratio of this.
 
 Bounded: --time-limit seconds overall; loopback only. Prints a table and writes JSON.
 
     python bench/serve_bench.py [--rollouts 512 2048] [--oversub 1 4] [--verl-concurrency 64 256]
+    python bench/serve_bench.py --lake LAKE --time-limits fixed --rollouts 512 --oversub \
+        --native-concurrency 64 256 --verl-concurrency 64 256 --out bench/results/serve_concurrency.json
 """
 from __future__ import annotations
 
@@ -117,7 +125,7 @@ async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: i
             results.extend(r.json()["items"])
 
     t0 = time.perf_counter()
-    async with httpx.AsyncClient(timeout=600) as client:
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=concurrency)) as client:
         await asyncio.gather(*(one(client, rollouts[i:i + batch]) for i in range(0, len(rollouts), batch)))
     return {"seconds": time.perf_counter() - t0, "latencies": latencies, "results": results}
 
@@ -164,32 +172,84 @@ def verl_in_outs(r: dict) -> dict:
     return {"inputs": [""] * len(cases), "outputs": [None] * len(cases), "assert_case": cases}
 
 
+def server_stats(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/v1/stats", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def _delta(before: dict, after: dict) -> dict:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after) if after.get(k, 0) - before.get(k, 0)}
+
+
 def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
+    """verl's own client, unchanged; its module-level `call_sandbox_api` wrapped only to time each call."""
     import logging
 
-    from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
+    import verl.utils.reward_score.sandbox_fusion.utils as vsf
 
-    logging.getLogger("verl").setLevel(logging.ERROR)
+    logging.getLogger("verl").setLevel(logging.CRITICAL)
+    logging.getLogger(vsf.__name__).setLevel(logging.CRITICAL)
     sem = threading.Semaphore(max_concurrent)
-    flips = verdicts = api_errors = 0
-    examples = []
+    flips = verdicts = api_errors = lost = 0
+    examples, lost_examples, call_s = [], [], []
+    original = vsf.call_sandbox_api
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            call_s.append(time.perf_counter() - t0)
 
     def one(r):
-        res, _ = check_correctness(url + "/run_code", verl_in_outs(r), r["code"], timeout=int(CPU_S), memory_limit_mb=1024,
-                                   concurrent_semaphore=sem)
-        return r, res
+        res, meta = vsf.check_correctness(url + "/run_code", verl_in_outs(r), r["code"], timeout=int(CPU_S),
+                                          memory_limit_mb=1024, concurrent_semaphore=sem)
+        return r, res, meta
+    before = server_stats(url)
+    vsf.call_sandbox_api = timed
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_concurrent) as ex:
-        for r, res in ex.map(one, rollouts):
-            for t, got in zip(r["tests"], res):
-                verdicts += 1
-                api_errors += got == -1
-                if (got is True) != (r["offline"].get(t["test_id"]) == "pass"):
-                    flips += 1
-                    examples.append((r["program_id"], t["test_id"], t["kind"], r["offline"].get(t["test_id"]), got,
-                                     r["offline_cpu_ms"].get(t["test_id"])))
-    return {"seconds": time.perf_counter() - t0, "verdicts": verdicts, "flips": flips, "api_errors": api_errors,
-            "examples": examples}
+    try:
+        with ThreadPoolExecutor(max_concurrent) as ex:
+            for r, res, meta in ex.map(one, rollouts):
+                for t, got, m in zip(r["tests"], res, meta):
+                    verdicts += 1
+                    offline = r["offline"].get(t["test_id"])
+                    api_errors += got == -1
+                    if got == -1 and offline == "pass":
+                        lost += 1
+                        lost_examples.append((r["program_id"], t["test_id"], str(m.get("api_request_error"))[:160]))
+                    if (got is True) != (offline == "pass"):
+                        flips += 1
+                        examples.append((r["program_id"], t["test_id"], t["kind"], offline, got,
+                                         r["offline_cpu_ms"].get(t["test_id"])))
+    finally:
+        vsf.call_sandbox_api = original
+    seconds = time.perf_counter() - t0
+    after = server_stats(url)
+    return {"seconds": seconds, "verdicts": verdicts, "flips": flips, "api_errors": api_errors, "lost": lost,
+            "lost_examples": lost_examples[:10], "examples": examples, "p50_s": q(call_s, 0.5),
+            "p99_s": q(call_s, 0.99), "server": {"counters": _delta(before["counters"], after["counters"]),
+                                                 "responses": _delta(before["responses"], after["responses"])}}
+
+
+def run_offline(rollouts: list[dict], workers: int) -> dict:
+    """The same programs and tests through one SandboxPool, as `factory execute` runs them (the baseline)."""
+    from factory.sandbox import Job, Limits, SandboxPool, TestSpec
+
+    limits = Limits(cpu_s=CPU_S, wall_factor=10.0, wall_min_s=5.0, capture_bytes=1 << 16)
+    jobs = []
+    for i, r in enumerate(rollouts):
+        tests = [TestSpec(t["test_id"], t["kind"], code=t["code"], input=t["input"], expected=t["expected"],
+                          comparison=t["comparison"] or "exact", atol=t["atol"]) for t in r["tests"]]
+        jobs.append(Job(f"{i}", r["code"], tests, entry_point=r["entry_point"], preamble=r["test_preamble"] or "",
+                        cpu_s=r.get("cpu_s")))
+    with SandboxPool(limits, workers=workers) as pool:
+        t0 = time.perf_counter()
+        verdicts = sum(1 for _ in pool.run(jobs))
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "verdicts": verdicts, "verdicts_per_s": verdicts / seconds}
 
 
 def _kinds(examples: list) -> dict:
@@ -204,6 +264,9 @@ def main() -> None:
     ap.add_argument("--rollouts", type=int, nargs="+", default=[512, 2048])
     ap.add_argument("--oversub", type=int, nargs="*", default=[1, 4])
     ap.add_argument("--verl-concurrency", type=int, nargs="*", default=[64, 256])
+    ap.add_argument("--native-concurrency", type=int, nargs="*", default=[],
+                    help="also: one /v1/judge request per rollout, this many in flight")
+    ap.add_argument("--no-offline", action="store_true", help="skip the offline SandboxPool baseline")
     ap.add_argument("--batch", type=int, default=16, help="rollouts per /v1/judge request")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -228,13 +291,42 @@ def main() -> None:
     out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
            "workers": a.workers, "cpu_count": os.cpu_count(), "batch": a.batch, "concurrency": a.concurrency,
            "time_limits": a.time_limits,
-           "native": [], "verl": []}
+           "native": [], "verl": [], "native_per_rollout": [], "offline": []}
     print(f"lake: {len(programs)} programs with offline verdicts ({offline_mix})", flush=True)
     server = Server("--workers", str(a.workers), "--cpu-s", str(CPU_S), "--wall-factor", "10", "--max-queue", "8192")
     assert server.url.startswith("http://127.0.0.1:")
     try:
         for n in a.rollouts:
             rollouts = pick_rollouts(programs, n)
+            base = None
+            if not a.no_offline:
+                base = run_offline(rollouts, a.workers)
+                out["offline"].append({"rollouts": n, "seconds": round(base["seconds"], 2),
+                                       "verdicts": base["verdicts"],
+                                       "verdicts_per_s": round(base["verdicts_per_s"], 1)})
+                print(json.dumps(out["offline"][-1]), flush=True)
+
+            def ratio(verdicts, seconds):   # against the mean of the offline runs before and after the served ones
+                if not base:
+                    return None
+                runs = [o["verdicts_per_s"] for o in out["offline"] if o["rollouts"] == n]
+                return round(verdicts / seconds / (sum(runs) / len(runs)), 2)
+            for c in a.native_concurrency:
+                if time.time() > deadline:
+                    break
+                before = server_stats(server.url)
+                res = asyncio.run(judge_async(server.url, rollouts, 1, c))
+                after = server_stats(server.url)
+                flips, verdicts, examples, timing = flips_native(rollouts, res["results"])
+                row = {"rollouts": n, "concurrency": c, "seconds": round(res["seconds"], 2), "verdicts": verdicts,
+                       "verdicts_per_s": round(verdicts / res["seconds"], 1),
+                       "vs_offline": ratio(verdicts, res["seconds"]),
+                       "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
+                       "flips": flips, "flips_near_time_limit": timing, "flip_examples": examples,
+                       "server": {"counters": _delta(before["counters"], after["counters"]),
+                                  "responses": _delta(before["responses"], after["responses"])}}
+                out["native_per_rollout"].append(row)
+                print(json.dumps(row), flush=True)
             for k in a.oversub:
                 if time.time() > deadline:
                     break
@@ -261,20 +353,43 @@ def main() -> None:
                 v = run_verl(server.url, rollouts, c)
                 row = {"rollouts": n, "max_concurrent": c, "seconds": round(v["seconds"], 2),
                        "verdicts": v["verdicts"], "verdicts_per_s": round(v["verdicts"] / v["seconds"], 1),
-                       "flips": v["flips"], "api_errors": v["api_errors"], "flip_kinds": _kinds(v["examples"]),
-                       "flip_examples": v["examples"][:12]}
+                       "vs_offline": ratio(v["verdicts"], v["seconds"]),
+                       "p50_s": round(v["p50_s"], 3), "p99_s": round(v["p99_s"], 3),
+                       "flips": v["flips"], "api_errors": v["api_errors"], "lost_correct": v["lost"],
+                       "lost_examples": v["lost_examples"], "server": v["server"],
+                       "flip_kinds": _kinds(v["examples"]), "flip_examples": v["examples"][:12]}
                 out["verl"].append(row)
                 print(json.dumps(row), flush=True)
+            if base and time.time() < deadline:   # the offline baseline again: this host's load drifts
+                again = run_offline(rollouts, a.workers)
+                out["offline"].append({"rollouts": n, "seconds": round(again["seconds"], 2),
+                                       "verdicts": again["verdicts"],
+                                       "verdicts_per_s": round(again["verdicts_per_s"], 1)})
+                print(json.dumps(out["offline"][-1]), flush=True)
+                mean = sum(o["verdicts_per_s"] for o in out["offline"] if o["rollouts"] == n) / 2
+                for r in out["native_per_rollout"] + out["verl"]:   # the ratios against the mean of both runs
+                    if r["rollouts"] == n:
+                        r["vs_offline"] = round(r["verdicts_per_s"] / mean, 2)
     finally:
         server.stop()
+    print(f"\n{'path':<26}{'rollouts':>9}{'in flight':>10}{'verdicts':>10}{'verdicts/s':>12}{'x offline':>10}"
+          f"{'p50 s':>8}{'p99 s':>8}{'flips':>7}{'lost':>6}{'504s':>6}")
+    for r in out["offline"]:
+        print(f"{'offline SandboxPool':<26}{r['rollouts']:>9}{'-':>10}{r['verdicts']:>10}{r['verdicts_per_s']:>12}"
+              f"{1.0:>10}")
+    for r in out["native_per_rollout"]:
+        print(f"{'/v1/judge, 1 per request':<26}{r['rollouts']:>9}{r['concurrency']:>10}{r['verdicts']:>10}"
+              f"{r['verdicts_per_s']:>12}{str(r['vs_offline']):>10}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}"
+              f"{'-':>6}{r['server']['responses'].get('judge 504', 0):>6}")
+    for r in out["verl"]:
+        print(f"{'verl sandbox_fusion':<26}{r['rollouts']:>9}{r['max_concurrent']:>10}{r['verdicts']:>10}"
+              f"{r['verdicts_per_s']:>12}{str(r['vs_offline']):>10}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}"
+              f"{r['lost_correct']:>6}{r['server']['responses'].get('run_code 504', 0):>6}")
     print(f"\n{'path':<22}{'rollouts':>9}{'load':>6}{'verdicts':>10}{'verdicts/s':>12}{'p50 s':>8}{'p99 s':>8}"
           f"{'flips':>7}")
     for r in out["native"]:
         print(f"{'native /v1/judge':<22}{r['rollouts']:>9}{str(r['oversub']) + 'x':>6}{r['verdicts']:>10}"
               f"{r['verdicts_per_s']:>12}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}")
-    for r in out["verl"]:
-        print(f"{'verl client mc=' + str(r['max_concurrent']):<22}{r['rollouts']:>9}{'1x':>6}{r['verdicts']:>10}"
-              f"{r['verdicts_per_s']:>12}{'':>8}{'':>8}{r['flips']:>7}")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
     print(f"\nlake kept at {lake}" if not a.lake else "")

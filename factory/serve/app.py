@@ -108,20 +108,22 @@ class Running:
 
 class RetryPlaces:
     """Bodies answered 504 keep their queue position (priority) for a while: verl's client retries a 504 with
-    the same body, and the retry should not go to the back of the line."""
+    the same body, and the retry should not go to the back of the line. Also counts the 504s of a body, so its
+    client's last attempt is not answered 504 (a 504 there would only turn into a lost answer)."""
 
     def __init__(self, ttl: float = RETRY_PLACE_S, size: int = 100_000):
         self.ttl, self.size = ttl, size
-        self.places: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self.places: OrderedDict[str, tuple[float, int, float]] = OrderedDict()
 
-    def take(self, key: str) -> float | None:
+    def take(self, key: str) -> tuple[float | None, int]:
+        """(priority, 504s so far) of a body answered 504 before, else (None, 0)."""
         hit = self.places.pop(key, None)
-        if hit is None or hit[1] < time.monotonic():
-            return None
-        return hit[0]
+        if hit is None or hit[2] < time.monotonic():
+            return None, 0
+        return hit[0], hit[1]
 
-    def keep(self, key: str, priority: float) -> None:
-        self.places[key] = (priority, time.monotonic() + self.ttl)
+    def keep(self, key: str, priority: float, times: int) -> None:
+        self.places[key] = (priority, times, time.monotonic() + self.ttl)
         while len(self.places) > self.size:
             self.places.popitem(last=False)
 
@@ -149,9 +151,11 @@ class Waiter:
 
 
 def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int = MAX_BODY_BYTES,
-               queue_timeout_s: float | None = None) -> Starlette:
+               queue_timeout_s: float | None = None, client_retries: int = 2) -> Starlette:
     """``queue_timeout_s``: how long a /run_code program may wait to start; None: derived per request from its
-    client's deadline (compile_timeout + run_timeout + 10 s, minus the run's CPU limit + 1 s and a 2 s margin)."""
+    client's deadline (compile_timeout + run_timeout + 10 s, minus prefetch x (the run's CPU limit + 1 s) - what
+    a program handed to the sandboxes may still take - and a 2 s margin). ``client_retries``: how many 504s of
+    one body its client retries (verl: 2); the attempt after those waits for its program instead."""
     metrics = engine.metrics
     places = RetryPlaces()
 
@@ -230,16 +234,19 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         job, limits, client_wait = parse_run_code(body, engine, caps)
         budget = queue_timeout_s
         if budget is None:   # start early enough that even a program using its whole CPU limit answers in time
-            budget = max(1.0, client_wait - (job.limits_for(limits).cpu_s + 1.0) - START_MARGIN_S)
+            run_s = engine.prefetch * (job.limits_for(limits).cpu_s + 1.0)
+            budget = max(1.0, client_wait - run_s - START_MARGIN_S)
         key = hashlib.sha1(raw).hexdigest()
-        priority = places.take(key)
+        priority, expired_before = places.take(key)
         if priority is None:
             priority = arrived
+        # the client's last attempt: no 504 (it would be scored as an error); it waits, taken back if the client
+        # gives up
+        deadline = arrived + budget if expired_before < client_retries else None
         try:
-            ticket = (await run_jobs([job], limits, request, deadline=arrived + budget,
-                                     priority=priority))[job.program_id]
+            ticket = (await run_jobs([job], limits, request, deadline=deadline, priority=priority))[job.program_id]
         except NotStarted:
-            places.keep(key, priority)   # the retry of this body starts where this one stood
+            places.keep(key, priority, expired_before + 1)   # the retry of this body starts where this one stood
             raise
         return JSONResponse(run_code_response(ticket, rid))
 
@@ -422,7 +429,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
 def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None, *, max_queue: int = 4096,
           infra_retries: int = 2, drain_s: float = 30.0, caps: Caps = Caps(), log_level: str = "warning",
           base_limits=None, on_ready=None, ray_address: str | None = None, max_body_mb: float = MAX_BODY_MB,
-          queue_timeout_s: float | None = None, prefetch: int = 4) -> int:
+          queue_timeout_s: float | None = None, prefetch: int = 1, client_retries: int = 2) -> int:
     """Run the service until SIGINT/SIGTERM; then stop admitting (503), finish in-flight work for up to drain_s
     seconds, fail the rest explicitly. Returns the number of programs failed at shutdown."""
     import uvicorn
@@ -430,7 +437,8 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None,
     engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits,
                             ray_address=ray_address, prefetch=prefetch)
     engine.warm()
-    app = create_app(engine, caps, max_body_bytes=int(max_body_mb * (1 << 20)), queue_timeout_s=queue_timeout_s)
+    app = create_app(engine, caps, max_body_bytes=int(max_body_mb * (1 << 20)), queue_timeout_s=queue_timeout_s,
+                     client_retries=client_retries)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame):

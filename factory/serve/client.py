@@ -1,6 +1,7 @@
 """Batch client of `factory serve` (`POST /v1/judge`), stdlib only: the reward functions use it when
-``FACTORY_VERIFIER_URL`` is set. 429/503 are retried after the server's Retry-After; a transport failure, a
-server error or an item the server could not judge raises :class:`VerifierError` - never a 0 reward."""
+``FACTORY_VERIFIER_URL`` is set. 429/503 are retried after the server's Retry-After; a batch over the server's
+body limit (413) is sent again in halves; a transport failure, a server error or an item the server could not
+judge raises :class:`VerifierError` - never a 0 reward."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,10 @@ import urllib.request
 
 class VerifierError(RuntimeError):
     """The verifier (not the candidate) failed: the caller must not score these completions."""
+
+
+class _TooLarge(VerifierError):
+    """413: the request body is over the server's --max-body-mb."""
 
 
 class VerifierClient:
@@ -37,6 +42,8 @@ class VerifierClient:
                     time.sleep(delay)
                     waited += delay
                     continue
+                if exc.code == 413:
+                    raise _TooLarge(f"verifier {self.url}{path} answered 413: {detail}") from None
                 raise VerifierError(f"verifier {self.url}{path} answered {exc.code}: {detail}") from None
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 raise VerifierError(f"verifier {self.url}{path} unreachable or cut off: {exc}") from None
@@ -46,21 +53,30 @@ class VerifierClient:
         """One result per item (``reward``, ``rows``, ...), in order; items go in chunks of ``chunk``."""
         out: list[dict] = []
         for start in range(0, len(items), self.chunk):
-            part = items[start:start + self.chunk]
-            body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)], "binary": binary,
-                    "exclude_in_process": exclude_in_process}
-            if limits:
-                body["limits"] = limits
-            answer = self._post("/v1/judge", body)
-            results = answer.get("items") or []
-            if len(results) != len(part):
-                raise VerifierError(f"verifier returned {len(results)} results for {len(part)} items")
-            for r in results:
-                if r.get("error"):
-                    raise VerifierError(f"verifier could not judge item {r['id']}: {r['error']} "
-                                        f"(request {answer.get('request_id')})")
-            out += results
+            out += self._judge_part(items[start:start + self.chunk], start, limits, binary, exclude_in_process)
         return out
+
+    def _judge_part(self, part: list[dict], start: int, limits, binary: bool, exclude_in_process: bool) -> list:
+        body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)], "binary": binary,
+                "exclude_in_process": exclude_in_process}
+        if limits:
+            body["limits"] = limits
+        try:
+            answer = self._post("/v1/judge", body)
+        except _TooLarge:
+            if len(part) == 1:
+                raise
+            half = len(part) // 2   # over the server's body limit: two smaller requests
+            return (self._judge_part(part[:half], start, limits, binary, exclude_in_process)
+                    + self._judge_part(part[half:], start + half, limits, binary, exclude_in_process))
+        results = answer.get("items") or []
+        if len(results) != len(part):
+            raise VerifierError(f"verifier returned {len(results)} results for {len(part)} items")
+        for r in results:
+            if r.get("error"):
+                raise VerifierError(f"verifier could not judge item {r['id']}: {r['error']} "
+                                    f"(request {answer.get('request_id')})")
+        return results
 
     def rewards(self, completions: list[str], ground_truths: list, **kw) -> list[float]:
         items = [{"completion": c, "ground_truth": json.loads(g) if isinstance(g, str) else g}

@@ -70,6 +70,7 @@ class Ticket:
     state: str = QUEUED               # queued -> started -> done; queued -> cancelled; started: abandoned=True
     abandoned: bool = False           # its client went away after it started: it runs out, nobody reads it
     started: float | None = None
+    pool: "StreamingPool | None" = field(default=None, repr=False)
 
 
 class StreamingPool:
@@ -99,6 +100,7 @@ class StreamingPool:
                 raise ServerShutdown("sandbox pool is closed")
             self.tickets[ticket.job.program_id] = ticket
             self.last_used = time.monotonic()
+            ticket.pool = self
             self._push(ticket)
 
     def _push(self, ticket: Ticket) -> None:   # under the lock
@@ -207,7 +209,7 @@ class VerifierEngine:
 
     def __init__(self, workers: int | None = None, *, base_limits: Limits | None = None, max_queue: int = 4096,
                  infra_retries: int = 2, max_pools: int = 4, metrics: Metrics | None = None,
-                 ray_address: str | None = None, prefetch: int = 4):
+                 ray_address: str | None = None, prefetch: int = 1):
         self.workers = workers or os.cpu_count() or 1
         self.base_limits = base_limits or Limits(cpu_s=10.0, wall_factor=2.5, wall_min_s=5.0, capture_bytes=1 << 16)
         # with a Ray address the sandboxes run on the cluster's nodes (one actor per node, all its CPUs)
@@ -218,11 +220,13 @@ class VerifierEngine:
             self.workers = sum(self.cluster.cpus.values())
         # programs handed to the sandboxes at once (started or next in line): the rest wait here, cancellable.
         # The Ray pool keeps `inflight` batches of max(batch_jobs, 2 x CPUs) per node busy.
+        self.prefetch = max(1, prefetch)
         if self.cluster is None:
-            self.window = max(1, prefetch) * self.workers
+            self.window = self.prefetch * self.workers
         else:
             self.window = sum(self.cluster.inflight * max(self.cluster.batch_jobs, 2 * c)
                               for c in self.cluster.cpus.values())
+            self.prefetch = max(1, -(-self.window // max(1, self.workers)))
         self.max_queue, self.infra_retries, self.max_pools = max_queue, infra_retries, max_pools
         self.metrics = metrics or Metrics()
         self.pools: dict[Limits, StreamingPool] = {}
@@ -329,8 +333,7 @@ class VerifierEngine:
         Counted in the metrics as ``<reason>_queued`` and ``<reason>_running``."""
         removed = running = 0
         for ticket in tickets:
-            pool = self.pools.get(ticket.limits)
-            state = pool.cancel(ticket) if pool is not None else None
+            state = ticket.pool.cancel(ticket) if ticket.pool is not None else None
             if state == QUEUED:
                 removed += 1
             elif state == STARTED:
@@ -347,7 +350,7 @@ class VerifierEngine:
         finish and their results still delivered. Returns the removed tickets."""
         removed = []
         for ticket in tickets:
-            pool = self.pools.get(ticket.limits)
+            pool = ticket.pool
             if pool is not None and ticket.state == QUEUED:
                 with pool.lock:
                     if ticket.state != QUEUED:

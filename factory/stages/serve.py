@@ -29,10 +29,13 @@ def register(sub, add_lake) -> None:
     p.add_argument("--queue-timeout-s", type=float, default=None,
                    help="/run_code: seconds a program may wait to start before a 504 (verl's client retries it, "
                         "keeping its place); default: from the request, compile_timeout + run_timeout + 10 s "
-                        "(verl's client deadline) minus the run's CPU limit + 3 s")
-    p.add_argument("--prefetch", type=int, default=4,
-                   help="programs handed to the sandboxes per worker (running or next); the rest wait in the "
-                        "server's queue, where a departed client's programs are removed before they run")
+                        "(verl's client deadline) minus prefetch x (the run's CPU limit + 1 s) and 2 s")
+    p.add_argument("--prefetch", type=int, default=1,
+                   help="programs handed to the sandboxes per worker (1: only the running ones); the rest wait in "
+                        "the server's queue, where a departed client's programs are removed before they run")
+    p.add_argument("--client-retries", type=int, default=2,
+                   help="/run_code: 504s a client retries (verl: 2, it makes 3 attempts); the same body's next "
+                        "attempt after that many is not answered 504 but waits for its program")
     p.set_defaults(fn=cmd_serve)
 
 
@@ -60,5 +63,5 @@ def cmd_serve(args) -> None:
     failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
                    drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready,
                    ray_address=args.ray_address if args.engine == "ray" else None, max_body_mb=args.max_body_mb,
-                   queue_timeout_s=args.queue_timeout_s, prefetch=args.prefetch)
+                   queue_timeout_s=args.queue_timeout_s, prefetch=args.prefetch, client_retries=args.client_retries)
     print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)

@@ -151,3 +151,28 @@ def test_a_504_retry_keeps_its_place_in_the_queue():
         assert all(ran_at < t for t in started_later), (ran_at, started_later)
     finally:
         srv.stop()
+
+
+def test_the_clients_last_attempt_is_not_answered_504():
+    """With --client-retries 1, a body already answered 504 once is its client's last attempt: it waits for its
+    program (here behind a 2 s one) instead of getting a 504 its client would score as an error."""
+    srv = Server("--workers", "1", "--prefetch", "1", "--queue-timeout-s", "0.5", "--client-retries", "1")
+    try:
+        blocker = threading.Thread(target=post, args=(srv.url + "/run_code", {
+            "language": "python", "code": "import time\ntime.sleep(2.5)\n", "run_timeout": 5}))
+        blocker.start()
+        time.sleep(0.2)
+        body = {"language": "python", "code": "print('here')", "run_timeout": 5}
+        assert post(srv.url + "/run_code", body)[0] == 504
+        code, _, answer = post(srv.url + "/run_code", body)
+        assert code == 200 and answer["run_result"]["stdout"] == "here\n", answer
+        other = {"language": "python", "code": "print('other')", "run_timeout": 5}   # a first attempt still gets 504s
+        blocker2 = threading.Thread(target=post, args=(srv.url + "/run_code", {
+            "language": "python", "code": "import time\ntime.sleep(1.5)\n", "run_timeout": 5}))
+        blocker2.start()
+        time.sleep(0.2)
+        assert post(srv.url + "/run_code", other)[0] == 504
+        blocker.join()
+        blocker2.join()
+    finally:
+        srv.stop()

@@ -128,3 +128,23 @@ def test_body_over_max_body_mb_is_413_naming_the_limit(server):
     assert answer["limit_bytes"] == 8 << 20
     code, _, answer = post(server.url + "/run_code", {"language": "python", "code": "#" * (7 << 20) + "\nprint(1)"})
     assert code == 200 and answer["run_result"]["stdout"] == "1\n", answer
+
+
+def test_factory_client_splits_a_batch_over_the_body_limit():
+    """A server with a 64 KB body limit; the factory client's 20-item batch (~120 KB) is answered 413, sent again
+    in halves, and every item is judged."""
+    from factory.serve.client import VerifierClient
+    from tests.serve.conftest import Server
+
+    srv = Server("--workers", "1", "--max-body-mb", "0.0625")
+    try:
+        pad = "#" * 6000 + "\n"
+        items = [{"code": pad + f"def add(a, b):\n    return a + b + {i % 2}\n",
+                  "ground_truth": {"tests": [{"kind": "assert", "code": "assert add(2, 3) == 5"}],
+                                   "entry_point": "add"}} for i in range(20)]
+        code, _, answer = post(srv.url + "/v1/judge", {"items": items})
+        assert code == 413 and answer["limit_bytes"] == 65536
+        results = VerifierClient(srv.url).judge(items)
+        assert [r["reward"] for r in results] == [1.0, 0.0] * 10
+    finally:
+        srv.stop()
