@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from factory.dedup import DecontamParams, decontaminate
-from factory.dedup.test_decontam import TestOverlapParams, lineage_overlap, problem_keys, test_overlap
+from factory.dedup.suite_overlap import TestOverlapParams, lineage_overlap, problem_keys, shared_test_overlap
 from factory.lake import connect
 
 
@@ -57,7 +57,7 @@ def measure(lake, problem_source: str = "mbpp", benchmark: str = "mbppplus") -> 
     bench_keys = {(benchmark, b): problem_keys(tests.get(b, []) + ([("assert", v["assertion"], None, None)]
                                                                     if v["assertion"] else []), with_inputs=False)
                   for b, v in bench.items()}
-    flagged["test (shared tests)"] = {r["problem_id"] for r in test_overlap(
+    flagged["test (shared tests)"] = {r["problem_id"] for r in shared_test_overlap(
         {p: problem_keys(tests.get(p, [])) for p in probs}, bench_keys, TestOverlapParams())}
     flagged["lineage (task id)"] = {r["problem_id"] for r in lineage_overlap(
         {p: v["lineage"] for p, v in probs.items() if v["lineage"]},
