@@ -3,7 +3,7 @@
 A problem is contaminated by a benchmark item when
 
 * **test**: they share tests - the same normalised (arguments, expected output) pair of an assert, a check, an
-  EvalPlus call test or an stdin/stdout case (:func:`factory.ingest.visibility.test_fingerprints`: function
+  EvalPlus call test or an stdin/stdout case (:func:`factory.ingest.visibility.fingerprints`: function
   names dropped, one literal style; also the first argument with the output, for a task whose extra arguments
   a derived benchmark dropped), or, where the benchmark's expected values are not computed yet, the same
   argument tuples. A pair matches with ``min_shared`` shared tests, or one shared test that is informative
@@ -18,7 +18,7 @@ import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from factory.ingest.visibility import test_fingerprints
+from factory.ingest.visibility import fingerprints
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def problem_keys(tests, with_inputs: bool = True) -> set[str]:
     expected value is not known yet (``in:`` keys of a benchmark come only from such tests)."""
     keys = set()
     for kind, code, inp, expected in tests:
-        for key in test_fingerprints(kind, code, inp, expected):
+        for key in fingerprints(kind, code, inp, expected):
             keys.add(key)
             if with_inputs and key.startswith("io:"):
                 keys.add("in:" + key[3:].split("=>", 1)[0])
@@ -58,7 +58,7 @@ def _test_of(key: str) -> tuple:
     return ("io", json.dumps(first), out)
 
 
-def test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, str], set],
+def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, str], set],
                  params: TestOverlapParams = TestOverlapParams()) -> list[dict]:
     """One row per (problem, benchmark item) that share tests: problem_id, benchmark, benchmark_id,
     matched (shared tests), example (the longest shared key)."""

@@ -11,7 +11,7 @@ window of the previous one, and the expected output within a window after the la
 block, not numbers scattered over the text. A test with a check the extractor cannot read (loops, helper
 variables, a unittest class) is ``hidden``.
 
-:func:`test_pairs` is also the test fingerprint of test-level decontamination (:func:`test_fingerprints`).
+:func:`checked_pairs` is also the test fingerprint of test-level decontamination (:func:`fingerprints`).
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _value_text(value) -> str:
     return normalise(repr(value))
 
 
-def test_pairs(kind: str, code: str | None, input: str | None, expected: str | None,
+def checked_pairs(kind: str, code: str | None, input: str | None, expected: str | None,
                keep_names: bool = True) -> tuple[Pair, ...] | None:
     """The (argument parts, expected outputs) a test checks, or None when they cannot be read off the test.
     ``expected`` None (a call test's value not computed yet) gives an empty tuple of outputs: the input alone."""
@@ -190,17 +190,17 @@ def statement_text(question: str | None, starter_code: str | None = None) -> str
 def visibility(statement: str, kind: str, code: str | None = None, input: str | None = None,
                expected: str | None = None) -> str:
     """'public' when every pair the test checks is visible in the (normalised) statement, else 'hidden'."""
-    pairs = test_pairs(kind, code, input, expected)
+    pairs = checked_pairs(kind, code, input, expected)
     if not pairs:
         return HIDDEN
     return PUBLIC if all(pair_visible(statement, p) for p in pairs) else HIDDEN
 
 
-def test_fingerprints(kind: str, code: str | None, input: str | None, expected: str | None) -> list[str]:
+def fingerprints(kind: str, code: str | None, input: str | None, expected: str | None) -> list[str]:
     """Name-free keys of the (arguments, expected) pairs a test checks, for test-level decontamination: the
     same MBPP assert as an assert, an EvalPlus call test or a LeetCode check gives the same key. A pair whose
     expected value is unknown gives an input-only key (prefixed ``in:``)."""
-    pairs = test_pairs(kind, code, input, expected, keep_names=False)
+    pairs = checked_pairs(kind, code, input, expected, keep_names=False)
     out = []
     for parts, outputs in pairs or ():
         args = json.dumps(list(parts), ensure_ascii=False)

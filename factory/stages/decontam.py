@@ -1,7 +1,7 @@
 """`factory decontam`: every non-benchmark problem against the benchmark sources, three ways (``method``):
 
 - ``ngram``: word n-gram overlap of the questions (default 9-grams);
-- ``test``: a shared test (normalised assert / call / stdin-stdout pair, :mod:`factory.dedup.test_decontam`);
+- ``test``: a shared test (normalised assert / call / stdin-stdout pair, :mod:`factory.dedup.suite_overlap`);
 - ``lineage``: the same task id across derived datasets (MBPP / sanitized MBPP / MBPP+, HumanEval / HumanEval+,
   LeetCode slugs across LeetCodeDataset versions).
 
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from factory.dedup import DecontamParams, decontaminate
-from factory.dedup.test_decontam import TestOverlapParams, lineage_overlap, problem_keys, test_overlap
+from factory.dedup.suite_overlap import TestOverlapParams, lineage_overlap, problem_keys, shared_test_overlap
 from factory.errors import FactoryError
 from factory.lake.commit import stage_run
 from factory.lake.templating import DEFAULT_BENCHMARKS
@@ -114,7 +114,7 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
             if keys:
                 bench_keys[(src, pid)] = keys
         problem_k = {pid: problem_keys(tests.get(pid, [])) for pid in checked}
-        for r in test_overlap({p: k for p, k in problem_k.items() if k}, bench_keys, test_params):
+        for r in shared_test_overlap({p: k for p, k in problem_k.items() if k}, bench_keys, test_params):
             rows.append(_row(r, "test"))
     return rows
 
