@@ -55,6 +55,8 @@ def built(tmp_path_factory, shared_data):
                                  "(problem_id) WHERE b.source = 'humaneval' AND b.source_id IN "
                                  "('HumanEval/0', 'HumanEval/2', 'HumanEval/4', 'HumanEval/7', 'HumanEval/12')")]
     execute(lake, selection="all", program_ids=ids, limits=Limits(cpu_s=4.0))
+    # train problems enter only with tests a reference validated (#31: unvalidated sources are held out)
+    execute(lake, selection="reference", sources=["mbpp", "codecontests", "kodcode"], limits=Limits(cpu_s=4.0))
     curate(lake)
     root = base / "releases"
     create_release("both", ["gold.rl_problems", "gold.rm_pairs"], lake=lake, releases_dir=root)
