@@ -116,7 +116,7 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
             tests = [TestSpec(str(i), "call", input=json.dumps(_call_args(a)), expected=json.dumps(_call_value(o)),
                               atol=atol, rtol=rtol)
                      for i, (a, o) in enumerate(zip(inputs, outputs))]
-            entry, preamble = gt["fn_name"], ""
+            entry, preamble = gt["fn_name"], gt.get("test_preamble") or ""   # LeetCode: its imports/helpers
         else:
             comparison = gt.get("comparison") or "token"
             tests = [TestSpec(str(i), "stdio", input=a, expected=o, comparison=comparison, atol=atol, rtol=rtol)

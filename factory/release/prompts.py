@@ -44,7 +44,8 @@ def ground_truth(row: dict) -> dict:
         return {"inputs": [t["input"] for t in tests], "outputs": [t["expected"] for t in tests], **judging}
     if kinds == {"call"} and row.get("entry_point"):
         return {"inputs": [json.loads(t["input"]) for t in tests],
-                "outputs": [json.loads(t["expected"]) for t in tests], "fn_name": row["entry_point"], **judging}
+                "outputs": [json.loads(t["expected"]) for t in tests], "fn_name": row["entry_point"], **judging,
+                **({"test_preamble": row["test_preamble"]} if row.get("test_preamble") else {})}
     out = {"test_format": row.get("test_format"), "entry_point": row.get("entry_point"),
            "test_preamble": row.get("test_preamble"), "tests": tests, **judging}
     asserts = assert_cases(row, tests)
