@@ -180,7 +180,8 @@ def server_stats(url: str) -> dict:
 
 
 def _delta(before: dict, after: dict) -> dict:
-    return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after) if after.get(k, 0) - before.get(k, 0)}
+    diff = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
+    return {k: v for k, v in diff.items() if v}
 
 
 def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:

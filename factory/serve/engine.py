@@ -3,14 +3,15 @@
 Requests from many HTTP handlers become :class:`Ticket` s (one per program). Each distinct :class:`Limits` gets
 its own :class:`StreamingPool` (a :class:`SandboxPool` running ``pool.run(<endless generator>)`` in a pump
 thread), so jobs of different requests interleave on the same warm workers and a slow program holds one worker,
-not a batch. Waiting programs stay in the engine (a priority queue, oldest first) and are handed to the pool
-only when it has room (``prefetch`` x workers programs started or about to start), so a program whose client
-has gone (:meth:`VerifierEngine.cancel`) or whose start deadline passed (:meth:`VerifierEngine.expire`) is
-removed before it runs; one already started runs to its end and its verdicts are dropped. Admission is bounded (``max_queue`` programs waiting or running): beyond it :class:`Overloaded`
-carries a Retry-After estimate. A program whose verdicts include an infrastructure failure (a zygote died, the
-trusted side failed) is re-run up to ``infra_retries`` times before its ``infra_error`` is reported, and the
-ticket says how many retries it took. :meth:`VerifierEngine.drain` stops admission, lets in-flight programs
-finish within a timeout and fails the rest explicitly (``ServerShutdown``): no verdict is silently dropped.
+not a batch. Waiting programs stay in the engine (a priority queue, oldest first) and are handed to the pool only
+when it has room (``prefetch`` x workers programs started or about to start), so a program whose client has gone
+(:meth:`VerifierEngine.cancel`) or whose start deadline passed (:meth:`VerifierEngine.take_back_waiting`) is
+removed before it runs; one already started runs to its end and its verdicts are dropped. Admission is bounded
+(``max_queue`` programs waiting or running): beyond it :class:`Overloaded` carries a Retry-After estimate. A
+program whose verdicts include an infrastructure failure (a zygote died, the trusted side failed) is re-run up to
+``infra_retries`` times before its ``infra_error`` is reported, and the ticket says how many retries it took.
+:meth:`VerifierEngine.drain` stops admission, lets in-flight programs finish within a timeout and fails the rest
+explicitly (``ServerShutdown``): no verdict is silently dropped.
 
 Importable without DuckDB (sandbox boundary); the HTTP layer is :mod:`factory.serve.app`.
 """

@@ -99,9 +99,9 @@ def test_stream_closed_after_the_first_item_cancels_the_rest(one_worker):
 
 
 def test_verl_client_gets_504_in_time_and_retries_without_losing_an_answer():
-    """One worker busy with a 1.8 s program (same limits, so the same pool); 6 verl `check_correctness` calls arrive behind it. They cannot start
-    within the server's 1 s queue timeout, so they get a 504 (not a client read timeout); verl's client
-    retries a 504 (1 s, then 2 s later) and every answer arrives."""
+    """One worker busy with a 1.8 s program (same limits, so the same pool); 6 verl `check_correctness` calls
+    arrive behind it. They cannot start within the server's 1 s queue timeout, so they get a 504 (not a
+    client read timeout); verl's client retries a 504 (1 s, then 2 s later) and every answer arrives."""
     from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
 
     srv = Server("--workers", "1", "--prefetch", "1", "--queue-timeout-s", "1")

@@ -1,7 +1,7 @@
 """Every field of /run_code, /submit and /v1/judge, replaced by every kind of bad value (NaN, infinity, negative,
-zero, wrong type, missing): the real server answers 200 (the value is acceptable) or a 400 whose ``field`` names
-the mutated field (the object holding it, or a required field missing inside it) - never a 500, never a crash of the sandbox pool. Bodies over
-``--max-body-mb`` get a 413 naming the limit."""
+zero, wrong type, missing): the real server answers 200 (the value is acceptable) or a 400 whose ``field``
+names the mutated field (the object holding it, or a required field missing inside it) - never a 500, never a
+crash of the sandbox pool. Bodies over ``--max-body-mb`` get a 413 naming the limit."""
 from __future__ import annotations
 
 import copy
