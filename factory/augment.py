@@ -179,3 +179,124 @@ def killed_by(kills: dict[str, frozenset], tests) -> frozenset:
     for t in tests:
         out |= kills[t]
     return frozenset(out)
+
+
+# -- seeds from a dataset's own asserts (LeetCode's check(candidate)) -------------------------------------
+def literal_calls(check_code: str | None) -> list[tuple[list, dict]]:
+    """(args, kwargs) of every ``assert candidate(...) == <literal>`` in a check function whose arguments are
+    all literals (LeetCode: ``candidate(nums = [2,7,11,15], target = 9)``); [] when any assert is of another
+    shape (helper calls such as ``list_node([...])``), so a problem is seeded from all its examples or none."""
+    import ast
+    try:
+        tree = ast.parse(check_code or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out = []
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args):
+        name = fn.args.args[0].arg
+        for stmt in fn.body:
+            test = stmt.test if isinstance(stmt, ast.Assert) else None
+            call = test.left if isinstance(test, ast.Compare) else None
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
+                return []
+            try:
+                args = [ast.literal_eval(a) for a in call.args]
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return []
+            out.append((args, kwargs))
+    return out
+
+
+def parameter_names(code: str, function: str) -> list[str] | None:
+    """Positional parameter names of ``function`` (a method: without ``self``) defined in ``code``."""
+    import ast
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+            names = [a.arg for a in node.args.posonlyargs + node.args.args]
+            return names[1:] if names and names[0] in ("self", "cls") else names
+    return None
+
+
+def positional(args: list, kwargs: dict, names: list[str]) -> list | None:
+    """The call as a positional-argument list in the order of ``names`` (None if a keyword is unknown)."""
+    if not kwargs:
+        return list(args)
+    rest = names[len(args):]
+    if set(kwargs) - set(rest) or len(kwargs) != len(rest):
+        return None
+    return list(args) + [kwargs[n] for n in rest]
+
+
+# -- a contract inferred from the examples -------------------------------------------------------------------
+def _value_facts(v: Any) -> set[str]:
+    """Facts about one argument value that a problem's constraints usually state."""
+    facts: set[str] = set()
+    if isinstance(v, bool):
+        return {"bool"}
+    if isinstance(v, int):
+        facts.add("int")
+        if v >= 0:
+            facts.add("nonneg")
+        if v >= 1:
+            facts.add("positive")
+    elif isinstance(v, str):
+        facts.add("str")
+        if v:
+            facts.add("nonempty")
+        for name, ok in (("lower", str.islower), ("upper", str.isupper), ("digits", str.isdigit),
+                         ("alpha", str.isalpha), ("alnum", str.isalnum)):
+            if v and ok(v) and (name not in ("lower", "upper") or v.isalpha()):
+                facts.add(name)
+        if v and set(v) <= set("01"):
+            facts.add("binary")
+        if v and set(v) <= set("()[]{}"):
+            facts.add("brackets")
+    elif isinstance(v, (list, tuple)):
+        facts.add("seq")
+        if v:
+            facts.add("nonempty")
+        items = list(v)
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            facts.add("numbers")
+            if all(x >= 0 for x in items):
+                facts.add("all_nonneg")
+            if all(a <= b for a, b in zip(items, items[1:])):
+                facts.add("sorted")
+            if len(set(items)) == len(items):
+                facts.add("distinct")
+        if items and all(isinstance(x, (list, tuple)) for x in items):
+            facts.add("matrix")
+            if len({len(x) for x in items}) == 1:
+                facts.add("rectangular")
+        if items and all(isinstance(x, str) for x in items):
+            facts.add("strings")
+            if all(x.isalpha() and x.islower() for x in items):
+                facts.add("lower_words")
+    return facts
+
+
+def inferred_contract(seeds: list[list]):
+    """A predicate on argument lists: what every seed (the problem's own examples) satisfies, argument by
+    argument - the same arity, and each fact (non-negative, non-empty, sorted, distinct, lowercase, rectangular,
+    ...) that holds for that argument in all seeds holds for the candidate too. A cheap stand-in for the
+    statement's constraints: generated inputs stay inside what the examples show, where a different correct
+    program may not disagree with the reference."""
+    if not seeds:
+        return lambda args: True
+    arity = {len(s) for s in seeds}
+    common: dict[int, set[str]] = {}
+    for s in seeds:
+        for i, v in enumerate(s):
+            f = _value_facts(v)
+            common[i] = f if i not in common else common[i] & f
+
+    def holds(args: list) -> bool:
+        if len(args) not in arity:
+            return False
+        return all(common.get(i, set()) <= _value_facts(v) for i, v in enumerate(args))
+    return holds

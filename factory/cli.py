@@ -16,7 +16,7 @@ def _add_lake(p: argparse.ArgumentParser) -> None:
 # every stage module (factory/stages/NAME) adds its subcommands, in the order `factory --help` lists them
 STAGES = ("init", "ingest", "sql", "transform", "execute", "curate", "demo", "sample", "synth", "mutate", "train",
           "eval", "dedup", "decontam", "serve", "release", "export", "report", "augment", "checkers", "gentests",
-          "dedup_embed", "judge_quality", "health", "recipe")
+          "dedup_embed", "judge_quality", "health", "recipe", "hidden_tests")
 
 
 def build_parser() -> argparse.ArgumentParser:
