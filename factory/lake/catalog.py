@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from factory.errors import FactoryError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # factory/lake/catalog.py
@@ -146,6 +144,8 @@ def _parse_column(table: str, name: str, decl: str) -> Column:
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Parse and validate the catalog file."""
+    import yaml
+
     path = Path(path)
     raw = yaml.safe_load(path.read_text())
     schemas = tuple(raw.get("schemas", []))

@@ -20,15 +20,16 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
-
-import duckdb
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Iterator
 
 import factory
 from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
 from factory.errors import FactoryError
 from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
+
+if TYPE_CHECKING:   # DuckDB and Arrow load when a run starts: importing the commit path stays cheap
+    import duckdb
+    import pyarrow as pa
 
 
 def utcnow() -> datetime:
@@ -119,6 +120,8 @@ class StageRun:
 
     def write(self, table: str, data: Any) -> int:
         """Append rows (Arrow table, Polars frame or list of dicts) after checking them against the catalog."""
+        import pyarrow as pa
+
         spec = self._spec(table)
         if isinstance(data, list) and not data:
             return 0
@@ -229,6 +232,8 @@ def check_columns(spec: TableSpec, arrow: pa.Table) -> None:
 
 
 def _to_arrow(data: Any) -> pa.Table:
+    import pyarrow as pa
+
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, list):
@@ -305,6 +310,9 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
     inside the same transaction; every other run adds catalog columns missing from existing tables (in the
     run's own transaction, noted in its ops.runs message).
     """
+    import duckdb
+    import pyarrow as pa
+
     lake_dir = resolve_lake_dir(lake)
     catalog = catalog or default_catalog()
     with writer_lock(lake_dir):
@@ -340,6 +348,8 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
 def is_commit_conflict(exc: BaseException) -> bool:
     """DuckLake refused the commit because a concurrent transaction changed what this one touched (only possible
     with a shared catalog: a SQLite lake has one writer at a time)."""
+    import duckdb
+
     return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
 
 
@@ -349,6 +359,8 @@ def run_stage(stage: str, config: dict, body, *, lake=None, attempts: int = 5, c
     loses a DuckLake transaction conflict (two writers deleting/replacing the same table on a PostgreSQL catalog),
     the body runs again on the new lake state, up to ``attempts`` times with jittered backoff. The retries are
     recorded in the run's ops.runs message and on the handle (``run.commit_retries``); returns ``body``'s result."""
+    import duckdb
+
     import random
 
     for attempt in range(attempts):

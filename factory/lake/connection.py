@@ -25,10 +25,12 @@ import json
 import os
 import shutil
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from factory.errors import FactoryError
+
+if TYPE_CHECKING:   # DuckDB loads on first connect: importing the lake core (and `factory --help`) stays cheap
+    import duckdb
 
 CATALOG_FILE = "catalog.sqlite"
 CONFIG_FILE = "lake.json"
@@ -42,6 +44,8 @@ def resolve_lake_dir(lake: str | os.PathLike | None = None) -> Path:
 
 
 def _packaged_extension(module: str, filename: str) -> Path | None:
+    import duckdb
+
     try:
         mod = __import__(module)
     except ImportError:
@@ -51,6 +55,8 @@ def _packaged_extension(module: str, filename: str) -> Path | None:
 
 
 def _extension_cache() -> Path:
+    import duckdb
+
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "factory" / "duckdb-extensions" / f"v{duckdb.__version__}"
 
@@ -84,6 +90,8 @@ def _linked(path: Path, name: str) -> Path:
 
 def optional_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Load postgres / httpfs: from their pip packages (offline) if installed, else INSTALL (online)."""
+    import duckdb
+
     module, internal = {"postgres": ("duckdb_extension_postgres", "postgres_scanner"),
                         "httpfs": ("duckdb_extension_httpfs", "httpfs")}[name]
     path = _packaged_extension(module, f"{name}.duckdb_extension")
@@ -131,6 +139,8 @@ def shared_catalog(lake_dir: Path) -> bool:
 
 def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
     """Load ducklake + sqlite into a connection; returns how ('packaged' or 'installed')."""
+    import duckdb
+
     paths = extension_paths()
     if paths:
         con.execute("SET autoinstall_known_extensions = false")
@@ -167,6 +177,8 @@ def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None 
 def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = False,
             snapshot: int | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the lake attached as ``lake`` and set as default catalog."""
+    import duckdb
+
     lake_dir = resolve_lake_dir(lake)
     if not create and not ((lake_dir / CATALOG_FILE).is_file() or (lake_dir / CONFIG_FILE).is_file()):
         raise FactoryError(f"no lake at {lake_dir} (run `factory init --lake {lake_dir}` first)")

@@ -26,7 +26,7 @@ from factory.augment import generate_inputs, greedy_rank, killed_by
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
-from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, deserialize_value, serialize_value
+from factory.sandbox import Job, Limits, TestSpec, clean_text, deserialize_value, serialize_value
 from factory.sandbox.rows import is_json, merge_verdicts, verdict_row
 from factory.lake.commit import stage_run, utcnow
 
@@ -245,6 +245,7 @@ def run_augment(lake=None, sources: list[str] | None = None, budget: int = 10, s
         test_rows, exec_rows = [], []
         if targets:
             from factory.execution_rows import executions_table
+            from factory.sandbox import SandboxPool   # the pool loads here: `factory --help` stays fast
             with SandboxPool(limits, workers) as pool:
                 for rnd in range(rounds):
                     active = [t for t in targets if t.left and t.budget_left > 0]

@@ -13,8 +13,6 @@ from pathlib import Path
 
 from factory.errors import InputError
 from factory.judging import Rule, checker_hash, detect_rule
-from factory.lake import connect
-from factory.lake.commit import stage_run, utcnow
 
 CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
 
@@ -50,6 +48,8 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
     """Attach judging rules to problems: rules stated by stdin/stdout problems (tolerance, any-case answers)
     when ``detect``, and checker programs from ``checker_dir`` (one ``<source_id>.py`` per problem, ``/`` in the
     id written ``__``; a checker file wins over a detected rule)."""
+    from factory.lake.commit import stage_run, utcnow
+
     files = {}
     if checker_dir is not None:
         folder = Path(checker_dir)
@@ -124,6 +124,9 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     """Measure each reference's CPU time per test (``repeats`` runs under a ``cap_s`` limit, the fastest run of
     each test) and store the problem's limit ``max(floor_s, factor x slowest test)``. A reference that does not
     complete a test (time-out, crash) leaves its problem uncalibrated (the run's ``--cpu-s`` applies)."""
+    from factory.lake import connect
+    from factory.lake.commit import stage_run, utcnow
+
     from factory.execution_rows import program_job
     from factory.judging import NO_OVERRIDE, load_judging
     from factory.progress import Progress

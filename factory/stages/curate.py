@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-from factory.funnel import curation_funnel, require_healthy, unhealthy_sources
-from factory.lake.commit import run_stage
 from factory.lake.templating import DEFAULTS
 
 
@@ -29,6 +27,9 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
     """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs) with the
     curation funnel (what each rule removed, per source) and the sources whose references fail here.
     Refuses to run when the lake's latest `factory health` check failed, unless ``allow_unhealthy``."""
+    from factory.funnel import curation_funnel, require_healthy, unhealthy_sources
+    from factory.lake.commit import run_stage
+
     overrides = dict(overrides or {})
 
     def body(run) -> CurateResult:

@@ -12,14 +12,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from factory.dedup import DecontamParams, decontaminate
 from factory.dedup.suite_overlap import TestOverlapParams, lineage_overlap, problem_keys, shared_test_overlap
 from factory.errors import FactoryError
-from factory.lake.commit import stage_run
 from factory.lake.templating import DEFAULT_BENCHMARKS
 
 METHODS = ("ngram", "test", "lineage")
@@ -30,6 +24,13 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
                  test_params: TestOverlapParams = TestOverlapParams()) -> dict:
     """Flag problems sharing >= min_matches word n-grams, a test or a lineage id with a benchmark problem;
     replaces silver.contamination."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from factory.dedup import DecontamParams, decontaminate
+    from factory.lake.commit import stage_run
+
     benchmarks = list(benchmarks or DEFAULT_BENCHMARKS)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

@@ -8,15 +8,12 @@ holds the counts and the recall curve of the chosen bands x rows: theoretical an
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from factory.dedup import MinHashParams, dedup, dedup_incremental, recall_curve
-from factory.dedup.cluster import with_source_priority
 from factory.errors import FactoryError
-from factory.ingest.normalize import stable_hash
-from factory.lake.commit import stage_run, utcnow
+
+if TYPE_CHECKING:
+    from factory.dedup import MinHashParams
 
 
 _DOCS_SQL = """
@@ -31,6 +28,14 @@ _DOCS_SQL = """
 def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] | None = None,
               full: bool = False, recall_pairs: int = 30) -> dict:
     """Dedup every problem in the lake; returns the run report (also stored in ops.runs.message)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from factory.dedup import MinHashParams, dedup, dedup_incremental, recall_curve
+    from factory.dedup.cluster import with_source_priority
+    from factory.ingest.normalize import stable_hash
+    from factory.lake.commit import stage_run, utcnow
+
     params = params or MinHashParams()
     params_hash = stable_hash(params.as_dict())
     config = {"params": params.as_dict(), "prefer": prefer or [], "full": full}

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 import time
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from factory.dedup.embed import TEXT_FIELDS, Encoder, cluster_rows, model_identity, problem_text, similar_pairs, \
     text_hash
-from factory.dedup.cluster import with_source_priority
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.progress import Progress
-from factory.lake.commit import stage_run, utcnow
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 DEFAULT_THRESHOLD = 0.95
 
@@ -64,6 +63,11 @@ def run_embedding_dedup(lake=None, threshold: float = DEFAULT_THRESHOLD, model: 
     Encoder already loaded. Keepers: silver.embedding_clusters WHERE params_hash = summary["params_hash"] AND
     is_keeper (one row per problem in scope; singletons are their own keeper).
     """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from factory.lake.commit import stage_run
+
     threshold = check_params(threshold, field, batch_size)
     encoder = model if isinstance(model, Encoder) else None
     label = encoder.label if encoder else model_identity(model)[0]
@@ -124,6 +128,10 @@ def run_embedding_dedup(lake=None, threshold: float = DEFAULT_THRESHOLD, model: 
 
 
 def _problems(con, sources: list[str] | None, prefer: list[str], field: str) -> pa.Table:
+    import pyarrow as pa
+
+    from factory.dedup.cluster import with_source_priority
+
     where, args = "", []
     if sources:
         present = {r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()}
@@ -143,6 +151,10 @@ def _problems(con, sources: list[str] | None, prefer: list[str], field: str) -> 
 
 def _stored_vectors(con, label: str, docs: pa.Table) -> dict[str, np.ndarray]:
     """text_hash -> stored vector of this model, for the texts in docs."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     con.register("_wanted", pa.table({"text_hash": pc.unique(docs["text_hash"])}))
     try:
         got = con.execute("SELECT text_hash, any_value(embedding) AS embedding FROM silver.problem_embeddings "
@@ -162,6 +174,11 @@ def _stored_vectors(con, label: str, docs: pa.Table) -> dict[str, np.ndarray]:
 
 def _new_embedding_rows(con, label: str, docs: pa.Table, vectors: dict[str, np.ndarray]) -> pa.Table:
     """Rows for (problem, text) pairs not yet stored under this model; vectors of identical texts are shared."""
+    import numpy as np
+    import pyarrow as pa
+
+    from factory.lake.commit import utcnow
+
     con.register("_docs", docs.select(["doc_id", "text_hash"]))
     try:
         todo = con.execute("SELECT doc_id, text_hash FROM _docs d WHERE NOT EXISTS (SELECT 1 FROM "

@@ -3,10 +3,7 @@ from __future__ import annotations
 
 import json
 
-from eval.holdout import is_heldout
 from factory.errors import FactoryError
-from factory.lake.commit import stage_run, utcnow
-from factory.release.manage import release_view_dir
 
 
 def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_fraction: float = 0.0,
@@ -17,6 +14,11 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     Every candidate is scored by the reward model `rm` (checkpoint dir or 'smollm2'); rows: greedy / average
     (pass@1) / bon (RM best-of-k, unbiased over the n candidates) / oracle (pass@k), as in AceCoder's tables.
     """
+    from eval.holdout import is_heldout
+
+    from factory.lake.commit import stage_run, utcnow
+    from factory.release.manage import release_view_dir
+
     import pyarrow.parquet as pq
 
     from eval.bon import bon_table

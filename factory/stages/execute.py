@@ -14,20 +14,14 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
-from factory.ingest.normalize import stable_hash
-from factory.ingest.readers import read_records
-from factory.execution_rows import executions_table, program_job
-from factory.judging import KEYS_SQL, NO_OVERRIDE, ProblemJudging, key_lists, load_judging
-from factory.lake import connect
-from factory.progress import Progress
-from factory.lake.query import parse_shard, shard_predicate
-from factory.sandbox import SANDBOX_VERSION, Job, Limits, SandboxPool, Verdict, clean_text
-from factory.sandbox.rows import is_json, merge_verdicts, verdict_row
-from factory.lake.commit import stage_run, utcnow
+
+if TYPE_CHECKING:   # the work's imports (DuckDB, Arrow, the sandbox) load in the functions: `factory --help` stays fast
+    from factory.judging import ProblemJudging
+    from factory.progress import Progress
+    from factory.sandbox import Job, Limits, SandboxPool, Verdict
 
 SELECTIONS = {
     "reference": "p.origin = 'reference'",
@@ -70,6 +64,14 @@ def _tty() -> bool:
 
 def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport) -> None:
     """Compute missing expected values of call tests by running each problem's reference program."""
+    import pyarrow as pa
+
+    from factory.execution_rows import program_job
+    from factory.lake import connect
+    from factory.lake.commit import stage_run
+    from factory.sandbox import SANDBOX_VERSION, clean_text
+    from factory.sandbox.rows import is_json
+
     con = connect(lake, read_only=True)
     src_clause = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""
     pending = con.execute(f"""
@@ -122,6 +124,12 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
     (``silver.time_limits``, `factory calibrate`) instead of ``limits.cpu_s``; ``"fixed"`` ignores them."""
+    from factory.judging import KEYS_SQL, key_lists, load_judging
+    from factory.lake import connect
+    from factory.lake.query import shard_predicate
+    from factory.progress import Progress
+    from factory.sandbox import Limits
+
     if time_limits not in ("calibrated", "fixed"):
         raise InputError(f"unknown time_limits {time_limits!r} (calibrated | fixed)")
     limits = limits or Limits()
@@ -176,6 +184,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
 
 def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | None):
     if engine == "local":
+        from factory.sandbox import SandboxPool
         return SandboxPool(limits, workers)
     if engine == "ray":
         try:
@@ -204,6 +213,12 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
                    sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
                    judging: dict[str, ProblemJudging] | None = None,
                    keys: tuple[list[str], list[str]] = ([], [])) -> None:
+    from factory.execution_rows import executions_table, program_job
+    from factory.judging import KEYS_SQL, NO_OVERRIDE
+    from factory.lake.commit import stage_run, utcnow
+    from factory.sandbox import SANDBOX_VERSION
+    from factory.sandbox.rows import merge_verdicts, verdict_row
+
     judging = judging or {}
     rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
     key = {pid: r.limits_hash(limits) for pid, r in rule.items()}   # each program's verdict key, computed once
@@ -254,6 +269,11 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
     `completion` continues the problem's prompt (HumanEval style); `solution` is a whole program. Returns the
     program ids (existing identical samples are reused, so re-adding a file is a no-op).
     """
+    from factory.ingest.normalize import stable_hash
+    from factory.ingest.readers import read_records
+    from factory.lake import connect
+    from factory.lake.commit import stage_run, utcnow
+
     con = connect(lake, read_only=True)
     problems: dict[str, list[tuple]] = defaultdict(list)
     where = "WHERE source = ?" if source else ""
@@ -325,6 +345,10 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_execute(args) -> None:
+    from factory.lake import connect
+    from factory.lake.query import parse_shard
+    from factory.sandbox import Limits
+
     limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb)
     program_ids, selection = None, args.select
     if args.samples:
@@ -358,6 +382,7 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
     import duckdb
 
     from factory.funnel import unhealthy_sources, warn_unhealthy
+    from factory.lake import connect
 
     con = connect(lake, read_only=True)
     try:

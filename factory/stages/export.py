@@ -1,15 +1,31 @@
 """`factory export`: a trainer-format dataset (verl, TRL, OpenRLHF, HF datasets) from a release."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+
+class _Formats(Sequence):
+    """factory.release.export.FORMATS, read only when `factory export` parses its arguments or prints its help:
+    that module loads Arrow and DuckDB, which `factory --help` does not need."""
+
+    def __getitem__(self, i):
+        from factory.release.export import FORMATS
+
+        return FORMATS[i]
+
+    def __len__(self) -> int:
+        from factory.release.export import FORMATS
+
+        return len(FORMATS)
+
 
 def register(sub, add_lake) -> None:
     """Add `export` to the `factory` parser."""
-    from factory.release.export import FORMATS
-
     p = sub.add_parser("export", help="trainer-format dataset from a release")
     p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES or ./releases)")
     p.add_argument("name", help="release name")
-    p.add_argument("--format", required=True, choices=FORMATS)
+    # choices set after add_argument, which would read them at once (it formats the metavar to check it)
+    p.add_argument("--format", required=True).choices = _Formats()
     p.add_argument("--out", required=True, help="empty output folder")
     p.set_defaults(fn=cmd_export)
 

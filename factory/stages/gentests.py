@@ -22,11 +22,8 @@ from factory.gentests import (DEFAULT_SIZES, Outcome, Target, build_generator_me
                               extract_function, generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
-from factory.lake import connect
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
-from factory.generation.lake_cache import LakeCallCache
-from factory.sandbox import Limits, SandboxPool
-from factory.lake.commit import stage_run, utcnow
+from factory.sandbox import Limits   # the sandbox's types only: the pool loads in run_gentests
 
 VOTER_ORIGINS = ("sample", "synth")
 STAGES = ("generator_extracted", "validator_extracted", "generator_ran", "inputs_produced", "validator_accepted",
@@ -116,6 +113,11 @@ def run_gentests(lake=None, *, backend: str = "transformers", model: str | None 
                  max_tests: int = 10, min_agree: int = 3, temperature: float = 0.2, max_tokens: int = 384,
                  seed: int = 0, limits: Limits | None = None, workers: int | None = None, **backend_kw) -> dict:
     """Generators + validators for the selected problems -> silver.tests / silver.test_generators; returns yields."""
+    from factory.generation.lake_cache import LakeCallCache
+    from factory.lake import connect
+    from factory.lake.commit import stage_run
+    from factory.sandbox import SandboxPool
+
     if min_agree < 2 or max_tests < 1 or seeds < 1 or not sizes or min(sizes) < 1:
         raise FactoryError(f"need min_agree >= 2, max_tests >= 1, seeds >= 1 and sizes >= 1 (got {min_agree}, "
                            f"{max_tests}, {seeds}, {list(sizes)})")
@@ -197,6 +199,8 @@ def _extract(res, name: str) -> tuple[str | None, str]:
 
 
 def _rows(todo, backend: str, model: str, sizes: list, seeds: int) -> tuple[list, list]:
+    from factory.lake.commit import utcnow
+
     now = utcnow()
     test_rows, gen_rows = [], []
     for t, o, gid, (gen_hash, val_hash) in todo:

@@ -18,17 +18,16 @@ import gzip
 import hashlib
 import json
 import os
-import platform
 import sys
-from importlib import metadata
-
-from factory.lake.commit import stage_run, utcnow
 
 # packages whose versions decide whether dataset programs run (BigCodeBench, KodCode, DS-1000-style tasks)
 PACKAGES = ("numpy", "pandas", "scipy", "scikit-learn", "matplotlib", "sympy", "networkx", "regex", "pytest")
 
 
 def environment_fingerprint(sandbox_meta: dict | None = None) -> dict:
+    import platform
+    from importlib import metadata
+
     packages = {}
     for name in PACKAGES:
         try:
@@ -69,6 +68,8 @@ def run_health(lake=None, canary: bool = True, max_infra_share: float = 0.01, mi
                workers: int | None = None, canary_limits=None) -> dict:
     """Run the check and record it (one row in ops.health_checks); returns the row. ``canary_limits``: the
     sandbox limits of the canary (default: the factory's default limits, which every verdict run uses)."""
+    from factory.lake.commit import stage_run, utcnow
+
     result = run_canary(workers, canary_limits) if canary else None
     config = {"canary": canary, "max_infra_share": max_infra_share, "min_canary_pass_rate": min_canary_pass_rate}
     with stage_run("health", config, lake=lake) as run:

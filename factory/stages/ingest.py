@@ -11,9 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyarrow as pa
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from factory.errors import FactoryError, InputError
 from factory.ingest import humaneval_wheel_path
@@ -24,7 +22,9 @@ from factory.ingest.adapters import (
 from factory.ingest.visibility import statement_text, visibility
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
 from factory.ingest.readers import files_sha256, read_records
-from factory.lake.commit import StageRun, stage_run, utcnow
+
+if TYPE_CHECKING:   # Arrow and the commit path load in the functions: `factory --help` stays fast
+    from factory.lake.commit import StageRun
 
 
 @dataclass
@@ -63,6 +63,8 @@ def expand_paths(paths: list[str | Path]) -> list[Path]:
 def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sha: str, run: StageRun | None,
                now) -> dict[str, list[dict]]:
     """Read and normalize every record; raises InputError (file, line, field) before anything is written."""
+    from tqdm import tqdm
+
     spec = ADAPTERS[adapter_name]
     run_id = run.run_id if run else None
     rows: dict[str, list[dict]] = {"bronze.raw_records": [], "silver.problems": [], "silver.tests": [],
@@ -148,6 +150,10 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
 
     A source already in the lake from other files (or other file contents) is replaced only with replace=True
     (`--replace`); the same files read by a newer adapter version are re-ingested without it."""
+    import pyarrow as pa
+
+    from factory.lake.commit import stage_run
+
     if adapter_name not in ADAPTERS:
         raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
     spec = ADAPTERS[adapter_name]

@@ -21,16 +21,15 @@ from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import Budget, BudgetExhausted, ChatRequest, SamplingParams, make_backend
 from factory.generation.quality_judge import (ASSISTANT_PREFIX, DEFAULT_PROMPT, PARSER_VERSION, PROMPTS, VOTES,
                                               Judge, answer_text, build_judge_messages, parse_vote, prompt_hash)
-from factory.lake import connect, existing_columns
 from factory.progress import Progress
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
-from factory.generation.lake_cache import LakeCallCache
-from factory.lake.commit import stage_run, utcnow
 
 MAX_STORED_COMPLETION = 2000   # characters of each raw judge answer kept in silver.quality_votes
 
 
 def _problems(lake, sources, limit, problem_ids) -> list[dict]:
+    from factory.lake import connect
+
     con = connect(lake, read_only=True)
     clauses, params = ["true"], []
     if sources:
@@ -53,6 +52,8 @@ def _problems(lake, sources, limit, problem_ids) -> list[dict]:
 
 def _done_requests(lake) -> dict[tuple[str, str, str], int]:
     """{(problem_id, judge, request_hash): parser version} of the votes already in the lake."""
+    from factory.lake import connect, existing_columns
+
     con = connect(lake, read_only=True)
     try:
         columns = existing_columns(con).get("silver.quality_votes")
@@ -69,6 +70,8 @@ class _Panel:
     """The judges, with one backend (and one ledger cache) per distinct model."""
 
     def __init__(self, lake, judges, backend: str, budget, backend_kw: dict):
+        from factory.generation.lake_cache import LakeCallCache
+
         specs = [j if isinstance(j, Judge) else Judge.parse(str(j)) for j in judges]
         if not specs:
             raise FactoryError("name at least one judge")
@@ -196,6 +199,8 @@ def _key(w: dict) -> tuple[str, str, str]:
 
 
 def _commit(lake, config: dict, panel: _Panel, todo: list[dict], done: dict, report: dict) -> None:
+    from factory.lake.commit import stage_run, utcnow
+
     now = utcnow()
     with stage_run("judge-quality", config, lake=lake) as run:
         new_calls = sum(cache.flush(run) for cache in panel.caches.values())

@@ -8,12 +8,13 @@ import json
 
 from factory.ingest.normalize import stable_hash
 from factory.mutate import OPERATORS, mutants
-from factory.lake.commit import stage_run, utcnow
 
 
 def run_mutate(lake=None, sources: list[str] | None = None, max_per_program: int = 10, seed: int = 0,
                operators: tuple[str, ...] = OPERATORS) -> dict:
     """Add up to max_per_program mutants of every reference program; returns counts per source."""
+    from factory.lake.commit import stage_run, utcnow
+
     config = {"sources": sources, "max_per_program": max_per_program, "seed": seed, "operators": list(operators)}
     with stage_run("mutate", config, lake=lake) as run:
         where = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""

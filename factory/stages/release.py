@@ -12,10 +12,11 @@ def _add_releases_dir(p) -> None:
 
 def cmd_create(args) -> None:
     from factory.release import create_release
+    from factory.release.files import DEFAULT_SHARD_ROWS
 
     t0 = time.monotonic()
     m = create_release(args.name, args.view, lake=args.lake, releases_dir=args.releases_dir,
-                       shard_rows=args.shard_rows)
+                       shard_rows=DEFAULT_SHARD_ROWS if args.shard_rows is None else args.shard_rows)
     files = sum(len(v["files"]) for v in m["views"].values())
     rows = ", ".join(f"{v}={i['rows']}" for v, i in m["views"].items())
     print(f"release {m['name']}: snapshot {m['snapshot_id']}, {files} data files ({rows}) "
@@ -76,8 +77,6 @@ def cmd_reproduce(args) -> None:
 
 def register(sub, add_lake) -> None:
     """Add `release` and its subcommands to the `factory` parser."""
-    from factory.release.files import DEFAULT_SHARD_ROWS
-
     rel = sub.add_parser("release", help="immutable dataset releases frozen from a lake snapshot")
     rsub = rel.add_subparsers(dest="release_command", required=True)
 
@@ -86,7 +85,7 @@ def register(sub, add_lake) -> None:
     _add_releases_dir(p)
     p.add_argument("name")
     p.add_argument("--view", action="append", required=True, help="catalog view/table (repeatable)")
-    p.add_argument("--shard-rows", type=int, default=DEFAULT_SHARD_ROWS, help="rows per Parquet shard")
+    p.add_argument("--shard-rows", type=int, help="rows per Parquet shard")
     p.set_defaults(fn=cmd_create)
 
     p = rsub.add_parser("list", help="releases recorded in the lake and found on disk")

@@ -11,19 +11,14 @@ import json
 import time
 
 from factory.errors import FactoryError, reraise_as_interrupted
-from factory.lake.query import parse_shard, shard_predicate
-from factory.generation import Budget, BudgetExhausted, ChatRequest, SamplingParams, make_backend
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
-from factory.generation.lake_cache import LakeCallCache
-from factory.generation.sample import build_sample_messages, extract_for_tests
-from factory.progress import Progress
-from factory.ingest.normalize import stable_hash
-from factory.lake import connect
-from factory.lake.commit import stage_run, utcnow
 
 
 def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str] | None,
               shard: tuple[int, int] | None = None) -> list[dict]:
+    from factory.lake import connect
+    from factory.lake.query import shard_predicate
+
     con = connect(lake, read_only=True)
     clauses, params = [shard_predicate(shard, "p.problem_id")], []
     if source:
@@ -50,6 +45,13 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
                budget_calls: int | None = None, problem_ids: list[str] | None = None,
                shard: tuple[int, int] | None = None, **backend_kw) -> dict:
     """Sample n programs for each selected problem; returns counts (programs, extraction statuses, calls)."""
+    from factory.generation import Budget, BudgetExhausted, ChatRequest, SamplingParams, make_backend
+    from factory.generation.lake_cache import LakeCallCache
+    from factory.generation.sample import build_sample_messages, extract_for_tests
+    from factory.ingest.normalize import stable_hash
+    from factory.lake.commit import stage_run, utcnow
+    from factory.progress import Progress
+
     problems = _problems(lake, source, limit, problem_ids, shard)
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     budget = Budget(max_tokens=budget_tokens, max_calls=budget_calls) if (budget_tokens or budget_calls) else None
@@ -139,6 +141,8 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_sample(args) -> None:
+    from factory.lake.query import parse_shard
+
     kw = backend_kwargs(args)
     report = run_sample(args.lake, backend=args.backend, model=args.model, source=args.source, limit=args.limit,
                         n=args.n, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,

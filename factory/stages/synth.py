@@ -11,18 +11,12 @@ import json
 import time
 
 from factory.errors import FactoryError, reraise_as_interrupted
-from factory.generation import ChatRequest, SamplingParams, make_backend
-from factory.generation.synth import build_synth_messages, parse_synth_output
-from factory.ingest.normalize import stable_hash
-from factory.ingest.visibility import statement_text, visibility
-from factory.lake import connect
-from factory.progress import Progress
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
-from factory.generation.lake_cache import LakeCallCache
-from factory.lake.commit import stage_run, utcnow
 
 
 def _seeds(lake, source: str | None, limit: int | None) -> list[dict]:
+    from factory.lake import connect
+
     con = connect(lake, read_only=True)
     where, params = ("AND pb.source = ?", [source]) if source else ("", [])
     rows = con.execute(f"""
@@ -39,6 +33,13 @@ def _seeds(lake, source: str | None, limit: int | None) -> list[dict]:
 def run_synth(lake=None, *, backend: str = "transformers", model: str | None = None, source: str | None = None,
               limit: int | None = 20, n_tests: int = 20, temperature: float = 0.7, max_tokens: int = 768,
               seed: int = 0, chunk: int | None = None, with_question: bool = True, **backend_kw) -> dict:
+    from factory.generation import ChatRequest, SamplingParams, make_backend
+    from factory.generation.lake_cache import LakeCallCache
+    from factory.generation.synth import build_synth_messages, parse_synth_output
+    from factory.ingest.normalize import stable_hash
+    from factory.lake.commit import stage_run, utcnow
+    from factory.progress import Progress
+
     seeds = _seeds(lake, source, limit)
     params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
     engine = make_backend(backend, model, **backend_kw)
@@ -103,6 +104,9 @@ def run_synth(lake=None, *, backend: str = "transformers", model: str | None = N
 
 
 def _add_problem(rows: dict, problem_id: str, attempt_id: str, seed: dict, parsed, model: str, now) -> None:
+    from factory.ingest.normalize import stable_hash
+    from factory.ingest.visibility import statement_text, visibility
+
     rows["silver.problems"].append({
         "problem_id": problem_id, "source": "synth", "source_id": attempt_id, "question": parsed.question,
         "starter_code": None, "entry_point": parsed.entry_point, "test_preamble": None, "language": "python",

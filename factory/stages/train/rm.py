@@ -8,16 +8,13 @@ import json
 import math
 from pathlib import Path
 
-import pyarrow as pa
-
-from eval.holdout import is_heldout
 from factory.errors import FactoryError
-from factory.lake.commit import stage_run, utcnow
-from factory.release.manage import release_view_dir
 
 
 def metric_rows(records: list[dict], run_id: str) -> list[dict]:
     """Long-format trainer records -> ops.train_metrics rows (metric names carry their split)."""
+    from factory.lake.commit import utcnow
+
     now = utcnow()
     rows: dict[tuple, dict] = {}
     for r in records:
@@ -46,6 +43,13 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
     Problems selected by `is_heldout(problem_id, holdout_fraction)` are kept out of training entirely (for
     best-of-N evaluation); `eval_fraction` is the trainer's own held-out split of the remaining pairs.
     """
+    from eval.holdout import is_heldout
+
+    import pyarrow as pa
+
+    from factory.lake.commit import stage_run
+    from factory.release.manage import release_view_dir
+
     import pyarrow.parquet as pq
 
     from train.rm import train_rm
