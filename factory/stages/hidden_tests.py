@@ -16,8 +16,9 @@ hidden tests the way EvalPlus grows a suite, with the reference as the oracle:
 4. cross-check: the reference runs again against that expected value and must pass (a nondeterministic or
    state-dependent reference gives no test), and the test must be ``hidden`` by the same visibility rule as
    ingest (its input and output do not appear in the statement);
-5. up to ``--per-problem`` tests are kept per problem (earlier runs count), in generation order, as ``call``
-   tests (origin = 'augment', subset = 'hidden'), with the reference's verdicts on them, in one transaction.
+5. up to ``--per-problem`` tests are kept per problem, in generation order, as ``call`` tests (origin =
+   'augment', subset = 'hidden'), with the reference's verdicts on them, in one transaction. A problem that
+   already has generated hidden tests is left as it is (a re-run is a no-op).
 
 Seeds come only from the dataset's tests and a fixed seed, so a re-run generates the same inputs and adds
 nothing twice. The new tests are validated like any test (the reference passed them), so they reach the
@@ -35,7 +36,7 @@ def register(sub, add_lake) -> None:
                                             "in the prompt (expected values from the reference)")
     add_lake(p)
     p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
-    p.add_argument("--per-problem", type=int, default=8, help="hidden tests per problem (earlier runs count)")
+    p.add_argument("--per-problem", type=int, default=8, help="hidden tests per public-only problem")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rounds", type=int, default=3, help="generate-and-check rounds")
     p.add_argument("--per-round", type=int, default=16, help="candidate inputs per problem and round")
@@ -96,7 +97,7 @@ def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Ta
                pb.starter_code, min(o.ref_id) AS ref_id, any_value(c.generated) AS generated,
                any_value(c.max_ordinal) AS max_ordinal
         FROM silver.problems pb JOIN candidates c USING (problem_id) JOIN ref_ok o USING (problem_id)
-        WHERE c.hidden_own = 0 AND c.generated < ? AND pb.entry_point IS NOT NULL {where}
+        WHERE c.hidden_own = 0 AND c.generated = 0 AND ? > 0 AND pb.entry_point IS NOT NULL {where}
         GROUP BY ALL ORDER BY pb.problem_id""", [per_problem] + params).fetchall()
     names = ("problem_id", "source", "entry_point", "preamble", "question", "starter_code", "ref_id", "generated",
              "max_ordinal")
