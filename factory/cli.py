@@ -19,12 +19,38 @@ STAGES = ("init", "ingest", "sql", "transform", "execute", "curate", "demo", "sa
           "dedup_embed", "judge_quality", "health", "recipe", "hidden_tests")
 
 
+class _OneStageParser(argparse.ArgumentParser):
+    """The top-level parser of a one-stage parse (:func:`parser_for`): its own errors (unrecognized arguments)
+    are reported by the full parser, whose usage lists every command."""
+
+    def error(self, message):
+        build_parser().error(message)
+
+
+def _top_parser(cls=argparse.ArgumentParser) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = cls(prog="factory", description="Dataset factory for code RL")
+    return parser, parser.add_subparsers(dest="command", required=True, parser_class=argparse.ArgumentParser)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="factory", description="Dataset factory for code RL")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = _top_parser()
     for name in STAGES:
         importlib.import_module(f"factory.stages.{name}").register(sub, _add_lake)
     return parser
+
+
+def parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser for one command line: where the command is named after its stage module (`sql`, `execute`,
+    `dedup-embed`, ...), that module alone registers, so `factory sql ...` imports no other stage; the command's
+    own parsing, help and errors are the same as in the full parser. Anything else (`--help`, `shell`, a typo)
+    gets the full parser."""
+    name = argv[0].replace("-", "_") if argv and not argv[0].startswith("-") else None
+    if name in STAGES:
+        parser, sub = _top_parser(_OneStageParser)
+        importlib.import_module(f"factory.stages.{name}").register(sub, _add_lake)
+        if argv[0] in sub.choices:
+            return parser
+    return build_parser()
 
 
 def _stop_on_signals() -> None:
@@ -46,7 +72,8 @@ def _stop_on_signals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser_for(argv).parse_args(argv)
     _stop_on_signals()
     try:
         args.fn(args)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import subprocess
+import os
 import time
-import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +41,8 @@ def config_hash(config: dict) -> str:
 
 
 def git_sha() -> str | None:
+    import subprocess
+
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
                              text=True, timeout=5)
@@ -88,7 +89,7 @@ class StageRun:
         self.config = config
         self.catalog = catalog
         self.config_hash = config_hash(config)
-        self.run_id = f"{stage}-{utcnow():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self.run_id = f"{stage}-{utcnow():%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
         self.started_at = utcnow()
         self.row_counts: dict[str, dict[str, int]] = {}
         self.summary: str | None = None
@@ -132,7 +133,7 @@ class StageRun:
         if arrow.num_rows == 0:
             return 0
         self._check_primary_key(spec, arrow)
-        name = f"_incoming_{uuid.uuid4().hex[:8]}"
+        name = f"_incoming_{os.urandom(4).hex()}"
         self.con.register(name, arrow)
         try:
             self.con.execute(f"INSERT INTO {LAKE_ALIAS}.{table} BY NAME SELECT * FROM {name}")
@@ -145,7 +146,7 @@ class StageRun:
         if not spec.primary_key:
             return
         keys = ", ".join(f'"{k}"' for k in spec.primary_key)
-        name = f"_pk_{uuid.uuid4().hex[:8]}"
+        name = f"_pk_{os.urandom(4).hex()}"
         self.con.register(name, arrow.select(list(spec.primary_key)))
         try:
             dup = self.con.execute(
