@@ -26,11 +26,51 @@ def _jac(x: list[str], y: list[str], n: int) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+class _EditedJaccard:
+    """Exact shingle Jaccard of an edited copy against the original, kept up to date one word edit at a time: an
+    edit at position i changes only the shingles that start in [i - n + 1, i], so each step costs O(n) instead of
+    re-shingling both texts (equal to :func:`_jac` at every step, for copies of at least n tokens)."""
+
+    def __init__(self, tokens: list[str], n: int):
+        self.n = n
+        grams = [tuple(tokens[s:s + n]) for s in range(len(tokens) - n + 1)]
+        self.base = set(grams)
+        self.counts: dict[tuple, int] = {}
+        for g in grams:
+            self.counts[g] = self.counts.get(g, 0) + 1
+        self.size = self.inter = len(self.base)   # distinct shingles of the copy; those also in the original
+
+    def _grams(self, toks: list[str], lo: int, hi: int):
+        return (tuple(toks[s:s + self.n]) for s in range(max(lo, 0), min(hi, len(toks) - self.n + 1)))
+
+    def update(self, old: list[str], new: list[str], i: int, old_end: int, new_end: int) -> float:
+        """``new`` is ``old`` with positions [i, old_end) replaced by [i, new_end); returns the new Jaccard."""
+        lo = i - self.n + 1
+        for g in self._grams(old, lo, old_end):
+            c = self.counts[g] - 1
+            if c:
+                self.counts[g] = c
+            else:
+                del self.counts[g]
+                self.size -= 1
+                self.inter -= g in self.base
+        for g in self._grams(new, lo, new_end):
+            c = self.counts.get(g, 0)
+            self.counts[g] = c + 1
+            if not c:
+                self.size += 1
+                self.inter += g in self.base
+        union = len(self.base) + self.size - self.inter
+        return self.inter / union if union else 0.0
+
+
 def edit_to_jaccard(tokens: list[str], target: float, n: int, rng: np.random.Generator,
                     vocab: Sequence[str], max_edits: int = 10_000) -> tuple[list[str], float]:
     """Copy of ``tokens`` edited word by word until shingle Jaccard ~ ``target``; returns
     ``(edited_tokens, actual_jaccard)`` (the closer of the last two steps around the target)."""
     cur, j = list(tokens), 1.0
+    # the incremental Jaccard needs copies of >= n tokens (deletes stop at n + 1); shorter texts re-shingle
+    jac = _EditedJaccard(tokens, n) if len(tokens) >= n else None
     for _ in range(max_edits):
         if j <= target:
             break
@@ -39,11 +79,14 @@ def edit_to_jaccard(tokens: list[str], target: float, n: int, rng: np.random.Gen
         word = vocab[int(rng.integers(len(vocab)))]
         if op < 0.6:
             nxt[i] = word
+            span = (i + 1, i + 1)
         elif op < 0.8 and len(nxt) > n + 1:
             del nxt[i]
+            span = (i + 1, i)
         else:
             nxt.insert(i, word)
-        nj = _jac(tokens, nxt, n)
+            span = (i, i + 1)
+        nj = jac.update(cur, nxt, i, *span) if jac else _jac(tokens, nxt, n)
         if nj <= target:
             return (nxt, nj) if target - nj < j - target else (cur, j)
         cur, j = nxt, nj
