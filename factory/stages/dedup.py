@@ -8,6 +8,7 @@ holds the counts and the recall curve of the chosen bands x rows: theoretical an
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
 
 from factory.errors import FactoryError
@@ -31,7 +32,7 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from factory.dedup import MinHashParams, dedup, dedup_incremental, recall_curve
+    from factory.dedup import MinHashParams, dedup, dedup_incremental
     from factory.dedup.cluster import with_source_priority
     from factory.ingest.normalize import stable_hash
     from factory.lake.commit import stage_run, utcnow
@@ -96,19 +97,46 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
         run.write("silver.dedup_clusters", pa.table({
             "problem_id": cl["doc_id"].cast(pa.string()), "cluster_id": cl["cluster_id"].cast(pa.string()),
             "cluster_size": cl["cluster_size"].cast(pa.int64()), "is_keeper": cl["is_keeper"]}))
-        curve = recall_curve(docs["text"].to_pylist()[:2000], params, pairs_per_target=recall_pairs)
+        curve = _recall_curve(lake, docs["text"].to_pylist()[:2000], params, recall_pairs)
         report = {
             "mode": mode, "params_hash": params_hash, "problems": docs.num_rows,
             "pairs_by_kind": _kind_counts(con),
             "clusters": cl.filter(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).num_rows,
             "removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py()),
             "recall_curve": [{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
-                             for row in curve.to_pylist()],
+                             for row in curve],
             "timings_s": {k: round(v, 2) for k, v in result.stats.items() if k.endswith("_s")},
         }
         run.summary = json.dumps(report)
     report["run_id"] = run.run_id
     return report
+
+
+RECALL_CACHE = "cache/recall_curve"   # under the lake directory: one JSON file per (texts, parameters)
+
+
+def _recall_curve(lake, texts: list[str], params: MinHashParams, pairs: int) -> list[dict]:
+    """The planted-pair recall curve, computed once per (texts, MinHash parameters, pairs per target): later runs
+    over the same problems read LAKE/cache/recall_curve/KEY.json (the curve is deterministic in those inputs)."""
+    from factory.dedup import recall_curve
+    from factory.ingest.normalize import stable_hash
+    from factory.lake import resolve_lake_dir
+
+    key = stable_hash("recall_curve/1", params.as_dict(), pairs, texts)
+    path = resolve_lake_dir(lake) / RECALL_CACHE / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    rows = recall_curve(texts, params, pairs_per_target=pairs).to_pylist()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(rows))
+        os.replace(tmp, path)
+    except OSError:
+        pass   # a read-only lake directory: no cache, same curve
+    return rows
 
 
 def _kind_counts(con) -> dict:

@@ -166,6 +166,26 @@ def test_dedup_links_humanevalplus_to_humaneval_and_incremental_matches_full(tmp
     assert all(r["measured"] >= 0.9 for j, r in curve.items() if j >= 0.8)
 
 
+def test_dedup_recall_curve_is_computed_once_per_configuration(tmp_path):
+    """#33: the planted-pair recall curve is cached under the lake per (problems' texts, MinHash parameters,
+    pairs per target); a cached curve is the computed one."""
+    import shutil
+
+    from factory.stages.dedup import RECALL_CACHE
+
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("humaneval", None, lake=lake)
+    first = run_dedup(lake, recall_pairs=5)
+    cache = tmp_path / "lake" / RECALL_CACHE
+    assert len(list(cache.glob("*.json"))) == 1
+    again = run_dedup(lake, full=True, recall_pairs=5)
+    assert again["recall_curve"] == first["recall_curve"] and len(list(cache.glob("*.json"))) == 1
+    shutil.rmtree(cache)
+    assert run_dedup(lake, full=True, recall_pairs=5)["recall_curve"] == first["recall_curve"]
+    run_dedup(lake, recall_pairs=6)
+    assert len(list(cache.glob("*.json"))) == 2
+
+
 def test_decontam_flags_mbpp_against_sanitized_benchmark(tmp_path, shared_data):
     lake = init_lake(tmp_path / "lake")
     ingest_source("mbpp", [shared_data / "mbpp" / "mbpp.jsonl"], lake=lake)
