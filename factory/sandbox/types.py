@@ -76,6 +76,10 @@ class Job:
     preamble: str = ""
     # CPU seconds per test for this job only (a time limit calibrated per problem); None: the pool's Limits.cpu_s
     cpu_s: float | None = None
+    # after a test of this program times out, its later tests are not run (status timeout, error_type NotRun):
+    # a looping program costs one CPU budget, not one per test. False runs every test (reference programs, whose
+    # per-test verdicts validate the tests)
+    stop_at_timeout: bool = True
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""

@@ -60,6 +60,8 @@ class SubJob:
                "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
         if self.job.cpu_s is not None:
             hdr["cpu_s"] = float(self.job.cpu_s)
+        if not self.job.stop_at_timeout:
+            hdr["run_all"] = True
         return hdr, b"".join(parts)
 
 
@@ -233,6 +235,10 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
     outcome = raw.get("outcome")
     simple = {"infra": "infra_error", "timeout": "timeout", "memory": "memory_limit",
               "output": "output_limit", "protocol": "runtime_error", "crash": "runtime_error"}
+    if outcome == "not_run":   # an earlier test of this program timed out: this one never ran (never a pass)
+        v.status, v.error_type = "timeout", "NotRun"
+        v.error_message = "not run: an earlier test of this program timed out"
+        return [v]
     if outcome in simple:
         v.status = simple[outcome]
         v.error_type = {"timeout": "Timeout", "memory": "MemoryLimit", "output": "OutputLimit",

@@ -234,6 +234,11 @@ class Zygote:
                     pos = _run_stdio_test(self, idx, hdr, memfd, pos, results)
                 else:
                     pos = _Run(self, idx, hdr, memfd, pos, self.plan).supervise(results)
+                if pos < n and not hdr.get("run_all") and any(r.get("outcome") == "timeout" for r in results.values()):
+                    for t in hdr["tests"]:   # one CPU budget per looping program, not one per test
+                        results.setdefault(t["i"], {"outcome": "not_run", "cpu_ms": 0.0, "wall_ms": 0.0,
+                                                    "peak_kb": None})
+                    break
         finally:
             self.limits = base
         return [results[t["i"]] for t in hdr["tests"]]

@@ -150,7 +150,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         programs = con.execute(f"""
             WITH keys AS ({KEYS_SQL})
             SELECT * FROM (
-                SELECT p.program_id, p.code, p.problem_id, pb.entry_point, pb.test_preamble,
+                SELECT p.program_id, p.code, p.problem_id, p.origin, pb.entry_point, pb.test_preamble,
                        (SELECT count(*) FROM silver.tests t WHERE t.problem_id = p.problem_id
                         AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
                         AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id

@@ -153,9 +153,14 @@ def test_segfault_then_next_test_still_graded(fast_pool):
 
 
 def test_timeout_does_not_leak_into_next_test(fast_pool):
-    vs = run(fast_pool, [A("seq", OK, "while True: pass", "assert f() == 1", "import time; time.sleep(100)",
-                           "assert f() == 1")])
+    """A program that runs every test (a reference: stop_at_timeout=False) gets a fresh process after a timeout."""
+    job = A("seq", OK, "while True: pass", "assert f() == 1", "import time; time.sleep(100)", "assert f() == 1")
+    job.stop_at_timeout = False
+    vs = run(fast_pool, [job])
     assert [vs[("seq", f"t{k}")].status for k in range(4)] == ["timeout", "pass", "timeout", "pass"]
+    # any other program stops at its first timeout: the rest are not run
+    vs = run(fast_pool, [A("seq2", OK, "while True: pass", "assert f() == 1")])
+    assert (vs[("seq2", "t1")].status, vs[("seq2", "t1")].error_type) == ("timeout", "NotRun")
 
 
 def _host_file(tag: str) -> Path:

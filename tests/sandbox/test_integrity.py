@@ -1905,8 +1905,9 @@ def test_stalled_programs_end_at_their_cpu_budget_plus_grace():
     for name in STALLS:
         v = got[name]
         assert v.status == "timeout", (name, v.status, v.error_message)
-        # the test's clock starts when the judge asks; the grace is measured from the last CPU use
-        assert v.wall_ms < (limits.cpu_s + IDLE_GRACE_S + 2.0) * 1000, (name, v.wall_ms)
+        # the grace runs from the program's last CPU use (on a quiet machine ~2-4 s in all); far below the 60 s
+        # backstop even on a loaded one
+        assert v.wall_ms < (limits.cpu_s + IDLE_GRACE_S) * 1000 + 12000, (name, v.wall_ms)
 
 
 def test_oversized_return_does_not_desync_later_calls(default_pool):
