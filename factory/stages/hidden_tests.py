@@ -22,7 +22,8 @@ hidden tests the way EvalPlus grows a suite, with the reference as the oracle:
 
 Seeds come only from the dataset's tests and a fixed seed, so a re-run generates the same inputs and adds
 nothing twice. The new tests are validated like any test (the reference passed them), so they reach the
-train split; the problem's public tests stay public (a format/sanity reward, SFT).
+train split; the problem's public tests stay public (a format/sanity reward, SFT). Only training-side problems
+are touched: a benchmark source or a test-split file keeps the tests it was published with.
 """
 from __future__ import annotations
 
@@ -74,9 +75,13 @@ def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Ta
     from factory.generation.sanitize import entry_point_parts
     from factory.ingest.visibility import statement_text
     from factory.sandbox import deserialize_value, serialize_value
-    where, params = "", []
+    from factory.lake.templating import DEFAULT_BENCHMARKS
+    # training-side problems only: a benchmark or a test split keeps the tests it was published with
+    where = (f"AND coalesce(pb.split, 'train') <> 'test' AND pb.source NOT IN "
+             f"({', '.join(repr(b) for b in DEFAULT_BENCHMARKS)})")
+    params: list = []
     if sources:
-        where = f"AND pb.source IN ({', '.join('?' for _ in sources)})"
+        where += f" AND pb.source IN ({', '.join('?' for _ in sources)})"
         params = list(sources)
     rows = con.execute(f"""
         WITH ref_ok AS (
