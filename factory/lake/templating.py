@@ -1,7 +1,8 @@
 """Parameters of the SQL transforms under sql/ and the `{{ name }}` templating that fills them in.
 
-Curation thresholds live here with their sources (../shared/reference/seed-papers.md); `factory curate`
-overrides them from flags or a YAML file, and the values used are stored with the run's config.
+Curation parameters live here (`factory curate` overrides them from flags or a YAML file, and the values used
+are stored with the run's config). A seed paper's threshold is owned by its recipe (recipes/<paper>.yaml, with
+its source); a default here that is a paper's threshold reads it from the recipe file (:func:`recipe_param`).
 """
 from __future__ import annotations
 
@@ -13,6 +14,19 @@ EXCLUSION_REASONS = ("contaminated", "duplicate", "other_task", "environment", "
 # the benchmarks `factory decontam` checks against by default (factory.stages.dedup uses the same list)
 DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test",
                       "codecontests", "bigcodebench")
+
+def recipe_param(recipe: str, key: str):
+    """A default owned by a recipe file (recipes/RECIPE.yaml `params:`), so a paper's threshold has one home."""
+    import yaml
+
+    from factory.lake.catalog import PROJECT_ROOT
+
+    path = PROJECT_ROOT / "recipes" / f"{recipe}.yaml"
+    try:
+        return yaml.safe_load(path.read_text())["params"][key]
+    except (OSError, KeyError, TypeError) as exc:
+        raise FactoryError(f"{path}: params.{key} is missing ({exc})") from None
+
 
 DEFAULTS: dict = {
     # test validation (AceCoder): oracle = reference programs, or "model:NAME" for an oracle model's samples
@@ -30,14 +44,9 @@ DEFAULTS: dict = {
                                            # leaves them out too (factory.reward exclude_in_process=True)
     # difficulty / potential / curriculum
     "difficulty_model": "mutant",          # model whose pass rates define difficulty ('auto' = most-sampled model)
-    "epoch_max_pass_rate": 0.75,           # AceReason-style epoch filter: keep problems with p <= this
-    # filters
-    "skywork_min_correct": 1,
-    "klear_min_tests": 16,
-    "klear_min_pass_rate": 0.5,
-    "strong_model": "reference",
-    "deepcoder_min_tests": 5,
-    "quality_min_valid_votes": 9,          # Skywork-OR1 LLM-as-judge: keep with >= 9 valid votes (2 judges x 16)
+    # paper filters (DeepCoder's >= 5 tests, Klear's >= 16 tests and pass rate > 0.5, Skywork's 1..n-1, AceReason's
+    # epoch filter) are recipe rules: recipes/<paper>.yaml owns each threshold with its source (sql/rules/)
+    "quality_min_valid_votes": recipe_param("skywork-or1", "min_valid_votes"),   # gold.problem_quality.keep
     # preference pairs (AceCoder): chosen >= 0.8, chosen - rejected >= 0.4, rejected > 0
     "pair_min_chosen": 0.8,
     "pair_min_diff": 0.4,
@@ -85,8 +94,7 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
         p[key] = _boolean(key, p[key])
     p["chosen_op"] = p["diff_op"] = ">" if p["pair_strict"] else ">="
     p["exclude_in_process_judged"] = "true" if p["exclude_in_process_judged"] else "false"  # SQL literal
-    for key in ("difficulty_model", "strong_model"):
-        p[key] = _quote(str(p[key]))
+    p["difficulty_model"] = _quote(str(p["difficulty_model"]))
     p["exclude"], p["exclude_label"] = _exclusions(p["exclude"])
     p["benchmarks"], p["benchmarks_label"] = _benchmarks(p["benchmarks"])
     p["min_reference_pass_rate"] = float(p["min_reference_pass_rate"])

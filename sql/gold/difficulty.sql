@@ -1,6 +1,7 @@
 -- Difficulty and potential per problem from the difficulty model ({{ difficulty_model }}): mean pass rate p,
 -- Skywork model_difficulty (# full passes of n), potential 4p(1-p) (R1-Code-Interpreter), curriculum stage
--- by potential quartile (1 = highest potential, trained first), AceReason epoch filter (keep p <= {{ epoch_max_pass_rate }}).
+-- by potential quartile (1 = highest potential, trained first). Paper filters on these (AceReason's epoch filter,
+-- Skywork's 1..n-1) are recipe rules with their thresholds in recipes/*.yaml, not columns here.
 -- The quartiles are cut over the train split only (problems of neither a benchmark source nor a test split): a
 -- test problem gets the stage its potential falls in by the train cut points, so test rows never move them.
 WITH benchmarks AS (
@@ -31,8 +32,7 @@ SELECT
     m.mean_pass_rate AS pass_rate,
     m.potential,
     coalesce(t.stage, CASE WHEN m.potential >= c.c1 THEN 1 WHEN m.potential >= c.c2 THEN 2
-                           WHEN m.potential >= c.c3 THEN 3 ELSE 4 END) AS curriculum_stage,
-    m.mean_pass_rate <= {{ epoch_max_pass_rate }} AS epoch_keep
+                           WHEN m.potential >= c.c3 THEN 3 ELSE 4 END) AS curriculum_stage
 FROM m
 LEFT JOIN train AS t USING (problem_id)
 CROSS JOIN cuts AS c
