@@ -64,11 +64,52 @@ def unhealthy_sources(con) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+_CAUSES_SQL = """
+    WITH failing AS (   -- per failing reference program: its first failing verdict's cause
+        SELECT pb.source, pr.program_id,
+               arg_min(CASE WHEN e.error_type IN ('ModuleNotFoundError', 'ImportError')
+                            THEN 'missing module ' || coalesce(regexp_extract(e.error_message,
+                                 'No module named ''([^''.]+)', 1), e.error_type)
+                            WHEN e.status = 'fail' AND e.error_type IS NULL THEN 'wrong answer'
+                            WHEN e.error_type IS NOT NULL THEN e.status || ' (' || e.error_type || ')'
+                            ELSE e.status END, e.test_id) AS cause
+        FROM silver.programs AS pr
+        JOIN silver.problems AS pb USING (problem_id)
+        JOIN gold.latest_executions AS e USING (program_id)
+        WHERE pr.origin = 'reference' AND e.status <> 'pass'
+        GROUP BY ALL
+    )
+    SELECT source, cause, count(*) AS n FROM failing GROUP BY ALL ORDER BY source, n DESC, cause"""
+
+
+def failure_causes(con) -> dict[str, list[tuple[str, int]]]:
+    """{source: [(cause, failing reference programs)]}: what makes references fail here (a missing module, a
+    wrong answer, a timeout, a crash with its error type), counted by each program's first failing test."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for source, cause, n in con.execute(_CAUSES_SQL).fetchall():
+        out.setdefault(source, []).append((cause, int(n)))
+    return out
+
+
+def unhealthy_with_causes(con) -> list[dict]:
+    """:func:`unhealthy_sources`, each with ``causes`` ([(cause, n)]) and ``min_rate`` (the threshold)."""
+    rows = unhealthy_sources(con)
+    if rows:
+        causes = failure_causes(con)
+        for r in rows:
+            r["causes"] = causes.get(r["source"], [])
+    return rows
+
+
 def health_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
-        why = (f"{r['environment_failures']} fail on missing modules: {r['missing_modules']}"
-               if r["environment_failures"] else "no missing module: the failures are the references' or the tests'")
+        if r.get("causes"):
+            why = "failing: " + ", ".join(f"{c} {n}" for c, n in r["causes"])
+        elif r["environment_failures"]:
+            why = f"{r['environment_failures']} fail on missing modules: {r['missing_modules']}"
+        else:
+            why = "no missing module: the failures are the references' or the tests'"
         out.append(f"{r['source']}: {r['references_passed']}/{r['references_run']} reference programs pass "
                    f"({r['reference_pass_rate']:.1%}); {why}")
     return out

@@ -11,9 +11,11 @@
 - the local GRPO loop: ``score_completions(completions, ground_truths) -> list[float]``
 
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
-{"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems. The reward is the fraction
-of tests passed (soft, AceCoder-style) or 1.0 only when all pass (``binary=True``); code that cannot be
-extracted scores 0. Anything the candidate causes (bad text, crashes, timeouts, any value it returns or prints)
+{"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems, plus the release's reward spec
+``"reward": {"kind": "binary"|"soft", "tests": "hidden"|"all"}`` (the recipe's: DeepCoder, AceReason, Skywork-OR1
+... are binary, Klear soft). Each item is scored by its own spec: ``soft`` is the fraction of tests passed,
+``binary`` 1.0 only when all pass; a ground truth without a spec is soft. ``binary=True``/``False`` passed by the
+caller overrides every item's spec. Code that cannot be extracted scores 0. Anything the candidate causes (bad text, crashes, timeouts, any value it returns or prints)
 only lowers its own score; a sandbox infra error is retried once and then scored 0.0 for that item only (logged,
 counted in ``INFRA_ERRORS``; ``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Every entry point is
 thread- and fork-safe. The full contract: docs/reward.md.
@@ -94,6 +96,31 @@ def _infra_policy(on_infra_error: str | None) -> str:
         raise ValueError(f"on_infra_error / FACTORY_REWARD_ON_INFRA_ERROR must be one of {INFRA_POLICIES}, "
                          f"not {policy!r}")
     return policy
+
+
+REWARD_KINDS = ("binary", "soft")
+
+
+def reward_spec(gt) -> dict | None:
+    """The ground truth's reward spec (``{"kind": "binary"|"soft", "tests": ...}``, written by `factory export`
+    from the release's recipe), or None when it carries none. A spec of another shape is the dataset's fault:
+    ValueError."""
+    gt = json.loads(gt) if isinstance(gt, str) else gt
+    spec = gt.get("reward") if isinstance(gt, dict) else None
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or spec.get("kind") not in REWARD_KINDS:
+        raise ValueError(f"ground truth 'reward' must be {{\"kind\": one of {list(REWARD_KINDS)}, ...}}, got {spec!r}")
+    return spec
+
+
+def is_binary(gt, binary: bool | None = None) -> bool:
+    """Whether an item scores 1.0/0.0 (all tests pass) rather than the fraction passed: the caller's explicit
+    ``binary``, else the ground truth's reward spec, else soft."""
+    if binary is not None:
+        return bool(binary)
+    spec = reward_spec(gt)
+    return spec is not None and spec["kind"] == "binary"
 
 
 def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
@@ -180,10 +207,11 @@ def _run_with_retry(jobs: list, limits: Limits) -> list:
     return [v for v in verdicts if v.program_id not in bad] + again
 
 
-def score_completions(completions: list, ground_truths: list, *, binary: bool = False,
+def score_completions(completions: list, ground_truths: list, *, binary: bool | None = None,
                       limits: Limits = DEFAULT_LIMITS, exclude_in_process: bool = True,
                       on_infra_error: str | None = None) -> list[float]:
-    """Reward per completion: fraction of its problem's tests passed (1.0/0.0 when binary).
+    """Reward per completion: fraction of its problem's tests passed, or 1.0/0.0 (all pass) when its ground
+    truth's reward spec says ``binary`` (``binary=True``/``False`` overrides every item's spec).
 
     A test is one ground-truth test: pytest/unittest cases (``test_id::case``) of it pass only if all pass.
     exclude_in_process=True (default) leaves out tests judged in the candidate's own process (forgeable);
@@ -206,6 +234,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
     for i, (completion, gt) in enumerate(zip(completions, ground_truths)):
         try:
             tests, entry, preamble = tests_from_ground_truth(gt)
+            item_binary = is_binary(gt, binary)
         except (ValueError, KeyError, TypeError, AttributeError) as e:   # the dataset's fault, not the program's
             raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
         try:
@@ -215,7 +244,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
         if status != "ok" or not tests:
             continue
         pid = f"c{i}"
-        index[pid] = (i, {t.test_id for t in tests})
+        index[pid] = (i, {t.test_id for t in tests}, item_binary)
         jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
                         cpu_s=ground_truth_cpu_s(gt)))
     verdicts = _run_with_retry(jobs, limits)
@@ -233,8 +262,8 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool = 
     outcomes: dict[str, dict[str, tuple[str, bool]]] = {}   # program -> test row -> (worst case status, in process)
     for (pid, test_id), (v, in_process) in merge_verdicts(verdicts).items():
         outcomes.setdefault(pid, {})[test_id] = (v.status, in_process)
-    for pid, (i, test_ids) in index.items():
-        rewards[i] = tests_reward(outcomes.get(pid, {}), test_ids, exclude_in_process, binary)
+    for pid, (i, test_ids, item_binary) in index.items():
+        rewards[i] = tests_reward(outcomes.get(pid, {}), test_ids, exclude_in_process, item_binary)
     return rewards
 
 

@@ -14,6 +14,9 @@ A recipe is data, not a code path::
       - {rule: model_correct_range, model: "{{ policy_model }}", min_correct: 1, min_wrong: 1, source: "..."}
     difficulty: {model: "{{ policy_model }}"}          # pass rate / potential columns of the release
     tests: {select: longest_inputs, k: 15}            # or {select: all} (default)
+    reward: {kind: binary, source: "..."}            # the paper's reward: binary (all tests pass) or soft
+                                                      # (fraction passed); `factory export` writes it into
+                                                      # every row's ground truth and factory.reward obeys it
     stages:                       # optional curriculum: each stage is its own release NAME-<stage>-<date>
       - {name: stage1, rules: [...], top_potential: 0.25}
 
@@ -36,9 +39,10 @@ from factory.lake.commit import config_hash
 
 RECIPES_DIR = PROJECT_ROOT / "recipes"
 TOP_KEYS = {"name", "title", "paper", "description", "params", "sources", "prepare", "curate", "rules",
-            "difficulty", "tests", "stages"}
-PREPARE_STAGES = ("dedup", "decontam", "dedup-embed", "judge-quality", "curate")
+            "difficulty", "tests", "stages", "reward"}
+PREPARE_STAGES = ("dedup", "decontam", "dedup-embed", "judge-quality", "curate", "hidden-tests")
 TEST_SELECTIONS = ("all", "longest_inputs")
+REWARD_KINDS = ("binary", "soft")
 _WHOLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 _INNER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -58,6 +62,8 @@ class Recipe:
     difficulty_model: str
     tests: dict
     stages: list = field(default_factory=list)   # {name, rules, top_potential}
+    reward: dict = field(default_factory=lambda: {"kind": "soft", "tests": "hidden", "source": None})
+    skipped: list = field(default_factory=list)   # [{step, reason}]: steps left out by `--skip` (recorded)
 
     @property
     def hash(self) -> str:
@@ -66,7 +72,8 @@ class Recipe:
     def resolved(self) -> dict:
         return {"name": self.name, "params": self.params, "sources": self.sources, "prepare": self.prepare,
                 "curate": self.curate, "rules": self.rules, "difficulty_model": self.difficulty_model,
-                "tests": self.tests, "stages": self.stages}
+                "tests": self.tests, "stages": self.stages, "reward": self.reward,
+                **({"skipped": self.skipped} if self.skipped else {})}
 
 
 def recipe_path(name_or_path: str) -> Path:
@@ -167,7 +174,24 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
         raise FactoryError(f"{where}: difficulty.model must be a model name, got {model!r}")
     return Recipe(name=name, file=where, title=str(body.get("title") or ""), paper=str(body.get("paper") or ""),
                   params=params, sources=sources, prepare=prepare, curate=curate, rules=rules,
-                  difficulty_model=model, tests=tests, stages=stages)
+                  difficulty_model=model, tests=tests, stages=stages, reward=_reward(body, curate, where))
+
+
+def _reward(body: dict, curate: dict, where: str) -> dict:
+    """The recipe's reward spec: {kind: binary|soft, tests: hidden|all (curate's reward_tests), source}."""
+    from factory.lake.templating import DEFAULTS
+
+    raw = body.get("reward") or {}
+    if not isinstance(raw, dict):
+        raise FactoryError(f"{where}: `reward` must be a mapping {{kind: binary|soft, source: ...}}")
+    extra = sorted(set(raw) - {"kind", "source"})
+    if extra:
+        raise FactoryError(f"{where}: reward: unknown keys {extra}; a reward has kind, source")
+    kind = raw.get("kind", "soft")
+    if kind not in REWARD_KINDS:
+        raise FactoryError(f"{where}: reward.kind must be one of {', '.join(REWARD_KINDS)}, got {kind!r}")
+    return {"kind": kind, "tests": str(curate.get("reward_tests", DEFAULTS["reward_tests"])),
+            "source": raw.get("source")}
 
 
 def _display(path: Path) -> str:
@@ -208,3 +232,43 @@ def _param(key: str, params: dict, where: str):
     if key not in params:
         raise FactoryError(f"{where}: {{{{ {key} }}}} is not a parameter of this recipe; params: {sorted(params)}")
     return params[key]
+
+
+def steps_text(recipe: Recipe) -> str:
+    """`factory recipe show`: every step in order, its thresholds and the paper source it comes from; the
+    recipe file is the one place a paper's threshold lives."""
+    def params(d: dict) -> str:
+        return ", ".join(f"{k}={json.dumps(v)}" for k, v in d.items()) or "-"
+
+    lines = [f"{recipe.name}: {recipe.title}", f"paper: {recipe.paper}", f"file: {recipe.file}  (owns every "
+             f"threshold below; --set {', '.join(sorted(recipe.params)) or '-'})", ""]
+    n = 0
+    for step in recipe.prepare:
+        n += 1
+        lines.append(f"{n:>2}. prepare {step['stage']}  {params({k: v for k, v in step.items() if k != 'stage'})}")
+    n += 1
+    lines.append(f"{n:>2}. prepare curate  {params(recipe.curate)}")
+    for rule in recipe.rules:
+        n += 1
+        lines += [f"{n:>2}. rule {rule['name']} ({rule['kind']})  {params(rule['params'])}",
+                  f"      source: {rule.get('source') or 'NOT GIVEN'}"]
+    n += 1
+    lines += [f"{n:>2}. rule rl_ready  usable tests, clean by default (gold.rl_problems)",
+              "      source: factory: RL rows need usable tests and no applied exclusion"]
+    for st in recipe.stages:
+        for rule in st["rules"]:
+            n += 1
+            lines += [f"{n:>2}. stage {st['name']}: rule {rule['name']} ({rule['kind']})  {params(rule['params'])}",
+                      f"      source: {rule.get('source') or 'NOT GIVEN'}"]
+        if st["top_potential"] is not None:
+            n += 1
+            lines += [f"{n:>2}. stage {st['name']}: top {st['top_potential']} by potential 4p(1-p) of "
+                      f"{recipe.difficulty_model}",
+                      "      source: highest improvement potential first (fraction of the train split)"]
+        if not st["rules"] and st["top_potential"] is None:
+            n += 1
+            lines.append(f"{n:>2}. stage {st['name']}: every kept problem")
+    lines.append(f"tests: {params(recipe.tests)}")
+    lines.append(f"reward: {recipe.reward['kind']} over {recipe.reward['tests']} tests"
+                 + (f"  (source: {recipe.reward['source']})" if recipe.reward.get("source") else ""))
+    return "\n".join(lines)

@@ -93,6 +93,25 @@ def recipe_markdown(recipe: dict) -> list[str]:
               f"problems; kept: {recipe.get('kept')}.", ""]
     if recipe.get("tests"):
         lines += [f"Tests per problem: `{json.dumps(recipe['tests'], sort_keys=True)}`.", ""]
+    if recipe.get("reward"):
+        rw = recipe["reward"]
+        what = "1.0 only when every test passes" if rw.get("kind") == "binary" else "the fraction of tests passed"
+        lines += [f"Reward: **{rw.get('kind')}** ({what}; {rw.get('tests', 'hidden')} tests)"
+                  + (f" - {rw['source']}" if rw.get("source") else "")
+                  + ". `factory export` writes it into every ground truth (`\"reward\"`), and `factory.reward` / "
+                    "`factory serve` score each item by it.", ""]
+    if recipe.get("skipped"):
+        lines += ["**Steps skipped** (`--skip`; this release does *not* do what the paper did for them):", ""]
+        lines += [f"- `{s['step']}`: {_cell(s.get('reason') or '')}" for s in recipe["skipped"]]
+        lines.append("")
+    if recipe.get("unhealthy_sources"):
+        lines += ["**Unhealthy sources** (references pass below the 0.99 a source needs here; their pass rates "
+                  "measure this environment as much as the problems):", ""]
+        for u in recipe["unhealthy_sources"]:
+            causes = ", ".join(f"{c} {n}" for c, n in u.get("causes") or []) or "no failing verdict recorded"
+            lines.append(f"- `{u['source']}`: {u['references_passed']}/{u['references_run']} references pass; "
+                         f"failing: {_cell(causes)}")
+        lines.append("")
     lines += ["| # | rule | kind | parameters | source | candidates | removed | remaining |",
               "|---|---|---|---|---|---|---|---|"]
     for r in recipe.get("rules", []):

@@ -99,6 +99,21 @@ def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
         return None
 
 
+def release_reward(con: duckdb.DuckDBPyConnection, recipe: dict | None) -> dict:
+    """The reward spec `factory export` writes into every ground truth: the recipe's kind (binary = 1.0 only when
+    every test passes, soft = the fraction passed; a plain release is soft) and which tests are reward tests
+    (curate's ``reward_tests`` of the latest curate run: hidden, or all)."""
+    from factory.lake.templating import DEFAULTS
+
+    spec = dict((recipe or {}).get("reward") or {})
+    row = con.execute("SELECT config FROM ops.runs WHERE stage = 'curate' AND status = 'success' "
+                      "ORDER BY finished_at DESC LIMIT 1").fetchone()
+    overrides = (json.loads(row[0]) if row and row[0] else {}).get("overrides") or {}
+    tests = spec.get("tests") or overrides.get("reward_tests") or DEFAULTS["reward_tests"]
+    return {"kind": spec.get("kind") or "soft", "tests": str(tests),
+            **({"source": spec["source"]} if spec.get("source") else {})}
+
+
 def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
     rows = con.execute("SELECT run_id, stage, config_hash, git_sha, finished_at, row_counts::VARCHAR "
                        "FROM ops.runs WHERE status = 'success' ORDER BY started_at, run_id").fetchall()
@@ -187,13 +202,14 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             licenses = _source_licenses(con)
             runs = _stage_runs(con)
             curation = _curation(con)
+            reward = release_reward(con, recipe)
         finally:
             con.close()
         manifest = {
             "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
             "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
-            "source_licenses": licenses, "stage_runs": runs, "curation": curation,
+            "source_licenses": licenses, "stage_runs": runs, "curation": curation, "reward": reward,
         }
         if recipe is not None:
             manifest["recipe"] = recipe

@@ -87,17 +87,24 @@ def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def _verl_rows(problems: list[dict]) -> list[dict]:
+def release_reward(manifest: dict) -> dict:
+    """The release's reward spec for the ground truths: manifest["reward"] (recorded at release time), else the
+    recipe's (releases cut before the spec was recorded), else soft over the hidden tests."""
+    spec = manifest.get("reward") or (manifest.get("recipe") or {}).get("reward") or {}
+    return {"kind": spec.get("kind") or "soft", "tests": spec.get("tests") or "hidden"}
+
+
+def _verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
     return [{"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
-             "reward_model": {"style": "rule", "ground_truth": json.dumps(ground_truth(p), sort_keys=True)},
+             "reward_model": {"style": "rule", "ground_truth": json.dumps(ground_truth(p, reward), sort_keys=True)},
              "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
                             "source_id": p["source_id"], "entry_point": p.get("entry_point"),
                             "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
             for i, p in enumerate(problems)]
 
 
-def _grpo_rows(problems: list[dict]) -> list[dict]:
-    return [{"prompt": _user(problem_prompt(p)), "ground_truth": json.dumps(ground_truth(p), sort_keys=True),
+def _grpo_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
+    return [{"prompt": _user(problem_prompt(p)), "ground_truth": json.dumps(ground_truth(p, reward), sort_keys=True),
              "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
              "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
 
@@ -147,12 +154,13 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     if problems is None:   # a recipe's release (`factory recipe run`): the same RL rows, the recipe's tests
         problems = view_rows(path, manifest, "gold.recipe_problems")
     pairs = view_rows(path, manifest, "gold.rm_pairs")
+    reward = release_reward(manifest)   # every ground truth carries it: the reward obeys it per item
     if fmt == "verl":
         problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(_verl_rows(problems), problems)
+        return _by_split(_verl_rows(problems, reward), problems)
     if fmt == "trl-grpo":
         problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(_grpo_rows(problems), problems)
+        return _by_split(_grpo_rows(problems, reward), problems)
     if fmt == "trl":
         pairs = _need(pairs, "gold.rm_pairs", fmt)
         return _by_split(_pair_rows(pairs), pairs)
@@ -164,7 +172,7 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
             rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in _pair_rows(pairs)]
             out.update({f"rm/{k}": v for k, v in _by_split(rows, pairs).items()})
         if problems is not None:   # `datasource` is the key OpenRLHF's PromptDataset reads
-            rows = [{"input": _user(problem_prompt(p)), "label": json.dumps(ground_truth(p), sort_keys=True),
+            rows = [{"input": _user(problem_prompt(p)), "label": json.dumps(ground_truth(p, reward), sort_keys=True),
                      "datasource": p["source"], "problem_id": p["problem_id"]} for p in problems]
             out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
         return out
@@ -196,7 +204,8 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     files = {} if fmt == "hf" else {rel: rows for rel, rows in build_export(path, manifest, fmt).items() if rows}
     if not files and fmt != "hf":
         raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
-    meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {}}
+    meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
+            "reward": release_reward(manifest)}
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
@@ -302,6 +311,8 @@ def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
             raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
         if not (gt.get("inputs") or gt.get("tests")):
             raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
+        if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
+            raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
     if fmt == "acecode":
         for i, cases in enumerate(table.column("test_cases").to_pylist()):
             if not cases:

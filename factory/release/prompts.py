@@ -17,7 +17,7 @@ def problem_prompt(row: dict) -> str:
     return prompt
 
 
-def ground_truth(row: dict) -> dict:
+def ground_truth(row: dict, reward: dict | None = None) -> dict:
     """verl/prime ground truth for a problem.
 
     All-stdio tests -> {"inputs": [stdin...], "outputs": [stdout...]}; all-call tests -> the same plus
@@ -28,10 +28,14 @@ def ground_truth(row: dict) -> dict:
     program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them.
     The tests are the problem's hidden tests (gold.rl_problems.tests); the tests whose input and output the prompt
     shows go under "public_tests" (factory test rows, as in "tests"), which no reward reads as reward tests.
+    ``reward`` (the release's spec, `factory export`) goes under "reward": {"kind": "binary"|"soft", "tests":
+    "hidden"|"all"}; binary scores 1.0 only when every test passes, soft the fraction passed.
     """
     tests = json.loads(row["tests"])
     kinds = {t["kind"] for t in tests}
     judging = {k: row[k] for k in ("checker", "cpu_s") if row.get(k) is not None}
+    if reward:   # the release's reward spec: factory.reward / factory serve score the item by its kind
+        judging["reward"] = {k: reward[k] for k in ("kind", "tests") if reward.get(k) is not None}
     if row.get("public_tests"):   # the prompt's own examples: never reward tests, a format / sanity check
         judging["public_tests"] = json.loads(row["public_tests"])
     if kinds in ({"stdio"}, {"call"}):   # a problem's tolerance / comparison rule (silver.checkers)

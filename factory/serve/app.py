@@ -279,6 +279,11 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
                 raise BadRequest(f"config.provided_data has no problem with id {sub_id!r}", "config.provided_data")
             provided = match[0]
         tests, entry, preamble = tests_from_provided(provided)
+        from factory.reward import is_binary
+        try:   # extra.reward follows the ground truth's reward spec, as /v1/judge does
+            submit_binary = is_binary(provided)
+        except ValueError as exc:
+            raise BadRequest(f"'config.provided_data.reward': {exc}"[:300], "config.provided_data.reward") from None
         entry = extra.get("entry_point") or entry
         limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"), memory_mb=extra.get("memory_limit_MB"),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
@@ -308,7 +313,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         accepted = bool(rows) and all(c["passed"] for c in cases) and len(rows) == len(tests)
         return JSONResponse({**base, "accepted": accepted, "tests": cases,
                              "extra": {"request_id": rid, "infra_retries": ticket.infra_retries,
-                                       "reward": score(rows, [t.test_id for t in tests])}})
+                                       "reward": score(rows, [t.test_id for t in tests], binary=submit_binary)}})
 
     def parse_items(body) -> tuple[list, list[dict], object, dict]:
         if not isinstance(body, dict):
@@ -321,7 +326,8 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         limits = request_limits(engine, caps, cpu_s=lim.get("cpu_s"), memory_mb=lim.get("memory_mb"),
                                 output_bytes=lim.get("max_output_bytes"), where="limits.")
         _flag(body, "stream", False)
-        opts = {"exclude_in_process": _flag(body, "exclude_in_process", True), "binary": _flag(body, "binary", False)}
+        # binary absent: each item is scored by its ground truth's reward spec ("reward": {"kind": ...}, else soft)
+        opts = {"exclude_in_process": _flag(body, "exclude_in_process", True), "binary": _flag(body, "binary", None)}
         jobs, meta = [], []
         for i, item in enumerate(items):
             where = f"items[{i}]."
@@ -342,7 +348,13 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
             else:
                 completion = _get(item, "completion", str, required=True, where=where)
                 code, status, _ = program_from_completion(completion, entry, tests)
-            meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests]})
+            from factory.reward import is_binary
+            try:   # the release's reward spec travels in the ground truth: binary (all pass) or soft (fraction)
+                item_binary = is_binary(truth, opts["binary"])
+            except ValueError as exc:
+                raise BadRequest(f"'{where}ground_truth.reward': {exc}"[:300], f"{where}ground_truth.reward") from None
+            meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests],
+                         "binary": item_binary})
             # this problem's calibrated limit (silver.time_limits): the item's, else the exported ground truth's
             # (as factory.reward uses it in process); capped by the server
             from factory.reward import ground_truth_cpu_s
@@ -361,7 +373,7 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
         infra = [r for r in rows if r["status"] == "infra_error"]
         error = ticket.error or (f"infra_error after {ticket.infra_retries} retries: {infra[0]['error_type']}: "
                                  f"{infra[0]['error_message']}" if infra else None)
-        reward = None if error else score(rows, m["test_ids"], opts["exclude_in_process"], opts["binary"])
+        reward = None if error else score(rows, m["test_ids"], opts["exclude_in_process"], m["binary"])
         return {**out, "reward": reward, "passed": reward == 1.0 if reward is not None else None, "rows": rows,
                 "infra_retries": ticket.infra_retries, "error": error}
 

@@ -48,17 +48,20 @@ class VerifierClient:
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 raise VerifierError(f"verifier {self.url}{path} unreachable or cut off: {exc}") from None
 
-    def judge(self, items: list[dict], *, limits: dict | None = None, binary: bool = False,
+    def judge(self, items: list[dict], *, limits: dict | None = None, binary: bool | None = None,
               exclude_in_process: bool = True) -> list[dict]:
-        """One result per item (``reward``, ``rows``, ...), in order; items go in chunks of ``chunk``."""
+        """One result per item (``reward``, ``rows``, ...), in order; items go in chunks of ``chunk``.
+        ``binary=None``: each item is scored by its ground truth's reward spec (``reward.kind``, else soft)."""
         out: list[dict] = []
         for start in range(0, len(items), self.chunk):
             out += self._judge_part(items[start:start + self.chunk], start, limits, binary, exclude_in_process)
         return out
 
-    def _judge_part(self, part: list[dict], start: int, limits, binary: bool, exclude_in_process: bool) -> list:
-        body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)], "binary": binary,
+    def _judge_part(self, part: list[dict], start: int, limits, binary: bool | None, exclude_in_process: bool) -> list:
+        body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)],
                 "exclude_in_process": exclude_in_process}
+        if binary is not None:   # else the server follows each ground truth's reward spec
+            body["binary"] = binary
         if limits:
             body["limits"] = limits
         try:

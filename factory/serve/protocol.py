@@ -306,6 +306,10 @@ def _check_ground_truth(data: dict, where: str) -> None:
     for key in ("atol", "rtol"):
         _positive(data.get(key), f"{w}{key}", 1e300, zero_ok=True)
     _positive(data.get("cpu_s"), f"{w}cpu_s", 1e6)
+    spec = data.get("reward")
+    if spec is not None and (not isinstance(spec, dict) or spec.get("kind") not in ("binary", "soft")):
+        raise BadRequest(f"field '{w}reward' must be an object with kind 'binary' or 'soft', got {spec!r}"[:300],
+                         f"{w}reward")
     if data.get("comparison") is not None and data["comparison"] not in COMPARISONS:
         raise BadRequest(f"field '{w}comparison' must be one of {', '.join(COMPARISONS)}, got "
                          f"{data['comparison']!r}"[:300], f"{w}comparison")

@@ -8,8 +8,10 @@ versions the datasets' programs import) and decides *healthy* from:
   sandbox now — a broken sandbox, interpreter or resource limit shows up here first;
 * infra errors: their share among the lake's verdicts must stay under ``max_infra_share`` (infra errors are
   missing data; many of them mean the verifier, not the programs, failed);
-* references per source (`gold.source_health`): reported, with the modules missing here. A source below the
-  curation's ``min_reference_pass_rate`` is named but does not fail the check on its own: its problems that
+* references per source (`gold.source_health`): a source below the curation's ``min_reference_pass_rate``
+  (0.99) is **unhealthy**: `factory health` prints an ``UNHEALTHY source`` line with its failing causes (missing
+  modules, wrong answers, timeouts, crashes) and exits 3, and every `factory recipe run` using it says so and
+  records it in its release. It does not block curation (only the environment does: exit 1): its problems that
   fail on a missing module are already excluded as ``environment`` by curation.
 """
 from __future__ import annotations
@@ -97,6 +99,17 @@ def run_health(lake=None, canary: bool = True, max_infra_share: float = 0.01, mi
         run.summary = "healthy" if not reasons else "unhealthy: " + "; ".join(reasons)
     row["run_id"] = run.run_id
     row["unhealthy_sources"] = [s for s in sources if s["healthy"] is False]
+    if row["unhealthy_sources"]:
+        from factory.funnel import failure_causes
+        from factory.lake import connect
+
+        con = connect(lake, read_only=True)
+        try:
+            causes = failure_causes(con)
+        finally:
+            con.close()
+        for s in row["unhealthy_sources"]:
+            s["causes"] = causes.get(s["source"], [])
     return row
 
 
@@ -118,11 +131,15 @@ def _cmd_health(args) -> None:
     print(f"verdicts: {row['verdicts']}  infra errors: {row['infra_errors']}")
     print(f"fingerprint: {row['fingerprint_hash']}")
     for s in row["unhealthy_sources"]:
-        print(f"note: source {s['source']}: {s['reference_pass_rate']:.1%} of references pass"
-              + (f" (missing here: {s['missing_modules']})" if s["missing_modules"] else ""))
-    if row["healthy"]:
-        print("healthy")
-    else:
+        causes = ", ".join(f"{c} {n}" for c, n in s.get("causes") or []) or "no failing verdict recorded"
+        print(f"UNHEALTHY source {s['source']}: {s['reference_pass_rate']:.1%} of references pass "
+              f"({s['references_run']} run; below min_reference_pass_rate, 0.99 by default); failing: {causes}", file=sys.stderr)
+    if not row["healthy"]:
         for reason in json.loads(row["reasons"]):
             print(f"UNHEALTHY: {reason}", file=sys.stderr)
         raise SystemExit(1)
+    if row["unhealthy_sources"]:
+        print(f"environment healthy; {len(row['unhealthy_sources'])} source(s) UNHEALTHY (their references fail "
+              "here: recipes using them say so)", file=sys.stderr)
+        raise SystemExit(3)
+    print("healthy")

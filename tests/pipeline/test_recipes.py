@@ -7,7 +7,7 @@ import math
 import pytest
 
 from factory.errors import FactoryError
-from factory.stages.execute import execute
+from factory.stages.execute import add_samples, execute
 from factory.stages.ingest import ingest_source
 from factory.stages.mutate import run_mutate
 from factory.recipes import available_recipes, load_recipe
@@ -18,6 +18,7 @@ from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
+POLICY = "policy-a"   # the mutants' code as samples of a named model (recipes refuse mutants as a model)
 PAPERS = {"acecoder", "klear", "skywork-or1", "acereason", "r1-code-interpreter", "deepcoder", "default"}
 
 
@@ -36,6 +37,13 @@ def lake(tmp_path_factory, shared_data):
     some = [r[0] for r in q(lake, "SELECT program_id FROM silver.programs WHERE origin = 'mutant' "
                                   "ORDER BY problem_id, program_id LIMIT 120")]
     execute(lake, selection="mutants", limits=Limits(cpu_s=1.0, wall_min_s=4.0), program_ids=some)
+    # model filters read samples of a named model, never mutants: the same programs stored as samples of POLICY
+    rows = q(lake, "SELECT p.code, s.source_id FROM silver.programs p JOIN silver.problems s USING (problem_id) "
+                   "WHERE p.program_id IN (SELECT unnest(?::VARCHAR[]))", [some])
+    path = lake.parent / "policy_samples.jsonl"
+    path.write_text("".join(json.dumps({"task_id": sid, "solution": code}) + "\n" for code, sid in rows))
+    ids = add_samples(lake, path, POLICY, "humaneval")
+    execute(lake, selection="samples", limits=Limits(cpu_s=1.0, wall_min_s=4.0), program_ids=ids)
     return lake
 
 
@@ -148,7 +156,7 @@ def test_rerun_replaces_rows_and_reuses_the_release(lake, releases):
 
 def test_potential_stages_are_cumulative_releases(lake, releases):
     out = run_recipe("r1-code-interpreter", lake=lake, releases_dir=releases, date="20260101", prepare=False,
-                     log=quiet)
+                     log=quiet, overrides={"policy_model": POLICY})
     n = out["kept"]
     assert n > 8
     assert out["stages"] == {f"stage{i}": math.ceil(f * n) for i, f in enumerate((0.25, 0.5, 0.75, 1.0), 1)}
@@ -166,10 +174,11 @@ def test_potential_stages_are_cumulative_releases(lake, releases):
 
 
 def test_policy_difficulty_rule_and_per_model_difficulty(lake, releases):
-    out = run_recipe("acereason", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    out = run_recipe("acereason", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet,
+                     overrides={"policy_model": POLICY}, skip=["model_solves"])   # no strong model sampled here
     stage2 = {r[0] for r in q(lake, "SELECT problem_id FROM gold.recipe_problems WHERE recipe = 'acereason' "
                                     "AND stages LIKE '%stage2%'")}
-    expect = {r[0] for r in q(lake, "SELECT problem_id FROM gold.model_pass_rates WHERE model = 'mutant' AND n >= 4 "
+    expect = {r[0] for r in q(lake, f"SELECT problem_id FROM gold.model_pass_rates WHERE model = '{POLICY}' AND n >= 4 "
                                     "AND correct <= 0.375 * n")} & {r[0] for r in q(
         lake, "SELECT problem_id FROM gold.recipe_decisions WHERE recipe = 'acereason' AND kept")}
     assert stage2 == expect and out["stages"]["stage2"] == len(expect) > 0
@@ -220,7 +229,8 @@ def test_report_compares_the_recipes(lake, releases, tmp_path):
 
 def test_a_recipe_that_keeps_nothing_cuts_no_release(lake, tmp_path):
     out = run_recipe("skywork-or1", lake=lake, releases_dir=tmp_path / "rel", prepare=False, log=quiet,
-                     overrides={"policy_model": "no-such-model"})
+                     overrides={"policy_model": POLICY, "min_samples": 1000},
+                     skip=["embedding_dedup", "quality_vote"])
     assert out["kept"] == 0 and out["releases"] == []
     assert q(lake, "SELECT removed_by, count(*) FROM gold.recipe_decisions WHERE recipe = 'skywork-or1' "
                    "AND removed_by = 'model_correct_range' GROUP BY 1")

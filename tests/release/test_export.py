@@ -44,8 +44,10 @@ def test_verl(releases, tmp_path):
     assert he["reward_model"]["style"] == "rule"
     gt = json.loads(he["reward_model"]["ground_truth"])
     assert gt["tests"] and gt["assert_case"][0].startswith(f"assert {he['extra_info']['entry_point']}(")
-    stdio = [g for g in apps if set(g) == {"inputs", "outputs"}]  # verl/prime APPS shape
-    call = [g for g in apps if set(g) == {"inputs", "outputs", "fn_name"}]
+    # verl/prime APPS shape, plus the release's reward spec (a plain release: soft, hidden tests)
+    assert all(g["reward"] == {"kind": "soft", "tests": "hidden"} for g in apps)
+    stdio = [g for g in apps if set(g) == {"inputs", "outputs", "reward"}]
+    call = [g for g in apps if set(g) == {"inputs", "outputs", "fn_name", "reward"}]
     assert stdio and len(stdio) + len(call) == len(apps) == releases.apps_problems
     assert all(len(g["inputs"]) == len(g["outputs"]) > 0 and isinstance(g["inputs"][0], str) for g in stdio)
     assert all(isinstance(g["inputs"][0], list) for g in call)

@@ -19,6 +19,9 @@ def register(sub, add_lake) -> None:
                    help="skip the recipe's prepare stages and curate (use the lake's current gold views)")
     p.add_argument("--no-release", action="store_true", help="commit the decisions only")
     p.add_argument("--date", help="release date label (default: today, UTC, YYYYMMDD)")
+    p.add_argument("--skip", action="append", default=[], metavar="STEP",
+                   help="leave out a rule or curriculum stage whose input is missing (the run refuses otherwise); "
+                        "recorded in the release's manifest and card")
     p.set_defaults(fn=cmd_run)
 
     p = rsub.add_parser("diff", help="problems one recipe's release keeps and the other's does not, and why")
@@ -31,9 +34,10 @@ def register(sub, add_lake) -> None:
     p = rsub.add_parser("list", help="recipes in recipes/")
     p.set_defaults(fn=cmd_list)
 
-    p = rsub.add_parser("show", help="a recipe resolved: parameters filled in, defaults applied")
+    p = rsub.add_parser("show", help="a recipe's steps in order, each with its thresholds and paper source")
     p.add_argument("name")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true", help="the resolved recipe as JSON (parameters filled in)")
     p.set_defaults(fn=cmd_show)
 
 
@@ -43,7 +47,7 @@ def cmd_run(args) -> None:
 
     out = run_recipe(args.name, lake=args.lake, releases_dir=args.releases_dir,
                      overrides=parse_overrides(args.set), prepare=not args.no_prepare,
-                     release=not args.no_release, date=args.date)
+                     release=not args.no_release, date=args.date, skip=args.skip)
     stages = ", ".join(f"{k} {v}" for k, v in out["stages"].items())
     print(f"recipe {out['recipe']}: kept {out['kept']} of {out['candidates']} candidates"
           + (f"; stages: {stages}" if stages else "")
@@ -71,7 +75,12 @@ def cmd_list(args) -> None:
 def cmd_show(args) -> None:
     from factory.recipes import load_recipe, parse_overrides
 
+    from factory.recipes.spec import steps_text
+
     r = load_recipe(args.name, parse_overrides(args.set))
+    if not args.json:
+        print(steps_text(r))
+        return
     json.dump({**r.resolved(), "file": r.file, "title": r.title, "paper": r.paper, "recipe_hash": r.hash},
               sys.stdout, indent=2, sort_keys=True)
     print()

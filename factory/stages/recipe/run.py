@@ -24,18 +24,57 @@ RECIPE_TABLES = ("gold.recipe_decisions", "gold.recipe_rules", "gold.recipe_prob
 
 
 def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | None = None, prepare: bool = True,
-               release: bool = True, date: str | None = None, log=print) -> dict:
-    """Run a recipe end to end; returns {recipe, candidates, kept, rules, stages, releases}."""
+               release: bool = True, date: str | None = None, skip: list[str] | None = None, log=print) -> dict:
+    """Run a recipe end to end; returns {recipe, candidates, kept, rules, stages, releases}.
+
+    A step whose input is missing (a model filter with no samples of its model, a quality vote with no judges,
+    an embedding dedup without the `embed` extra) refuses the whole run with what to run or set, before anything
+    is prepared; ``skip`` names steps (rules or curriculum stages) to leave out instead, recorded in the
+    release's manifest and card."""
     recipe = load_recipe(name, overrides)
     check_rule_files(tuple(sorted({r["kind"] for r in recipe.rules + [r for s in recipe.stages for r in s["rules"]]})))
+    recipe = apply_skips(recipe, lake, skip or [], prepare)
     if prepare:
         run_prepare(recipe, lake, log)
     decided = decide(recipe, lake)
+    from factory.funnel import health_lines
+    for line in health_lines(decided["unhealthy_sources"]):   # a source below 0.99 reference pass rate
+        log(f"UNHEALTHY source {line} (recipe {recipe.name} uses it; `factory health` for the environment)")
     log(rules_table(decided["rules"]))
     releases = []
     if release:
         releases = cut_releases(recipe, decided, lake=lake, releases_dir=releases_dir, date=date, log=log)
     return {**decided, "releases": releases}
+
+
+def apply_skips(recipe: Recipe, lake, skip: list[str], prepare: bool) -> Recipe:
+    """Refuse (FactoryError listing every missing input) unless each refused step is skipped; returns the recipe
+    without its skipped steps, ``recipe.skipped`` saying which and why."""
+    from factory.lake import connect
+    from factory.recipes.preflight import check_skips, refusals, skipped_prepare
+
+    skip = check_skips(recipe, skip)
+    con = connect(lake, read_only=True)
+    try:
+        found = refusals(recipe, con, skip=[], prepare=prepare)
+    finally:
+        con.close()
+    refused = [(step, why) for step, why in found if step not in skip]
+    if refused:
+        raise FactoryError(f"recipe {recipe.name} refuses to run: {len(refused)} step(s) cannot do what the paper "
+                           "did with this lake (nothing was changed):\n"
+                           + "\n".join(f"  - {why}" for _, why in refused))
+    if not skip:
+        return recipe
+    reasons = dict(found)
+    gone = set(skip)
+    drop = skipped_prepare(recipe, skip)   # prepare stages that only served skipped rules
+    recipe.skipped = [{"step": s, "reason": reasons.get(s, "skipped by --skip")} for s in skip]
+    recipe.rules = [r for r in recipe.rules if r["name"] not in gone]
+    recipe.stages = [{**st, "rules": [r for r in st["rules"] if r["name"] not in gone]}
+                     for st in recipe.stages if st["name"] not in gone]
+    recipe.prepare = [p for p in recipe.prepare if p["stage"] not in drop]
+    return recipe
 
 
 def run_prepare(recipe: Recipe, lake, log) -> None:
@@ -52,6 +91,11 @@ def run_prepare(recipe: Recipe, lake, log) -> None:
         elif stage == "dedup-embed":
             from factory.stages.dedup_embed import run_embedding_dedup
             run_embedding_dedup(lake, **args)
+        elif stage == "hidden-tests":   # hidden tests for public-only problems (LeetCode), from the reference
+            from factory.stages.hidden_tests import run_hidden_tests
+            report = run_hidden_tests(lake, **args)
+            log(f"recipe {recipe.name}: hidden-tests added {report['tests_added']} tests to "
+                f"{report['problems_with_tests']} of {report['problems']} public-only problems")
         elif stage == "judge-quality":
             if not args.get("judges"):
                 log("recipe: judge-quality skipped (no judges given: --set judges='[\"model\"]'); the quality rule "
@@ -103,6 +147,10 @@ def decide(recipe: Recipe, lake) -> dict:
                                + ": run `factory ingest` first")
         source_of = dict(cand_rows)
         candidates = [r[0] for r in cand_rows]
+        from factory.funnel import unhealthy_with_causes
+        used = set(source_of.values())
+        unhealthy = [{k: r[k] for k in ("source", "references_run", "references_passed", "reference_pass_rate",
+                                        "causes")} for r in unhealthy_with_causes(con) if r["source"] in used]
         base_rules = recipe.rules + [RL_READY]
         kept, rule_rows, failed = _apply(con, base_rules, candidates, 1, None)
         potential = _potentials(con, recipe.difficulty_model)
@@ -146,7 +194,8 @@ def decide(recipe: Recipe, lake) -> dict:
                        + "; ".join(f"{r['rule']} -{r['removed']}" for r in rule_rows))
         return {"recipe": recipe.name, "recipe_hash": rhash, "content_hash": content, "run_id": run.run_id,
                 "candidates": len(candidates), "kept": len(kept), "rules": rule_rows,
-                "stages": {k: len(v) for k, v in stage_sets.items()}, "commit_retries": run.commit_retries}
+                "stages": {k: len(v) for k, v in stage_sets.items()}, "commit_retries": run.commit_retries,
+                "unhealthy_sources": unhealthy}
 
     # two recipes committing at once on a PostgreSQL catalog both delete from the recipe tables: DuckLake refuses
     # the second commit, and the body runs again on the new state (run_stage)
@@ -253,8 +302,9 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
     root = resolve_releases_dir(releases_dir)
     info = {"name": recipe.name, "title": recipe.title, "paper": recipe.paper, "file": recipe.file,
             "recipe_hash": decided["recipe_hash"], "content_hash": decided["content_hash"],
-            "run_id": decided["run_id"], "params": recipe.params, "tests": recipe.tests,
-            "difficulty_model": recipe.difficulty_model, "candidates": decided["candidates"],
+            "run_id": decided["run_id"], "params": recipe.params, "tests": recipe.tests, "skipped": recipe.skipped,
+            "unhealthy_sources": decided["unhealthy_sources"],
+            "difficulty_model": recipe.difficulty_model, "reward": recipe.reward, "candidates": decided["candidates"],
             "kept": decided["kept"], "rules": decided["rules"], "stages": decided["stages"]}
     match = f"recipe = '{recipe.name}'"
     wanted = [(f"{recipe.name}-{date}", None, ["gold.recipe_problems", "gold.recipe_decisions", "gold.recipe_rules"],
