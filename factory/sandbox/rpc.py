@@ -207,6 +207,7 @@ class Client:
         self.entry_name: str | None = None   # a builtin name the program may shadow: its entry point only
         self.callbacks: list = []
         self.epoch = 0                          # requests that may have run program code (snapshots expire)
+        self.refs: dict[int, "RemoteRef"] = {}  # handle number -> its one proxy
 
     # -- side interface for the codec (judge objects -> wire, wire -> judge objects)
     def is_struct(self, v) -> bool:
@@ -249,7 +250,15 @@ class Client:
                 return mod
         if what == "class" and isinstance(extra, list) and "BaseException" in extra and extra:
             return self.exception_class([str(e) for e in extra])
-        return RemoteRef(self, n)
+        if what == "import" and isinstance(extra, list) and len(extra) == 2:
+            mod = self._import(str(extra[0]))   # the judge's own module: never the program's object
+            found = getattr(mod, str(extra[1]), None) if mod is not None and str(extra[1]).isidentifier() else None
+            if found is not None:
+                return found
+        ref = self.refs.get(n)
+        if ref is None:
+            ref = self.refs[n] = RemoteRef(self, n)   # one proxy per program object: identity holds
+        return ref
 
     @staticmethod
     def _import(name: str):
@@ -488,6 +497,14 @@ class RemoteRef:
         except TypeError:
             return "<program object>"
 
+    def __or__(self, other):
+        """``ProgramClass | None`` in a test's annotation: a judge-side stand-in (typing.Any), nothing asked of
+        the program."""
+        import typing
+        return typing.Any
+
+    __ror__ = __or__
+
     def __instancecheck__(self, obj):
         if type(obj) is not RemoteRef:
             return False
@@ -551,6 +568,7 @@ class Server:
         self.ns, self.struct_names = ns, struct_names
         self.rfd, self.wfd = rfd, wfd
         self.handles: list = []
+        self.handle_of: dict[int, int] = {}
 
     def is_struct(self, v) -> bool:
         return (type(v).__name__ in self.struct_names and not isinstance(v, type)
@@ -561,8 +579,10 @@ class Server:
         return type(obj).__name__
 
     def other(self, v):
-        n = len(self.handles)
-        self.handles.append(v)
+        n = self.handle_of.get(id(v))   # the same object keeps its handle (`mirror(root) == root` is identity)
+        if n is None:
+            n = self.handle_of[id(v)] = len(self.handles)
+            self.handles.append(v)      # kept alive: its id is never reused while the handle exists
         if type(v).__name__ == "module":
             return {"$h": [n, "module", str(getattr(v, "__name__", ""))]}
         if isinstance(v, type):
@@ -645,6 +665,11 @@ class Server:
             name = req.get("name")
             if name not in self.ns:
                 return {"ok": True, "v": {"$o": "missing-name"}, "objs": []}
+            origin = _import_origin(str(name), self.ns[name])
+            if origin:   # `from typing import List`: the judge takes its own copy of what the program imported
+                n = len(self.handles)
+                self.handles.append(self.ns[name])
+                return {"ok": True, "v": {"$h": [n, "import", origin]}, "objs": []}
             return self._reply(self.ns[name])
         if op == "init":
             self.struct_names = set(map(str, req.get("struct") or ()))
@@ -698,6 +723,21 @@ class Server:
         if mut:
             reply["mut"] = mut
         return reply
+
+
+def _import_origin(name: str, value) -> list[str] | None:
+    """[module, name] when the program's global ``name`` is an object it imported from another module under
+    that name (``from typing import List``, ``from math import sqrt``), else None."""
+    import sys
+    module = getattr(value, "__module__", None)
+    if not isinstance(module, str) or module in (PROGRAM_MODULE, "__main__", JUDGE_MODULE) or isinstance(value, type) \
+            and issubclass(value, BaseException):
+        return None
+    mod = sys.modules.get(module)
+    try:
+        return [module, name] if mod is not None and getattr(mod, name, None) is value else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class _Plain:

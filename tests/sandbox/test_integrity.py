@@ -1573,6 +1573,16 @@ case("L_huge_int_vs_float_call", CALL(P_HUGE, 1.5, args=(1,)), WRONG)
 case("L_huge_int_vs_floats_call", CALL("def f(x):\n    return [10 ** 400]\n", [1.5], args=(1,)), WRONG)
 case("L_huge_int_assert", A(P_HUGE, "assert abs(f(1) - 1.5) < 1e-6"), WRONG)
 case("L_huge_float_token_stdio", IO("print(10 ** 400)\n", "", "1.5\n", comparison="float"), WRONG)
+# a name the program imported (`from typing import List`) is the judge's own object in test code (KodCode
+# annotates with the program's imports); the same program object keeps one proxy (identity holds)
+case("B_program_import_in_annotation", PYT("from typing import List\nclass Node:\n    def __init__(self, v):\n"
+                                           "        self.v = v\ndef f(x: List[int]) -> List[int]:\n    return x\n",
+                                           "def g(a: Node | None) -> List[int]:\n    return f([1])\n\n"
+                                           "def test_a():\n    assert g(None) == [1]\n"), PASS)
+case("B_same_object_same_proxy", PYT("class T:\n    pass\ndef same(t):\n    return t\n",
+                                     "def test_a():\n    t = T()\n    assert same(t) == t and same(t) is t\n"), PASS)
+case("L_import_name_is_judges", A("import math\nmath.sqrt = lambda x: 3\nfrom math import sqrt\ndef f():\n    return 2\n",
+                                  "assert f() == sqrt(9)", entry="f"), WRONG)
 # a program sees `python main.py`'s argv: fileinput reads stdin
 case("B_fileinput_reads_stdin", IO("import fileinput\nfor line in fileinput.input():\n    print(int(line) * 2)\n",
                                    "5\n", "10\n"), PASS)
