@@ -51,7 +51,8 @@ class Releases:
     r1: dict            # manifests
     r2: dict
     pair_ids: list[str]
-    apps_problems: int
+    apps_problems: int   # APPS problems ingested
+    apps_rl_rows: int    # ... of which have a hidden test (the RL rows; #31: public-only problems are left out)
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +66,15 @@ def releases(tmp_path_factory, shared_data) -> Releases:
     pair_ids = add_pairs(lake)
     r1 = create_release("r1", VIEWS, lake=lake, releases_dir=root, shard_rows=200)
     apps = ingest_source("apps", [shared_data / "apps_mapcoder150" / "selected150.jsonl"], lake=lake, source="apps")
+    # APPS has no reference solution, so no test of it is validated: since #31 such train problems are held out
+    # ('unvalidated'); these export tests need its stdio / call shapes, so the lake opts them in explicitly
+    from factory.lake.templating import EXCLUSION_REASONS
+    from factory.stages.curate import curate
+    curate(lake, {"exclude": [r for r in EXCLUSION_REASONS if r != "unvalidated"]})
+    add_pairs(lake)   # curate recomputed gold.rm_pairs (no executions here): the same pairs again
     r2 = create_release("r2", VIEWS, lake=lake, releases_dir=root, shard_rows=200)
     with stage_run("curate", {"test": "drop pairs"}, lake=lake) as run:
         run.delete("gold.rm_pairs", "true")
-    return Releases(lake, root, r1, r2, pair_ids, apps.problems)
+    from tests.lakeutil import query
+    rl = query(lake, "SELECT count(*) FROM gold.rl_problems WHERE source = 'apps'")[0][0]
+    return Releases(lake, root, r1, r2, pair_ids, apps.problems, rl)

@@ -46,9 +46,9 @@ def test_verl(releases, tmp_path):
     assert gt["tests"] and gt["assert_case"][0].startswith(f"assert {he['extra_info']['entry_point']}(")
     # verl/prime APPS shape, plus the release's reward spec (a plain release: soft, hidden tests)
     assert all(g["reward"] == {"kind": "soft", "tests": "hidden"} for g in apps)
-    stdio = [g for g in apps if set(g) == {"inputs", "outputs", "reward"}]
-    call = [g for g in apps if set(g) == {"inputs", "outputs", "fn_name", "reward"}]
-    assert stdio and len(stdio) + len(call) == len(apps) == releases.apps_problems
+    stdio = [g for g in apps if set(g) - {"public_tests"} == {"inputs", "outputs", "reward"}]
+    call = [g for g in apps if set(g) - {"public_tests"} == {"inputs", "outputs", "fn_name", "reward"}]
+    assert stdio and len(stdio) + len(call) == len(apps) == releases.apps_rl_rows
     assert all(len(g["inputs"]) == len(g["outputs"]) > 0 and isinstance(g["inputs"][0], str) for g in stdio)
     assert all(isinstance(g["inputs"][0], list) for g in call)
     assert he["extra_info"]["problem_id"] and he["extra_info"]["split"] == "test"
@@ -92,9 +92,9 @@ def test_hf_format_has_configs_and_real_splits(releases, tmp_path):
     import datasets
     out = tmp_path / "hf"
     meta = export_release("r2", "hf", out, releases_dir=releases.root)
-    assert meta["configs"]["rl_problems"] == {"train": releases.apps_problems,
+    assert meta["configs"]["rl_problems"] == {"train": releases.apps_rl_rows,
                                               "test": releases.r2["views"]["gold.rl_problems"]["rows"]
-                                              - releases.apps_problems}
+                                              - releases.apps_rl_rows}
     ds = datasets.load_dataset(str(out), "rl_problems", cache_dir=str(tmp_path / "c"))
     assert set(ds) == {"train", "test"} and set(ds["test"]["split"]) == {"test"}
     assert ds["train"][0]["prompt"] and "Write a complete Python solution" in ds["train"][0]["prompt"]
@@ -169,10 +169,11 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
     for fmt, files in expected.items():
         out = tmp_path / "out" / fmt
         meta = export_release("he", fmt, out, releases_dir=tmp_path / "rel")
-        assert set(meta["files"]) == files and sum(meta["files"].values()) == 164, meta
+        # 163: HumanEval/34's only test is its docstring example (public), so it has no reward test (#31)
+        assert set(meta["files"]) == files and sum(meta["files"].values()) == 163, meta
         assert meta["validation"]["loader"] == "datasets"
         assert not (out / "train.parquet").exists()
-        assert load(out / next(iter(files)), tmp_path).num_rows == 164
+        assert load(out / next(iter(files)), tmp_path).num_rows == 163
     with pytest.raises(FactoryError, match="no rows for the trl format"):
         export_release("he", "trl", tmp_path / "out" / "trl", releases_dir=tmp_path / "rel")  # no preference pairs
     assert not (tmp_path / "out" / "trl").exists()
@@ -204,7 +205,10 @@ def test_verl_export_round_trips_through_ingest(releases, tmp_path):
                          FROM silver.problems p JOIN silver.tests t USING (problem_id) WHERE {where}
                          GROUP BY ALL""")
         return sorted(rows)
-    original = suites(releases.lake, "p.problem_id IN (SELECT problem_id FROM gold.rl_problems)")
+    # the export carries the reward (hidden) tests; public ones ride apart in `public_tests` (#31)
+    original = suites(releases.lake, "p.problem_id IN (SELECT problem_id FROM gold.rl_problems) AND "
+                                     "t.test_id IN (SELECT json_extract_string(x, '$.test_id') FROM gold.rl_problems, "
+                                     "unnest(json_extract(tests, '$[*]')) AS u(x))")
     again = suites(lake, "true")
     assert len(again) == len(original)
     diff = [(a, b) for a, b in zip(original, again) if a != b]

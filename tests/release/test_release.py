@@ -60,10 +60,10 @@ def test_release_layout_and_manifest(releases):
 def test_datasets_sees_real_splits(releases):
     """r2 adds APPS (a training source): `datasets` loads rl_problems as train + test, test rows only in test."""
     r2 = releases.r2["views"]["gold.rl_problems"]
-    assert r2["splits"]["train"] == releases.apps_problems and r2["splits"]["test"] == r2["rows"] - releases.apps_problems
+    assert r2["splits"]["train"] == releases.apps_rl_rows and r2["splits"]["test"] == r2["rows"] - releases.apps_rl_rows
     ds = datasets.load_dataset(str(releases.root / "r2"), "rl_problems")
     assert set(ds) == {"train", "test"}
-    assert ds["train"].num_rows == releases.apps_problems and set(ds["train"]["source"]) == {"apps"}
+    assert ds["train"].num_rows == releases.apps_rl_rows and set(ds["train"]["source"]) == {"apps"}
     assert set(ds["test"]["split"]) == {"test"} and set(ds["test"]["source"]) == {"humaneval", "mbpp-sanitized"}
     card = (releases.root / "r2" / "README.md").read_text()
     assert "## What curation kept out" in card and "| apps |" in card
@@ -147,12 +147,12 @@ def test_verify_detects_missing_and_extra_files(releases, r1_copy):
 def test_diff_reports_added_rows(releases):
     d = diff_releases("r1", "r2", releases_dir=releases.root)
     rl = d["gold.rl_problems"]
-    assert rl["added"] == releases.apps_problems > 0
+    assert rl["added"] == releases.apps_rl_rows > 0
     assert (rl["removed"], rl["changed"], rl["schema_changed"]) == (0, 0, False)
-    assert rl["rows_b"] - rl["rows_a"] == releases.apps_problems
+    assert rl["rows_b"] - rl["rows_a"] == releases.apps_rl_rows
     assert d["gold.rm_pairs"]["added"] == d["gold.rm_pairs"]["removed"] == 0
     out = factory_cli("release", "diff", "r1", "r2", lake=releases.lake, releases=releases.root)
-    assert out.returncode == 0 and f"+{releases.apps_problems} added" in out.stdout
+    assert out.returncode == 0 and f"+{releases.apps_rl_rows} added" in out.stdout
 
 
 def test_diff_verifies_first_and_sets_provenance_apart(releases, r1_copy, tmp_path):
