@@ -15,9 +15,7 @@ The matrix (source x entry point -> reference / wrong reward) is printed (``-s``
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -127,18 +125,9 @@ def _by_source(rows: dict) -> dict:
 
 
 def _entry_points(server_url: str | None):
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from tests.trainer_clients import openrlhf_reward_module, verl_reward_fn
 
-    cfg = OmegaConf.create({"reward": {"custom_reward_function": {"path": reward_module.__file__,
-                                                                  "name": "compute_score"}}})
-    verl_fn = get_custom_reward_fn(cfg)
-    cfg_b = OmegaConf.create({"reward": {"custom_reward_function": {"path": reward_module.__file__,
-                                                                    "name": "compute_score_batch"}}})
-    verl_batch = get_custom_reward_fn(cfg_b)
-    spec = importlib.util.spec_from_file_location("reward_func", reward_module.__file__)   # as OpenRLHF loads it
-    orl = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(orl)
+    verl_fn, verl_batch, orl = verl_reward_fn(), verl_reward_fn("compute_score_batch"), openrlhf_reward_module()
 
     def verl_threads(answers, truths):   # verl's reward loop: one call per item from a thread pool
         with ThreadPoolExecutor(16) as ex:

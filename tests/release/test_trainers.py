@@ -4,9 +4,7 @@ PromptDataset in chat mode, and every reward entry point scoring references 1.0 
 for HumanEval (check), MBPP (assert), CodeContests (stdio) and KodCode (pytest)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow.parquet as pq
@@ -103,21 +101,12 @@ def test_splits_and_prompts_match_across_exports(built):
 
 
 def test_every_reward_entry_point_agrees(built):
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-    from omegaconf import OmegaConf
+    from tests.trainer_clients import openrlhf_reward_module, verl_reward_fn
 
     cases = _cases(built)
     assert {c[0] for c in cases} == {"humaneval", "mbpp", "codecontests", "kodcode"}
-    # verl 0.9's keys: reward.custom_reward_function.{path,name}
-    cfg = OmegaConf.create({"reward": {"custom_reward_function": {"path": reward_module.__file__,
-                                                                  "name": "compute_score"}}})
-    verl_fn = get_custom_reward_fn(cfg)
-    cfg_b = OmegaConf.create({"reward": {"custom_reward_function": {"path": reward_module.__file__,
-                                                                    "name": "compute_score_batch"}}})
-    verl_batch = get_custom_reward_fn(cfg_b)
-    spec = importlib.util.spec_from_file_location("reward_func", reward_module.__file__)   # as OpenRLHF loads it
-    orl = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(orl)
+    # verl 0.9's keys: reward.custom_reward_function.{path,name}; OpenRLHF loads the file by path
+    verl_fn, verl_batch, orl = verl_reward_fn(), verl_reward_fn("compute_score_batch"), openrlhf_reward_module()
     answers = [a for c in cases for a in (c[2], c[3])]
     truths = [c[1] for c in cases for _ in (0, 1)]
     sources = [c[0] for c in cases for _ in (0, 1)]
