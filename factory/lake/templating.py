@@ -16,14 +16,22 @@ DEFAULT_BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus"
                       "codecontests", "bigcodebench")
 
 def recipe_param(recipe: str, key: str):
-    """A default owned by a recipe file (recipes/RECIPE.yaml `params:`), so a paper's threshold has one home."""
-    import yaml
-
+    """A default owned by a recipe file (recipes/RECIPE.yaml `params:`), so a paper's threshold has one home.
+    A plain number under `params:` is read without a YAML parser (this runs at import: `factory --help` stays
+    light); anything else goes through yaml."""
     from factory.lake.catalog import PROJECT_ROOT
 
     path = PROJECT_ROOT / "recipes" / f"{recipe}.yaml"
     try:
-        return yaml.safe_load(path.read_text())["params"][key]
+        text = path.read_text()
+        block = re.search(r"^params:\s*\n((?:[ \t]+.*\n?|\s*\n)*)", text, re.M)
+        found = block and re.search(rf"^[ \t]+{re.escape(key)}:[ \t]*(-?[0-9]+(?:\.[0-9]+)?)[ \t]*(?:#.*)?$",
+                                    block.group(1), re.M)
+        if found:
+            number = found.group(1)
+            return float(number) if "." in number else int(number)
+        import yaml
+        return yaml.safe_load(text)["params"][key]
     except (OSError, KeyError, TypeError) as exc:
         raise FactoryError(f"{path}: params.{key} is missing ({exc})") from None
 
