@@ -192,7 +192,7 @@ def test_decontam_flags_mbpp_against_sanitized_benchmark(tmp_path, shared_data):
     ingest_source("mbpp-sanitized", [shared_data / "mbpp_sanitized" / "sanitized-mbpp.json"], lake=lake)
     report = run_decontam(lake, ["mbpp-sanitized"], n=9)
     # sanitized MBPP prompts are MBPP texts: most of the MBPP test split must be flagged, with its own task
-    own = q(lake, """SELECT count(*) FROM silver.contamination c JOIN silver.problems p USING (problem_id)
+    own = q(lake, """SELECT count(DISTINCT p.problem_id) FROM silver.contamination c JOIN silver.problems p USING (problem_id)
         JOIN silver.problems b ON b.problem_id = c.benchmark_id WHERE c.contaminated AND p.source_id = b.source_id""")
     assert own[0][0] > 250
     assert report["contaminated_by_source"]["mbpp"] >= own[0][0]
