@@ -22,6 +22,12 @@ def released(tmp_path_factory, shared_data):
     ingest_source("humaneval", None, lake=lake)
     # MBPP has a train split; HumanEval is a decontamination benchmark, so it only ever lands in test
     ingest_source("mbpp", [shared_data / "mbpp" / "mbpp.jsonl"], lake=lake)
+    # train problems enter with tests their reference validated (#31): run MBPP's references, then curate
+    from factory.sandbox import Limits
+    from factory.stages.curate import curate
+    from factory.stages.execute import execute
+    execute(lake, selection="reference", sources=["mbpp"], limits=Limits(cpu_s=4.0))
+    curate(lake)
     create_release("rl-v1", ["gold.rl_problems"], lake=lake, releases_dir=releases)
     con = connect(lake, read_only=True)
     refs = dict(con.execute("SELECT pb.problem_id, p.code FROM silver.programs p JOIN silver.problems pb "
