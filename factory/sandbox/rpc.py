@@ -439,27 +439,26 @@ class RemoteRef:
     def __setattr__(self, name, value):
         self._op_value("setattr", value, name=name)
 
-    def _plain(self, what: str):
-        """The object's plain value (see the module docstring); TypeError where it has none."""
+    def _snapshot(self):
+        """The object's plain value as the candidate last sent it, taken again after program code ran."""
         c = object.__getattribute__(self, "_c")
         cached = object.__getattribute__(self, "_snap")
-        if cached is not None and cached[0] == c.epoch:
-            value = cached[1]
-        else:
-            value = c.op("snapshot", object.__getattribute__(self, "_h"))
-            object.__setattr__(self, "_snap", (c.epoch, value))
+        if cached is None or cached[0] != c.epoch:
+            cached = (c.epoch, c.op("snapshot", object.__getattribute__(self, "_h")))
+            object.__setattr__(self, "_snap", cached)
+        return cached[1]
+
+    def _plain(self, what: str):
+        """The object's plain value (see the module docstring); TypeError where it has none."""
+        value = self._snapshot()
         if isinstance(value, Opaque) or type(value) is RemoteRef:
             raise TypeError(f"{what}: the program returned an object with no plain value "
                             f"({getattr(value, 'type_name', 'object')}); return plain data (list, dict, str, ...)")
         return value
 
     def _is_stream(self) -> bool:
-        c = object.__getattribute__(self, "_c")
-        cached = object.__getattribute__(self, "_snap")
-        if cached is None or cached[0] != c.epoch:
-            value = c.op("snapshot", object.__getattribute__(self, "_h"))
-            object.__setattr__(self, "_snap", cached := (c.epoch, value))
-        return isinstance(cached[1], Opaque) and cached[1].type_name == "iterator"
+        value = self._snapshot()
+        return isinstance(value, Opaque) and value.type_name == "iterator"
 
     def __iter__(self):
         if self._is_stream():
