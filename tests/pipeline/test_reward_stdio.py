@@ -36,3 +36,16 @@ def test_codecontests_references_score_one_through_reward(shared_data):
     assert score_completions(completions, gts, binary=True) == [1.0] * len(rows)
     broken = [c.replace("print(", "print(1 + 0 *", 1) if "print(" in c else c + "\nprint(0)\n" for c in completions]
     assert sum(score_completions(broken, gts, binary=True)) < len(rows) // 2
+
+
+def test_call_ground_truths_in_both_conventions():
+    """The factory's export (argument lists, typed expected values) and SandboxFusion's string form (one JSON
+    argument per line, the printed value) both score; a string expected value that looks like a number stays a
+    string in the factory's form."""
+    from factory.reward import score_completions
+    prog = "```python\ndef f(a, b):\n    return str(a + b)\n```"
+    ours = {"inputs": [[1, 2]], "outputs": ["3"], "fn_name": "f"}
+    assert score_completions([prog, prog.replace("str(a + b)", "a + b")], [ours, ours]) == [1.0, 0.0]
+    sandbox_fusion = {"inputs": ["[1, 2]\n3"], "outputs": ["[1, 2, 3]"], "fn_name": "g"}
+    good = "```python\nclass Solution:\n    def g(self, a, b):\n        return a + [b]\n```"
+    assert score_completions([good, good.replace("a + [b]", "a")], [sandbox_fusion] * 2) == [1.0, 0.0]
