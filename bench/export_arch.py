@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 def main(out: str) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
-    from train.rm.model import smollm2_gguf_path
+    from factory_train.rm.model import smollm2_gguf_path
     g = smollm2_gguf_path()
     AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name).save_pretrained(out)
     AutoConfig.from_pretrained(str(g.parent), gguf_file=g.name).save_pretrained(out)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
-from factory.mutate import mutants  # noqa: E402
+from factory.testgen.mutants import mutants  # noqa: E402
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
 LIMITS = Limits(cpu_s=0.5, wall_min_s=3.0)

@@ -24,10 +24,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval.bon import bon_table  # noqa: E402
-from eval.holdout import is_heldout  # noqa: E402
-from train.rm import load_reward_model, score, train_rm  # noqa: E402
-from train.rm.trainer import evaluate_pairs, tokenize_pairs  # noqa: E402
+from factory_eval.bon import bon_table  # noqa: E402
+from factory_eval.holdout import is_heldout  # noqa: E402
+from factory_train.rm import load_reward_model, score, train_rm  # noqa: E402
+from factory_train.rm.trainer import evaluate_pairs, tokenize_pairs  # noqa: E402
 
 
 def _view_dir(release_dir: Path, view: str) -> Path | None:

@@ -23,10 +23,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from train.rl import get_policy_loss_fn  # noqa: E402
-from train.rl.loop import grpo_loop  # noqa: E402
-from train.rm import load_reward_model, train_rm  # noqa: E402
-from train.rm.trainer import tokenize_pairs  # noqa: E402
+from factory_train.rl import get_policy_loss_fn  # noqa: E402
+from factory_train.rl.loop import grpo_loop  # noqa: E402
+from factory_train.rm import load_reward_model, train_rm  # noqa: E402
+from factory_train.rm.trainer import tokenize_pairs  # noqa: E402
 
 
 def make_pairs(n: int) -> list[dict]:
@@ -133,12 +133,12 @@ def bench_grpo(rl_model, device, steps, n, max_new_tokens, arch_dir=None):
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
     elif rl_model == "tiny":
-        from train.tiny import tiny_causal_lm
+        from factory_train.tiny import tiny_causal_lm
         policy, tok = tiny_causal_lm(hidden_size=64)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from train.rm.model import smollm2_gguf_path, strip_gguf_quantizer
+        from factory_train.rm.model import smollm2_gguf_path, strip_gguf_quantizer
         g = smollm2_gguf_path()
         tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
         policy = strip_gguf_quantizer(AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name,

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from eval.passk import pass_at_k
+from factory_eval.passk import pass_at_k
 
 
 def _top_weights(n: int, k: int) -> np.ndarray:

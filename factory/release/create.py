@@ -92,7 +92,7 @@ def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 
 def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
     """The per-source funnel at the release's snapshot (None for a lake made before the exclusion views)."""
-    from factory.funnel import curation_funnel
+    from factory.recipes.funnel import curation_funnel
     try:
         return [{k: (int(v) if isinstance(v, int) else v) for k, v in r.items()} for r in curation_funnel(con)]
     except duckdb.Error:

@@ -3,7 +3,7 @@
 
 `factory augment` works on problems with ``call`` tests (HumanEval+, MBPP+, LeetCode: input = JSON list of
 arguments) and mutants that survive every valid test (oracle: the reference programs, as curation's default).
-Per round it mutates known inputs (EvalPlus-style, :mod:`factory.augment`), runs the reference on them in the
+Per round it mutates known inputs (EvalPlus-style, :mod:`factory.testgen.input_mutation`), runs the reference on them in the
 sandbox for the expected value (inputs on which the reference errors, times out or returns an unserializable
 value are discarded), runs the reference again and the surviving mutants against that expected value, and
 keeps - in generation order - an input only when it kills a mutant no kept input kills yet. It stops when
@@ -22,7 +22,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from factory.augment import generate_inputs, greedy_rank, killed_by
+from factory.testgen.input_mutation import generate_inputs, greedy_rank, killed_by
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
@@ -244,7 +244,7 @@ def run_augment(lake=None, sources: list[str] | None = None, budget: int = 10, s
             stats[t.source]["survivors"] += len(t.survivors)
         test_rows, exec_rows = [], []
         if targets:
-            from factory.execution_rows import executions_table
+            from factory.judging.jobs import executions_table
             from factory.sandbox import SandboxPool   # the pool loads here: `factory --help` stays fast
             with SandboxPool(limits, workers) as pool:
                 for rnd in range(rounds):

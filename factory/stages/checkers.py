@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from factory.errors import InputError
-from factory.judging import Rule, checker_hash, detect_rule
+from factory.judging.rules import Rule, checker_hash, detect_rule
 
 CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
 
@@ -127,8 +127,8 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     from factory.lake import connect
     from factory.lake.commit import stage_run, utcnow
 
-    from factory.execution_rows import program_job
-    from factory.judging import NO_OVERRIDE, load_judging
+    from factory.judging.jobs import program_job
+    from factory.judging.rules import NO_OVERRIDE, load_judging
     from factory.progress import Progress
     from factory.sandbox import Limits, SandboxPool
 

@@ -62,7 +62,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     from factory.stages.sample import run_sample
     from factory.sandbox import Limits
     from factory.lake.commit import stage_run
-    from eval.holdout import is_heldout
+    from factory_eval.holdout import is_heldout
     from factory.stages.eval import run_eval_bon
     from factory.stages.train.rm import run_train_rm
 

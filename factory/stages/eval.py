@@ -14,15 +14,15 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     Every candidate is scored by the reward model `rm` (checkpoint dir or 'smollm2'); rows: greedy / average
     (pass@1) / bon (RM best-of-k, unbiased over the n candidates) / oracle (pass@k), as in AceCoder's tables.
     """
-    from eval.holdout import is_heldout
+    from factory_eval.holdout import is_heldout
 
     from factory.lake.commit import stage_run, utcnow
     from factory.release.manage import release_view_dir
 
     import pyarrow.parquet as pq
 
-    from eval.bon import bon_table
-    from train.rm import score
+    from factory_eval.bon import bon_table
+    from factory_train.rm import score
 
     cands = pq.read_table(release_view_dir(release, "gold.bon_candidates", releases_dir)).to_pylist()
     if holdout_fraction > 0:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from factory.errors import FactoryError, InputError, reraise_as_interrupted
 
 if TYPE_CHECKING:   # the work's imports (DuckDB, Arrow, the sandbox) load in the functions: `factory --help` stays fast
-    from factory.judging import ProblemJudging
+    from factory.judging.rules import ProblemJudging
     from factory.progress import Progress
     from factory.sandbox import Job, Limits, SandboxPool, Verdict
 
@@ -66,7 +66,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     """Compute missing expected values of call tests by running each problem's reference program."""
     import pyarrow as pa
 
-    from factory.execution_rows import program_job
+    from factory.judging.jobs import program_job
     from factory.lake import connect
     from factory.lake.commit import stage_run
     from factory.sandbox import SANDBOX_VERSION, clean_text
@@ -124,7 +124,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
     (``silver.time_limits``, `factory calibrate`) instead of ``limits.cpu_s``; ``"fixed"`` ignores them."""
-    from factory.judging import KEYS_SQL, key_lists, load_judging
+    from factory.judging.rules import KEYS_SQL, key_lists, load_judging
     from factory.lake import connect
     from factory.lake.query import shard_predicate
     from factory.progress import Progress
@@ -213,8 +213,8 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
                    sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
                    judging: dict[str, ProblemJudging] | None = None,
                    keys: tuple[list[str], list[str]] = ([], [])) -> None:
-    from factory.execution_rows import executions_table, program_job
-    from factory.judging import KEYS_SQL, NO_OVERRIDE
+    from factory.judging.jobs import executions_table, program_job
+    from factory.judging.rules import KEYS_SQL, NO_OVERRIDE
     from factory.lake.commit import stage_run, utcnow
     from factory.sandbox import SANDBOX_VERSION
     from factory.sandbox.rows import merge_verdicts, verdict_row
@@ -381,7 +381,7 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
     """Environment health check after running references: sources whose references fail here, and why."""
     import duckdb
 
-    from factory.funnel import unhealthy_sources, warn_unhealthy
+    from factory.recipes.funnel import unhealthy_sources, warn_unhealthy
     from factory.lake import connect
 
     con = connect(lake, read_only=True)

@@ -2,7 +2,7 @@
 
 For each selected problem with stdio or call tests the model (SmolLM2 by default, or any OpenAI-compatible
 server) is asked for ``generate(size, seed)`` and ``validate(inp)``; both run in the sandbox (see
-:mod:`factory.gentests` for the pipeline: validator gate on known inputs, reference or mutual-verification
+:mod:`factory.testgen.generators` for the pipeline: validator gate on known inputs, reference or mutual-verification
 outputs, surviving-mutant hacking). LLM calls go through the ``silver.llm_calls`` ledger (purpose 'gentests'),
 so a re-run asks nothing twice. One stage run commits, in one transaction: the ledger rows, the kept tests
 (``silver.tests``, origin 'gentests', subset 'generated', id = hash(problem, input)) and one
@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 
 from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import ChatRequest, SamplingParams, make_backend
-from factory.gentests import (DEFAULT_SIZES, Outcome, Target, build_generator_messages, build_validator_messages,
+from factory.testgen.generators import (DEFAULT_SIZES, Outcome, Target, build_generator_messages, build_validator_messages,
                               extract_function, generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility

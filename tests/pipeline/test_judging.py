@@ -9,7 +9,7 @@ import pytest
 from factory.errors import InputError
 from factory.stages.execute import execute
 from factory.stages.ingest import ingest_source
-from factory.judging import detect_rule, load_judging
+from factory.judging.rules import detect_rule, load_judging
 from factory.lake import connect
 from factory.stages.checkers import calibrated_limit, run_calibrate, run_checkers
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec

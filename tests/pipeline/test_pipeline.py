@@ -230,7 +230,7 @@ def test_train_rm_eval_bon_and_report_from_a_release(scored_lake, tmp_path):
 
     from factory.release import create_release
     from factory.report import build_report
-    from eval.holdout import is_heldout
+    from factory_eval.holdout import is_heldout
     from factory.stages.eval import run_eval_bon
     from factory.stages.train.rm import run_train_rm
 

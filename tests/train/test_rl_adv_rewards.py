@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from train.rl import (
+from factory_train.rl import (
     acecoder_reward, compute_grpo_outcome_advantage, compute_reinforce_plus_plus_baseline_outcome_advantage,
     compute_reinforce_plus_plus_outcome_advantage, compute_rloo_outcome_advantage, group_normalize, hard_reward,
     is_truncated, klear_reward, outcome_to_token_rewards, overlong_mask, overlong_penalty, soft_reward,

@@ -4,9 +4,9 @@ import json
 import pytest
 import torch
 
-from train.rl import AdaptiveEntropyController
-from train.rl.loop import generate_rollouts, grpo_loop, order_prompts, policy_update, response_log_probs
-from train.tiny import tiny_causal_lm
+from factory_train.rl import AdaptiveEntropyController
+from factory_train.rl.loop import generate_rollouts, grpo_loop, order_prompts, policy_update, response_log_probs
+from factory_train.tiny import tiny_causal_lm
 
 
 def _letters(completions, rows):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from train.rl import (
+from factory_train.rl import (
     AdaptiveEntropyController, PolicyLossConfig, agg_loss, cispo_loss, entropy_from_logits, get_policy_loss_fn,
     gppo_loss, kl_penalty, ppo_clip_loss, sft_loss,
 )

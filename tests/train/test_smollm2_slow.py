@@ -7,13 +7,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_smollm2_gguf_reward_model_trains(tmp_path):
-    from train.rm.model import smollm2_gguf_path
+    from factory_train.rm.model import smollm2_gguf_path
 
     try:
         smollm2_gguf_path()
     except FileNotFoundError as e:
         pytest.skip(str(e))
-    from train.rm import load_reward_model, score, train_rm
+    from factory_train.rm import load_reward_model, score, train_rm
 
     rows = []
     for i in range(6):

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from train.rm import bt_loss, load_reward_model, score, sequence_rewards, train_rm
-from train.rm.model import encode, pad_batch
-from train.rm.trainer import split_pairs, tokenize_pairs
+from factory_train.rm import bt_loss, load_reward_model, score, sequence_rewards, train_rm
+from factory_train.rm.model import encode, pad_batch
+from factory_train.rm.trainer import split_pairs, tokenize_pairs
 
 
 def _pairs(n_prompts=12, per_prompt=2):
@@ -127,8 +127,8 @@ def test_matches_trl_reward_trainer(tmp_path):
 
 
 def test_top_layers_only_freezes_the_rest_and_still_learns(tmp_path):
-    from train.rm.model import load_reward_model
-    from train.rm.trainer import freeze_below
+    from factory_train.rm.model import load_reward_model
+    from factory_train.rm.trainer import freeze_below
 
     model, _ = load_reward_model("tiny")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -11,11 +11,11 @@ from typing import Callable, Sequence
 
 import torch
 
-from train.metrics import to_records, write_metrics_json
-from train.rl.advantages import ADV_ESTIMATORS, outcome_to_token_rewards
-from train.rl.losses import (AdaptiveEntropyController, PolicyLossConfig, agg_loss, entropy_from_logits,
+from factory_train.metrics import to_records, write_metrics_json
+from factory_train.rl.advantages import ADV_ESTIMATORS, outcome_to_token_rewards
+from factory_train.rl.losses import (AdaptiveEntropyController, PolicyLossConfig, agg_loss, entropy_from_logits,
                              get_policy_loss_fn, sft_loss)
-from train.rl.rewards import overlong_mask, zero_variance_filter
+from factory_train.rl.rewards import overlong_mask, zero_variance_filter
 
 RewardFn = Callable[[list[str], list[dict]], Sequence[float]]
 
@@ -142,7 +142,7 @@ def grpo_loop(policy, tokenizer, prompts: list[dict], reward_fn: RewardFn, n: in
     Advantage estimators: grpo, dr_grpo, rloo, reinforce_plus_plus(_baseline). Optional DAPO pieces:
     zero-variance group filtering (``filter_metric='acc'`` = full pass), truncated-rollout masking;
     Klear SFT term on rollouts with ``score == correct_score``; Skywork adaptive entropy control.
-    If ``metrics_path`` is given, long-format records (:func:`train.metrics.to_records`) are written there.
+    If ``metrics_path`` is given, long-format records (:func:`factory_train.metrics.to_records`) are written there.
     """
     torch.manual_seed(seed)
     cfg = PolicyLossConfig(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high,

@@ -69,7 +69,7 @@ def load_reward_model(model="smollm2", tokenizer=None, device: str | None = None
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     if isinstance(model, str) and model == "tiny":
-        from train.tiny import tiny_reward_model
+        from factory_train.tiny import tiny_reward_model
         model, tokenizer = tiny_reward_model(tokenizer)
     elif isinstance(model, (str, Path)):
         source = smollm2_gguf_path() if str(model) == "smollm2" else Path(model)

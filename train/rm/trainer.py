@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from train.metrics import to_records, write_metrics_json
-from train.rm.model import encode, load_reward_model, pad_batch, sequence_rewards
+from factory_train.metrics import to_records, write_metrics_json
+from factory_train.rm.model import encode, load_reward_model, pad_batch, sequence_rewards
 
 
 def bt_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor, margin: torch.Tensor | None = None,
@@ -135,12 +135,12 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
              train_top_layers: int | None = None) -> dict:
     """Train a Bradley-Terry RM on a pairs Parquet (file or dir) and return ``dict(metrics, checkpoint, ...)``.
 
-    ``model``: see :func:`train.rm.model.load_reward_model` (``"smollm2"`` default, ``"tiny"``, path, or a
+    ``model``: see :func:`factory_train.rm.model.load_reward_model` (``"smollm2"`` default, ``"tiny"``, path, or a
     loaded model + ``tokenizer``). Loss −logσ(r_c − r_r − margin) (margin column used when present and
     ``use_margin``). Held-out split by prompt. ``gradient_checkpointing`` (default: on for CPU) recomputes
     activations in backward, trading ~30 % step time for most of the activation memory. ``train_top_layers=k``
     trains only the top k blocks + final norm + head (the demo's CPU budget). Writes ``out_dir/metrics.json`` (long-format records, see
-    :mod:`train.metrics`) and, if ``save``, ``out_dir/checkpoint`` via ``save_pretrained``.
+    :mod:`factory_train.metrics`) and, if ``save``, ``out_dir/checkpoint`` via ``save_pretrained``.
     Returns ``{"metrics": records, "history": wide per-step rows, "eval": final held-out dict,
     "checkpoint": path or None, "n_train": int, "n_eval": int, "step_time_s": mean train step seconds}``.
     """

@@ -37,7 +37,7 @@ def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | Non
     if prepare:
         run_prepare(recipe, lake, log)
     decided = decide(recipe, lake)
-    from factory.funnel import health_lines
+    from factory.recipes.funnel import health_lines
     for line in health_lines(decided["unhealthy_sources"]):   # a source below 0.99 reference pass rate
         log(f"UNHEALTHY source {line} (recipe {recipe.name} uses it; `factory health` for the environment)")
     log(rules_table(decided["rules"]))
@@ -147,7 +147,7 @@ def decide(recipe: Recipe, lake) -> dict:
                                + ": run `factory ingest` first")
         source_of = dict(cand_rows)
         candidates = [r[0] for r in cand_rows]
-        from factory.funnel import unhealthy_with_causes
+        from factory.recipes.funnel import unhealthy_with_causes
         used = set(source_of.values())
         unhealthy = [{k: r[k] for k in ("source", "references_run", "references_passed", "reference_pass_rate",
                                         "causes")} for r in unhealthy_with_causes(con) if r["source"] in used]

@@ -117,7 +117,7 @@ def run_train_rl(lake=None, release: str = "", *, launcher: str = "local", out_d
     if launcher != "local":
         return handoff(release, launcher, Path(out_dir or f"runs/rl-{launcher}-{release}"), releases_dir)
     from factory.reward import score_completions
-    from train.rl.loop import grpo_loop
+    from factory_train.rl.loop import grpo_loop
 
     prompts = rl_prompts(release, problems, releases_dir)
     if not prompts:
@@ -143,7 +143,7 @@ def run_train_rl(lake=None, release: str = "", *, launcher: str = "local", out_d
 
 def _load_policy(model: str):
     if model == "tiny":
-        from train.tiny import tiny_causal_lm
+        from factory_train.tiny import tiny_causal_lm
         return tiny_causal_lm()
     from factory.generation.hf_backend import load_model, resolve_model_path
     return load_model(resolve_model_path(None if model == "smollm2" else model))

@@ -43,7 +43,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
     Problems selected by `is_heldout(problem_id, holdout_fraction)` are kept out of training entirely (for
     best-of-N evaluation); `eval_fraction` is the trainer's own held-out split of the remaining pairs.
     """
-    from eval.holdout import is_heldout
+    from factory_eval.holdout import is_heldout
 
     import pyarrow as pa
 
@@ -52,7 +52,7 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
 
     import pyarrow.parquet as pq
 
-    from train.rm import train_rm
+    from factory_train.rm import train_rm
 
     pairs_dir = release_view_dir(release, "gold.rm_pairs", releases_dir)
     config = {"release": release, "model": model, "epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,

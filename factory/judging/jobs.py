@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from factory.judging import NO_OVERRIDE, ProblemJudging
+from factory.judging.rules import NO_OVERRIDE, ProblemJudging
 from factory.lake.catalog import default_catalog
 from factory.sandbox import Job, TestSpec
 from factory.sandbox.rows import bare_row
