@@ -22,7 +22,7 @@ thread- and fork-safe. The full contract: docs/reward.md.
 
 Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
 batch to a `factory serve` verifier instead of the in-process pool: same extraction, same tests, same reward;
-a verifier failure raises :class:`factory.serve.client.VerifierError` instead of scoring 0.
+a verifier failure raises :class:`factory.sandbox.remote.VerifierError` instead of scoring 0.
 
 Tests judged inside the candidate's own process (``Verdict.judged_in_process``: kind ``unittest``, e.g.
 BigCodeBench) can be forged by the program, so by default (``exclude_in_process=True``) they count neither as
@@ -226,7 +226,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
     """
     url = verifier_url()
     if url:
-        from factory.serve.client import VerifierClient
+        from factory.sandbox.remote import VerifierClient
 
         return VerifierClient(url).rewards([_text(c) for c in completions], list(ground_truths), binary=binary,
                                            exclude_in_process=exclude_in_process,

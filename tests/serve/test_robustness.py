@@ -127,7 +127,7 @@ def _slow_items(n: int, seconds: float) -> list[dict]:
 
 
 def test_killed_server_is_an_explicit_error_never_a_zero_reward():
-    from factory.serve.client import VerifierClient, VerifierError
+    from factory.sandbox.remote import VerifierClient, VerifierError
 
     srv = Server("--workers", "1")
     outcome = {}

@@ -133,7 +133,7 @@ def test_body_over_max_body_mb_is_413_naming_the_limit(server):
 def test_factory_client_splits_a_batch_over_the_body_limit():
     """A server with a 64 KB body limit; the factory client's 20-item batch (~120 KB) is answered 413, sent again
     in halves, and every item is judged."""
-    from factory.serve.client import VerifierClient
+    from factory.sandbox.remote import VerifierClient
     from tests.serve.conftest import Server
 
     srv = Server("--workers", "1", "--max-body-mb", "0.0625")
