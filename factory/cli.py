@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 from factory.errors import FactoryError, Interrupted, caused_by_interrupt
 
 
 def _add_lake(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lake", help="lake directory (default: $FACTORY_LAKE or ./lake)")
+    p.add_argument("--lake", help="lake directory (default: $FACTORY_LAKE, else `lake:` in "
+                                  "~/.config/factory/config.yaml; never the current directory)")
 
 
 # every stage module (factory/stages/NAME) adds its subcommands, in the order `factory --help` lists them
@@ -71,12 +74,29 @@ def _stop_on_signals() -> None:
             signal.signal(sig, first)
 
 
+@contextlib.contextmanager
+def _lake_for_the_run(lake: str | None):
+    """--lake holds for everything the command touches (its releases, the processes it starts): it stands in
+    for $FACTORY_LAKE while the command runs."""
+    saved = os.environ.get("FACTORY_LAKE")
+    if lake:
+        os.environ["FACTORY_LAKE"] = os.path.abspath(os.path.expanduser(lake))
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("FACTORY_LAKE", None)
+        else:
+            os.environ["FACTORY_LAKE"] = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser_for(argv).parse_args(argv)
     _stop_on_signals()
     try:
-        args.fn(args)
+        with _lake_for_the_run(getattr(args, "lake", None)):
+            args.fn(args)
     except FactoryError as exc:
         if caused_by_interrupt(exc):
             return _interrupted(args)

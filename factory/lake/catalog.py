@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from factory.assets import ROOT as PROJECT_ROOT   # the checkout, or an installed wheel's factory/assets
 from factory.errors import FactoryError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # factory/lake/catalog.py
 CATALOG_PATH = PROJECT_ROOT / "data_catalog.yaml"
 
 

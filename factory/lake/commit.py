@@ -43,8 +43,12 @@ def config_hash(config: dict) -> str:
 def git_sha() -> str | None:
     import subprocess
 
+    from factory.assets import checkout
+
+    if checkout() is None:   # an installed factory: no checkout, and never the git repository around the venv
+        return None
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout(), capture_output=True,
                              text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
@@ -168,7 +172,7 @@ class StageRun:
         from factory.lake.templating import render_sql, transform_params
 
         values = transform_params(params, run_id=self.run_id)
-        self.con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())
+        self.con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())  # shipped with the package
         done = []
         for spec in self.catalog.transforms():
             if names is not None and spec.name not in names:

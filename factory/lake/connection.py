@@ -38,9 +38,39 @@ DATA_DIR = "data"
 LAKE_ALIAS = "lake"
 
 
+def user_config_path() -> Path:
+    """$FACTORY_CONFIG, else $XDG_CONFIG_HOME/factory/config.yaml (~/.config/factory/config.yaml)."""
+    if os.environ.get("FACTORY_CONFIG"):
+        return Path(os.environ["FACTORY_CONFIG"]).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "factory" / "config.yaml"
+
+
+def user_config(key: str) -> str | None:
+    """One `key: value` line of the user config (``lake:``, ``releases:``); a relative value is relative to the
+    config file's folder, never to the current directory."""
+    import re
+
+    path = user_config_path()
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    found = re.search(rf"^{re.escape(key)}:[ \t]*(['\"]?)(.+?)\1[ \t]*(?:#.*)?$", text, re.M)
+    if not found:
+        return None
+    value = Path(found.group(2)).expanduser()
+    return str(value if value.is_absolute() else path.parent / value)
+
+
 def resolve_lake_dir(lake: str | os.PathLike | None = None) -> Path:
-    """--lake argument, else $FACTORY_LAKE, else ./lake."""
-    return Path(lake or os.environ.get("FACTORY_LAKE") or "lake").resolve()
+    """--lake argument, else $FACTORY_LAKE, else ``lake:`` in the user config (:func:`user_config_path`). Never
+    the current directory by default: the same command names the same lake from any folder."""
+    chosen = lake or os.environ.get("FACTORY_LAKE") or user_config("lake")
+    if not chosen:
+        raise FactoryError(f"which lake? pass --lake DIR, set FACTORY_LAKE=DIR, or write `lake: DIR` in "
+                           f"{user_config_path()}")
+    return Path(chosen).expanduser().resolve()
 
 
 def _packaged_extension(module: str, filename: str) -> Path | None:

@@ -19,9 +19,9 @@ def recipe_param(recipe: str, key: str):
     """A default owned by a recipe file (recipes/RECIPE.yaml `params:`), so a paper's threshold has one home.
     A plain number under `params:` is read without a YAML parser (this runs at import: `factory --help` stays
     light); anything else goes through yaml."""
-    from factory.lake.catalog import PROJECT_ROOT
+    from factory.assets import path as shipped
 
-    path = PROJECT_ROOT / "recipes" / f"{recipe}.yaml"
+    path = shipped("recipes", f"{recipe}.yaml")
     try:
         text = path.read_text()
         block = re.search(r"^params:\s*\n((?:[ \t]+.*\n?|\s*\n)*)", text, re.M)

@@ -79,7 +79,7 @@ class Recipe:
 def recipe_path(name_or_path: str) -> Path:
     """`recipes/NAME.yaml` for a bare name, else the path given."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if p.suffix in (".yaml", ".yml") or len(p.parts) > 1:   # a file path; a bare name is never looked up in CWD
         if not p.is_file():
             raise FactoryError(f"recipe file {p} does not exist")
         return p

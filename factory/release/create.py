@@ -33,9 +33,13 @@ FORMAT = "code-rl-factory/release/v1"
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
-def resolve_releases_dir(releases_dir: str | os.PathLike | None = None) -> Path:
-    """--releases-dir, else $FACTORY_RELEASES, else ./releases."""
-    return Path(releases_dir or os.environ.get("FACTORY_RELEASES") or "releases").resolve()
+def resolve_releases_dir(releases_dir: str | os.PathLike | None = None, lake=None) -> Path:
+    """--releases-dir, else $FACTORY_RELEASES, else ``releases:`` in the user config, else LAKE/releases (the
+    lake from --lake / $FACTORY_LAKE / config). Never the current directory."""
+    from factory.lake.connection import user_config
+
+    chosen = releases_dir or os.environ.get("FACTORY_RELEASES") or user_config("releases")
+    return Path(chosen).expanduser().resolve() if chosen else resolve_lake_dir(lake) / "releases"
 
 
 def check_name(name: str) -> None:
@@ -176,7 +180,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
     if shard_rows < 1:
         raise FactoryError("--shard-rows must be >= 1")
     lake_dir = resolve_lake_dir(lake)
-    root = resolve_releases_dir(releases_dir)
+    root = resolve_releases_dir(releases_dir, lake)
     final = root / name
     if final.exists():
         raise FactoryError(f"release {name!r} already exists at {final} (releases are immutable)")

@@ -29,7 +29,7 @@ def list_releases(*, lake=None, releases_dir=None) -> list[dict]:
                              "row_counts": json.loads(rows), "created_at": str(created), "where": "lake"}
         finally:
             con.close()
-    root = resolve_releases_dir(releases_dir)
+    root = resolve_releases_dir(releases_dir, lake)
     if root.is_dir():
         for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if d.name in out:

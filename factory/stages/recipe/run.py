@@ -299,7 +299,7 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
     from factory.release.create import create_release, resolve_releases_dir
 
     date = date or _today()
-    root = resolve_releases_dir(releases_dir)
+    root = resolve_releases_dir(releases_dir, lake)
     info = {"name": recipe.name, "title": recipe.title, "paper": recipe.paper, "file": recipe.file,
             "recipe_hash": decided["recipe_hash"], "content_hash": decided["content_hash"],
             "run_id": decided["run_id"], "params": recipe.params, "tests": recipe.tests, "skipped": recipe.skipped,
