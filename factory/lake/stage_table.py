@@ -1,11 +1,11 @@
-"""The README's stage -> reads -> writes table, generated from data_catalog.yaml so that it cannot drift.
+"""The architecture doc's stage -> reads -> writes table, generated from data_catalog.yaml so that it cannot drift.
 
 What the catalog knows, and nothing else: each entry's ``producer`` names the stage(s) that write it (``a | b``
 for several), so *writes* is complete; *reads* is known only for SQL-backed entries (the tables their SQL
 references, minus what the same stage writes) - a stage that writes from Python has its reads in its code.
 
-    python -m factory.lake.stage_table          # rewrite the table in README.md
-    python -m factory.lake.stage_table --check  # exit 1 when README.md differs (tests/foundation/test_layout.py)
+    python -m factory.lake.stage_table          # rewrite the table in docs/architecture.md
+    python -m factory.lake.stage_table --check  # exit 1 when docs/architecture.md differs (tests/foundation/test_layout.py)
 """
 from __future__ import annotations
 
@@ -56,9 +56,9 @@ def stage_table_markdown(catalog: Catalog | None = None) -> str:
 
 
 def replace_table(readme: str, table: str) -> str:
-    """README text with the generated block between BEGIN and END replaced by ``table``."""
+    """Markdown text with the generated block between BEGIN and END replaced by ``table``."""
     if BEGIN not in readme or END not in readme:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+        raise ValueError(f"docs/architecture.md lacks the markers {BEGIN!r} ... {END!r}")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{table}\n{END}{tail}"
@@ -66,12 +66,12 @@ def replace_table(readme: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    path = Path(PROJECT_ROOT / "README.md")
+    path = Path(PROJECT_ROOT / "docs" / "architecture.md")
     text = path.read_text()
     new = replace_table(text, stage_table_markdown())
     if "--check" in argv:
         if new != text:
-            print("README.md's stage table is out of date: run python -m factory.lake.stage_table", file=sys.stderr)
+            print("docs/architecture.md's stage table is out of date: run python -m factory.lake.stage_table", file=sys.stderr)
             return 1
         return 0
     if new != text:

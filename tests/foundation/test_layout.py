@@ -6,7 +6,7 @@
 * engines (every other module of factory/) never import factory.stages;
 * a stage never imports another stage, except the orchestrators (ORCHESTRATORS), which run several;
 * nothing imports factory.cli; cli registers every stage module, each of which has ``register(sub, add_lake)``;
-* README.md's stage -> reads -> writes table is the one generated from data_catalog.yaml.
+* docs/architecture.md's stage -> reads -> writes table is the one generated from data_catalog.yaml.
 """
 from __future__ import annotations
 
@@ -130,9 +130,9 @@ def test_no_stage_modules_outside_stages():
     assert not stray, f"stage modules belong in factory/stages/: {stray}"
 
 
-def test_readme_stage_table_is_generated_from_the_catalog():
+def test_architecture_stage_table_is_generated_from_the_catalog():
     from factory.lake.stage_table import replace_table, stage_table_markdown
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "docs" / "architecture.md").read_text()
     assert replace_table(readme, stage_table_markdown()) == readme, \
-        "README.md's stage table differs from data_catalog.yaml: run python -m factory.lake.stage_table"
+        "docs/architecture.md's stage table differs from data_catalog.yaml: run python -m factory.lake.stage_table"
