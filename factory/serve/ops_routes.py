@@ -1,0 +1,46 @@
+"""Operations endpoints: ``GET /health`` (alive), ``GET /ready`` (pool warm and not draining), ``GET /metrics``
+(Prometheus), ``GET /v1/stats`` (the same as JSON), and the 404/405 answer listing the endpoints."""
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from .routing import Service
+
+
+def routes(svc: Service) -> list[Route]:
+    engine, metrics = svc.engine, svc.metrics
+
+    async def health(request: Request):
+        return JSONResponse({"status": "ok"})
+
+    async def ready(request: Request):
+        ok = engine.ready
+        return JSONResponse({"ready": ok, "draining": engine.draining, "queue_depth": engine.queue_depth()},
+                            status_code=200 if ok else 503)
+
+    def state() -> dict:
+        return {"queue_depth": engine.queue_depth(), "waiting": engine.waiting(), "pools": len(engine.pools),
+                "workers": engine.workers, "ready": engine.ready}
+
+    async def prometheus(request: Request):
+        return PlainTextResponse(metrics.prometheus(**state()), media_type="text/plain; version=0.0.4")
+
+    async def stats(request: Request):
+        body = metrics.snapshot(**state())
+        if engine.cluster is not None:   # --engine ray: the nodes serving, and what node losses cost
+            body["cluster"] = {"nodes": engine.cluster.nodes, "lost_nodes": len(engine.cluster.lost_nodes),
+                               "retried_batches": engine.cluster.retried_batches}
+        return JSONResponse(body)
+
+    return [Route("/health", health), Route("/ready", ready), Route("/metrics", prometheus),
+            Route("/v1/stats", stats)]
+
+
+def not_found_handler(endpoints: str):
+    """The 404/405 handler: names the method and path asked for and lists ``endpoints``."""
+    async def not_found(request: Request, exc):
+        return JSONResponse({"error": f"no endpoint {request.method} {request.url.path}; endpoints: {endpoints}"},
+                            status_code=exc.status_code if hasattr(exc, "status_code") else 404)
+    return not_found
