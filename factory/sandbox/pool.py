@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from . import zygote as zproto
+from . import zygote_io as zproto
 from .isolate import SAFE_ENV
 from .checker import PENDING, apply_checker_verdicts, checker_jobs
 from .types import SANDBOX_VERSION, Job, Limits, Verdict

@@ -1905,7 +1905,7 @@ def test_stalled_programs_end_at_their_cpu_budget_plus_grace():
     """No wait on a program outlasts its CPU budget by more than the idle grace, whatever it writes or stops:
     1 s CPU + 1 s grace, under a 60 s wall backstop."""
     from factory.sandbox import Limits
-    from factory.sandbox.zygote import IDLE_GRACE_S
+    from factory.sandbox.meter import IDLE_GRACE_S
     limits = Limits(cpu_s=1.0, wall_factor=60.0, wall_min_s=60.0)
     jobs = [Job(name, prog, [TestSpec("c", "call", input="[1]", expected="1") if kind == "call" else
                              TestSpec("s", "stdio", input="", expected="1")], entry_point="f" if kind == "call" else None)

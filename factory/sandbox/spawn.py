@@ -1,0 +1,241 @@
+"""Forking sandboxed children from the zygote and killing/reaping them.
+
+:func:`spawn` forks one child (judge, candidate, stdio script, in-process unittest runner, probe) that reads
+its part of the job from the memfd, closes every other descriptor and isolates itself
+(:func:`.isolate.setup_program`) before the role's body runs.  :class:`KeptJudge` is the judge kept across
+programs; :func:`kill_candidates` / :func:`kill_everything` / :func:`reap` end what a program left behind.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+
+from .zygote_io import JHDR
+
+def arrange_fds(mapping: dict[int, int]) -> None:
+    """In a fresh child: make exactly ``mapping`` (target fd -> current fd) open, close everything else."""
+    high = {tgt: os.dup(src) for tgt, src in mapping.items()}
+    for tgt, src in high.items():
+        os.dup2(src, tgt)
+    os.closerange(max(mapping) + 1 if mapping else 3, 1 << 16)
+    for fd in range(3, max(mapping) + 1 if mapping else 3):
+        if fd not in mapping:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict, n_tests: int) -> int:
+    """Fork one sandboxed child.  ``role``: 'judge' | 'candidate' | 'script' | 'inproc' | 'probe'.
+    ``blob``: (offset, length) of this child's part of the job in ``memfd``; ``body(data)`` runs after
+    isolation.  Never returns in the child."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 111
+    try:
+        os.setsid()
+        data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
+        if z.slot:
+            z.slot.attach(os.getpid())
+        null = os.open("/dev/null", os.O_RDWR)
+        fds = {0: null, 1: null, 2: null, **fds}
+        arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(adj, b"1000")  # the OOM killer takes the biggest sandboxed process, never the zygote
+        os.close(adj)
+        z.isolate.setup_program(plan, z.limits, n_tests, None, role)
+        if role == "probe":
+            os.write(3, JHDR.pack(b"I", 0, 0))
+        else:
+            body(data)
+        code = 0
+    except BaseException:  # noqa: BLE001
+        try:
+            os.write(2, traceback.format_exc()[-2000:].encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def judge_body(start: int, limits: dict):
+    def body(data: bytes):
+        from . import judge
+        judge.main(data, start, limits)
+    return body
+
+
+KEPT_JUDGE_PROGRAMS = 500   # a kept judge is replaced after this many programs (bounds what test code can pile up)
+KEPT_JUDGE_TESTS = 4096     # its RLIMIT_CPU budget in tests (a backstop; the zygote meters every test itself)
+
+
+def kept_judge_body(limits: dict):
+    def body(_data: bytes):
+        from . import judge
+        judge.serve_kept(limits)
+    return body
+
+
+class KeptJudge:
+    """The worker's judge for function-style tests, kept across programs (see :func:`.judge.serve_kept`).
+    Only where the program runs under its own uid: then the zygote can kill everything the program left
+    behind by uid (:func:`kill_candidates`) and spare the judge."""
+
+    def __init__(self, z):
+        import socket
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = ours
+        self.pid = spawn(z, "judge-files", {6: theirs.fileno()}, None, -1, kept_judge_body(z.limits), z.plan,
+                          KEPT_JUDGE_TESTS)
+        theirs.close()
+        self.pidfd = os.pidfd_open(self.pid)
+        self.programs = 0
+
+    def send(self, memfd: int, blob: tuple, start: int, chan: list[int]) -> None:
+        import socket
+        from .judge import JOB_MSG
+        socket.send_fds(self.sock, [JOB_MSG.pack(blob[0], blob[1], start)], [memfd, *chan])
+        self.programs += 1
+
+    def close(self) -> None:
+        self.sock.close()
+        os.close(self.pidfd)
+
+
+def kept_judge(z):
+    """The kept judge, started (or replaced after KEPT_JUDGE_PROGRAMS) when needed; None where not used."""
+    if not z.keep_judge:
+        return None
+    kj = z.kept
+    if kj is not None and kj.programs >= KEPT_JUDGE_PROGRAMS:
+        drop_kept_judge(z)
+        kj = None
+    if kj is None:
+        kj = z.kept = KeptJudge(z)
+    return kj
+
+
+def drop_kept_judge(z) -> None:
+    kj, z.kept = z.kept, None
+    if kj is None:
+        return
+    try:
+        os.kill(kj.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(kj.pid, 0)
+    except ChildProcessError:
+        pass
+    kj.close()
+
+
+def candidate_body(data: bytes) -> None:
+    from . import candidate
+    import pickle
+    job = pickle.loads(data)
+    del data
+    candidate.default_signals()
+    candidate.serve_program(job["program"])
+
+
+def inproc_body(start: int):
+    def body(data: bytes):
+        from . import candidate
+        import pickle
+        job = pickle.loads(data)
+        del data
+        candidate.default_signals()
+        candidate.fresh_stdio()
+        candidate.run_unittest_in_process(job, start)
+    return body
+
+
+def script_body(data: bytes) -> None:
+    from . import candidate
+    import pickle
+    job = pickle.loads(data)
+    del data
+    candidate.default_signals()
+    os._exit(candidate.run_script(job["program"]))
+
+
+def kill_candidates(z, plan: dict, statuses: dict) -> None:
+    """Kill and reap every process running under the program's uid -- whatever it forked, daemonized or
+    re-parented -- and nothing else: the kept judge (another uid) survives.  ``kill(-1)`` with the real and
+    effective uid switched to the program's reaches exactly the processes of that uid.  Without a kept judge
+    this is :func:`kill_everything`."""
+    uid = plan.get("sandbox_uid")
+    if z.kept is None or not (plan.get("worker_ns") and uid):
+        kill_everything(z, plan, list(statuses))
+    else:
+        os.setresuid(uid, uid, 0)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        finally:
+            os.setresuid(0, 0, 0)
+    reap(plan, statuses, z)
+
+
+def kill_everything(z, plan: dict, pids) -> None:
+    if z.kept is not None:  # kill(-1) below takes the kept judge as well
+        kj, z.kept = z.kept, None
+        kj.close()
+    if plan.get("worker_ns"):
+        try:
+            os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
+        except ProcessLookupError:
+            pass
+    else:
+        for pid in pids:
+            for target in (-pid, pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if z.slot:
+            z.slot.kill_all()
+
+
+def reap(plan: dict, statuses: dict, z=None) -> None:
+    """Reap everything (we are pid 1 / subreaper) but ``z``'s live kept judge; wait statuses of the pids in
+    ``statuses`` are kept.  Orphans were re-parented to us: with a kept judge alive, done when ``/proc``
+    shows no process but ourselves and the judge."""
+    deadline = time.monotonic() + 2.0
+    pending = [p for p, st in statuses.items() if st is None]
+    for p in pending:
+        try:
+            _, st = os.waitpid(p, 0)
+            statuses[p] = st
+        except ChildProcessError:
+            pass
+    while time.monotonic() < deadline:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        kj = z.kept if z is not None else None
+        if pid == 0:
+            if not plan.get("worker_ns"):
+                break
+            if kj is not None and not any(n.isdigit() and int(n) not in (1, kj.pid) for n in os.listdir("/proc")):
+                break
+            time.sleep(0.0005)
+        elif kj is not None and pid == kj.pid:  # the kept judge exited on its own: a fresh one next time
+            z.kept = None
+            kj.close()
+        elif pid in statuses and statuses[pid] is None:
+            statuses[pid] = st
+
+
+def has_exited(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True

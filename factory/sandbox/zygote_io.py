@@ -1,0 +1,107 @@
+"""The zygote's private channel to the pool and its output router.
+
+Messages between pool and zygote are length-prefixed pickles on two private pipes (trusted side only).  The
+:class:`Router` moves program output and judge reports to the pool with ``splice(2)``, so their bytes never
+enter the zygote's memory.  :data:`JHDR` is the header of a frame the judge (or a probe child) writes on its
+result pipe.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+import select
+import struct
+
+_HDR = struct.Struct("!I")
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def recv(fd: int):
+    hdr = read_exact(fd, 4)
+    if hdr is None:
+        return None
+    body = read_exact(fd, _HDR.unpack(hdr)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def send(fd: int, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HDR.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+def set_nonblock(fd: int) -> None:
+    os.set_blocking(fd, False)
+
+
+class Router:
+    """Moves program output and judge reports to the pool with ``splice(2)``: framed by a small pickled
+    header, the bytes themselves never enter this process's memory (so no later program forked from the
+    zygote can find an earlier program's output, source or tests in its own address space)."""
+
+    def __init__(self, ctl_out: int):
+        self.ctl_out = ctl_out
+        self.tmp_r, self.tmp_w = os.pipe()
+        self.null = os.open("/dev/null", os.O_WRONLY)
+
+    def _move(self, src: int, n: int) -> None:
+        while n:
+            try:
+                moved = os.splice(src, self.ctl_out, n)
+            except BlockingIOError:
+                select.select([src], [], [], 1.0)
+                continue
+            if not moved:
+                raise EOFError("stream ended inside a frame")
+            n -= moved
+
+    def frame(self, idx: int, i: int, stream: str, src: int, n: int) -> None:
+        """Forward exactly ``n`` bytes that ``src`` is about to deliver (a judge frame's payload)."""
+        send(self.ctl_out, ("seg", idx, i, stream, n))
+        self._move(src, n)
+
+    def pump(self, src: int, idx: int, i: int, stream: str, st: dict) -> bool:
+        """Forward what ``src`` has now, keeping at most ``st['keep']`` bytes per stream and test (the rest is
+        counted and discarded).  Returns True at EOF."""
+        while True:
+            room = st["keep"] - st["kept"].get(stream, 0)
+            try:
+                if room > 0:
+                    n = os.splice(src, self.tmp_w, min(room, 1 << 16), flags=os.SPLICE_F_NONBLOCK)
+                else:
+                    n = os.splice(src, self.null, 1 << 16, flags=os.SPLICE_F_NONBLOCK)
+            except BlockingIOError:
+                return False
+            except OSError as e:
+                if e.errno == errno.EINTR:
+                    continue
+                return True
+            if not n:
+                return True
+            st["total"] += n
+            if room > 0:
+                st["kept"][stream] = st["kept"].get(stream, 0) + n
+                send(self.ctl_out, ("seg", idx, i, stream, n))
+                self._move(self.tmp_r, n)
+            if st["total"] > st["limit"]:
+                return False
+
+
+def router_of(z) -> Router:
+    r = getattr(z, "_router_obj", None)
+    if r is None:
+        r = z._router_obj = Router(z.ctl_out)
+    return r
+
+
+JHDR = struct.Struct("!cII")
