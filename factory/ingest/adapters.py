@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from factory.errors import InputError
+from factory.ingest import reasoning_gym
 from factory.ingest.evalplus_inputs import mbppplus_args
 from factory.sandbox.serialize import _dumps as tagged_json
 from factory.sandbox.serialize import serialize_value
@@ -373,8 +374,8 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                              f"{', '.join(sorted(map(str, rec)))}", file=ctx[0], line=ctx[1], field=column)
         return require(rec, column, ctx, types) if required else rec.get(column)
 
-    raw_tests = get("tests", types=(list, str))
-    raw_tests = [raw_tests] if isinstance(raw_tests, str) else raw_tests
+    raw_tests = get("tests", types=(list, str, int, float) if fmt == "answer" else (list, str))
+    raw_tests = raw_tests if isinstance(raw_tests, list) and fmt != "answer" else [raw_tests]
     tests = []
     for t in raw_tests:
         if fmt in ("assert", "check", "pytest", "unittest"):
@@ -384,6 +385,11 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             tests += [TestRow(fmt, code=p) for p in pieces]
         elif fmt == "stdio":
             tests.append(TestRow("stdio", input=_io(t, "input", ctx), expected=_io(t, "output", ctx), comparison="token"))
+        elif fmt == "answer":   # SymBench / BBH style: the reference answer, checked by --answer-rule
+            if isinstance(t, (dict, list)) or t is None or not str(t).strip():
+                raise InputError("answer tests must be a non-empty answer (text or number)", file=ctx[0],
+                                 line=ctx[1], field=mapping["tests"])
+            tests.append(TestRow("answer", expected=str(t), comparison=opts.get("answer_rule") or "exact"))
         else:
             if not isinstance(t, dict) or "input" not in t:
                 raise InputError("call tests must be objects with input (args list) and output", file=ctx[0],
@@ -396,8 +402,12 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         tests=tests, starter_code=get("starter_code", required=False), entry_point=get("entry_point", required=False),
         difficulty_label=get("difficulty", required=False), split=get("split", required=False),
         programs=[ProgramRow(solution)] if solution else [],
+        metadata={"task": "answer", "answer_rule": opts.get("answer_rule") or "exact"} if fmt == "answer" else None,
     )
 
+
+adapter("reasoning-gym", reasoning_gym.RG_LICENSE, "ReasoningGym tasks (`--tasks a,b --size N --seed S`): "
+        "question + final answer checked by the task's own verifier")(reasoning_gym.convert)
 
 MAPPED_FIELDS = {"question": True, "tests": True, "id": True, "solution": False, "entry_point": False,
                  "starter_code": False, "difficulty": False, "split": False}  # field -> required

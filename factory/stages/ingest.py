@@ -22,6 +22,7 @@ from factory.ingest.adapters import (
 from factory.ingest.visibility import statement_text, visibility
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
 from factory.ingest.readers import files_sha256, read_records
+from factory.answers.checks import ANSWER_RULES
 
 if TYPE_CHECKING:   # Arrow and the commit path load in the functions: `factory --help` stays fast
     from factory.lake.commit import StageRun
@@ -135,8 +136,12 @@ def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
     for t in norm.tests:
         if t.kind not in TEST_FORMATS:
             raise InputError(f"unknown test kind {t.kind!r}", file=file, line=line, field="tests")
-        if t.comparison not in COMPARISONS:
-            raise InputError(f"unknown comparison {t.comparison!r}", file=file, line=line, field="tests")
+        if t.comparison not in (ANSWER_RULES if t.kind == "answer" else COMPARISONS):
+            raise InputError(f"unknown {'answer rule' if t.kind == 'answer' else 'comparison'} {t.comparison!r}"
+                             + (f" (known: {', '.join(ANSWER_RULES)})" if t.kind == "answer" else ""),
+                             file=file, line=line, field="tests")
+        if t.kind == "answer" and not (t.expected and t.expected.strip()):
+            raise InputError("empty answer", file=file, line=line, field="tests")
         if t.kind in ("assert", "check", "pytest", "unittest") and not (t.code and t.code.strip()):
             raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
 
@@ -145,7 +150,8 @@ _TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.prog
 
 
 def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, lake=None, source: str | None = None,
-                  mapping: dict | None = None, test_format: str | None = None, replace: bool = False) -> IngestResult:
+                  mapping: dict | None = None, test_format: str | None = None, replace: bool = False,
+                  answer_rule: str | None = None) -> IngestResult:
     """Ingest one source; returns counts. No-op when the files are unchanged since the last ingest.
 
     A source already in the lake from other files (or other file contents) is replaced only with replace=True
@@ -182,9 +188,16 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
     # the digest covers the input files and the adapter version, so a fixed adapter re-ingests unchanged files
     content_sha = files_sha256(files)
     sha = hashlib.sha256(f"{content_sha}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
-    opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format}
+    if answer_rule is not None and answer_rule not in ANSWER_RULES:
+        raise InputError(f"unknown answer rule {answer_rule!r} (known: {', '.join(ANSWER_RULES)})",
+                         field="--answer-rule")
+    if answer_rule:   # the rule is part of what the rows say: another rule re-ingests
+        sha = hashlib.sha256(f"{sha}:{answer_rule}".encode()).hexdigest()
+    opts = adapter_options(adapter_name, source, files) | {"mapping": mapping or {}, "test_format": test_format,
+                                                           "answer_rule": answer_rule}
     config = {"source": source, "adapter": adapter_name, "files": [f.name for f in files], "sha256": sha,
-              "files_sha256": content_sha, "mapping": mapping, "test_format": test_format}
+              "files_sha256": content_sha, "mapping": mapping, "test_format": test_format,
+              **({"answer_rule": answer_rule} if answer_rule else {})}
     with stage_run("ingest", config, lake=lake) as run:
         previous = run.con.execute(
             "SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?", [source]).fetchall()
@@ -275,6 +288,26 @@ def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> lis
     return results
 
 
+def ingest_reasoning_gym(tasks: list[str], size: int, seed: int, *, lake=None,
+                         replace: bool = False) -> list[IngestResult]:
+    """`ingest reasoning-gym`: each named task's ``size`` seeded items as the source ``reasoning-gym-<task>``
+    (factory.ingest.reasoning_gym); same tasks, size and seed again is a no-op per task."""
+    import tempfile
+
+    from factory.ingest.reasoning_gym import write_task_file
+
+    tasks = [t.strip() for t in tasks if t and t.strip()]
+    if not tasks:
+        raise FactoryError("ingest reasoning-gym needs --tasks a,b (reasoning-gym dataset names)")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="factory-rg-") as tmp:
+        files = {task: write_task_file(Path(tmp), task, size, seed) for task in tasks}   # all generate first
+        for task, path in files.items():
+            results.append(ingest_source("reasoning-gym", [path], lake=lake, source=f"reasoning-gym-{task}",
+                                         replace=replace))
+    return results
+
+
 def register(sub, add_lake) -> None:
     """Add `ingest` to the `factory` parser."""
     p = sub.add_parser("ingest", help="ingest a dataset (re-ingesting unchanged files is a no-op)",
@@ -288,7 +321,12 @@ def register(sub, add_lake) -> None:
                    help="replace a source already ingested from other files (refused without it)")
     p.add_argument("--map", action="append", metavar="FIELD=COLUMN",
                    help="column mapping for the jsonl adapter: question, tests, id, solution, entry_point, ...")
-    p.add_argument("--test-format", help="test format for the jsonl adapter (assert, check, call, stdio, pytest)")
+    p.add_argument("--test-format", help="test format for the jsonl adapter (assert, check, call, stdio, pytest, "
+                                         "answer: a final answer checked by --answer-rule)")
+    p.add_argument("--answer-rule", help="jsonl --test-format answer: exact (default), casefold, numeric, choice")
+    p.add_argument("--tasks", help="reasoning-gym: comma-separated task names (e.g. basic_arithmetic,count_primes)")
+    p.add_argument("--size", type=int, default=200, help="reasoning-gym: items per task (R1-CI: 200)")
+    p.add_argument("--seed", type=int, default=0, help="reasoning-gym: generator seed (same seed, same items)")
     p.add_argument("--all", action="store_true", help="ingest every known dataset under --data-dir")
     p.add_argument("--data-dir", help="folder holding dataset folders (e.g. ../shared/data)")
     p.set_defaults(fn=cmd_ingest)
@@ -299,12 +337,16 @@ def cmd_ingest(args) -> None:
         if not args.data_dir:
             raise FactoryError("--all needs --data-dir DIR")
         results = ingest_all(args.data_dir, lake=args.lake, replace=args.replace)
+    elif args.source == "reasoning-gym" and not args.path:
+        results = ingest_reasoning_gym((args.tasks or "").split(","), args.size, args.seed, lake=args.lake,
+                                       replace=args.replace)
     else:
         if not args.source:
             raise FactoryError("name a SOURCE or use --all --data-dir DIR")
         mapping = dict(_parse_mapping(m) for m in args.map) if args.map else None
         results = [ingest_source(args.source, args.path, lake=args.lake, source=args.name, mapping=mapping,
-                                 test_format=args.test_format, replace=args.replace)]
+                                 test_format=args.test_format, replace=args.replace,
+                                 answer_rule=args.answer_rule)]
     for r in results:
         print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
               f"programs={r.programs:<6} raw={r.raw_records}"

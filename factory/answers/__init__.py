@@ -1,0 +1,12 @@
+"""Final-answer tasks (ReasoningGym, SymBench/BBH-style): answer-checking rules and the R1-Code-Interpreter reward.
+
+- :mod:`factory.answers.checks`: the rules a stored answer test names (``exact``, ``casefold``, ``numeric``,
+  ``choice`` and ``reasoning_gym``, the task's own verifier) and the ``<<<answer>>>`` extraction;
+- :mod:`factory.answers.r1ci`: the R1-CI reward (+1 correct final answer, +/-0.1 format, -0.1 beyond 6 turns).
+
+Importable without DuckDB or torch; reasoning_gym is imported only when its rule is used.
+"""
+from factory.answers.checks import (  # noqa: F401
+    ANSWER_RULES, AnswerCheck, check_answer, extract_final_answer, is_answer_ground_truth, parse_ground_truth,
+)
+from factory.answers.r1ci import R1CIReward, r1ci_reward, score_trajectory  # noqa: F401

@@ -1,0 +1,108 @@
+"""The R1-Code-Interpreter reward (reference/seed-papers.md section 5, "use these" summary).
+
+    reward = 1[final answer correct]                    (the task's rule: factory.answers.checks)
+           + 0.1 if every generation step is well formatted, else -0.1
+           - 0.1 if more than 6 generation turns were used
+
+A trajectory is a list of turns ``{"role": "assistant" | "interpreter", "text": ...}``: the policy's generation
+turns, each (but the last) ending in one ```python block that the interpreter ran, whose output is the following
+interpreter turn (``OBS_HEADER`` + an ```output fence, never trained on). Well formatted: a step followed by an
+interpreter turn holds exactly one complete ```python block and no final answer; the last step holds a
+``<<<answer>>>`` and no code block left unexecuted. The final answer is read from the policy's own turns only
+(a program printing ``<<<x>>>`` does not answer for it).
+
+A plain response string (what verl / TRL hand a reward function) is split back into turns at the interpreter
+blocks :func:`observation_text` writes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from factory.answers.checks import check_answer, extract_final_answer
+
+CORRECT, FORMAT_BONUS, TURN_PENALTY, MAX_FREE_TURNS = 1.0, 0.1, 0.1, 6
+OBS_HEADER = "Code Execution Results:\n"
+_CODE = re.compile(r"```python[ \t]*\n(.*?)```", re.S)
+_OBS = re.compile(r"\n?Code Execution Results:\n```output\n.*?\n```\n", re.S)
+
+
+def code_blocks(text: str) -> list[str]:
+    """The complete ```python blocks of a generation turn, in order."""
+    return _CODE.findall(text or "")
+
+
+def observation_text(stdout: str, stderr: str = "", result: str | None = None, error: str | None = None,
+                     status: str = "ok", limit_chars: int = 2000) -> str:
+    """The interpreter turn appended after a code block: stdout, the cell's value, the error, capped."""
+    parts = [stdout.rstrip("\n")] if stdout else []
+    if result is not None and not stdout:
+        parts.append(result)
+    if error:
+        parts.append(error.rstrip("\n"))
+    elif stderr:
+        parts.append(stderr.rstrip("\n"))
+    if status in ("timeout", "killed", "closed"):
+        parts.append(f"[{status}]")
+    body = "\n".join(parts) or "[no output]"
+    if len(body) > limit_chars:
+        body = body[:limit_chars] + f"\n[... {len(body) - limit_chars} more characters cut]"
+    body = body.replace("```", "` ` `")     # the fence stays the interpreter's
+    return f"\n{OBS_HEADER}```output\n{body}\n```\n"
+
+
+def split_turns(response: str) -> list[dict]:
+    """A flat response (policy text with interpreter blocks inline) back into turns."""
+    turns, pos = [], 0
+    for m in _OBS.finditer(response or ""):
+        turns.append({"role": "assistant", "text": response[pos:m.start()]})
+        turns.append({"role": "interpreter", "text": m.group(0)})
+        pos = m.end()
+    turns.append({"role": "assistant", "text": (response or "")[pos:]})
+    return turns
+
+
+def step_well_formatted(text: str, final: bool) -> bool:
+    blocks = code_blocks(text)
+    answer = extract_final_answer(text)
+    if final:
+        return answer is not None and not blocks
+    return len(blocks) == 1 and answer is None
+
+
+@dataclass(frozen=True)
+class R1CIReward:
+    reward: float
+    correct: bool
+    score: float               # the rule's / verifier's score in [0, 1]
+    format_ok: bool
+    turns: int                 # generation turns (policy steps)
+    code_calls: int            # interpreter turns
+    answer: str | None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"reward": self.reward, "correct": self.correct, "score": self.score, "format_ok": self.format_ok,
+                "turns": self.turns, "code_calls": self.code_calls, "answer": self.answer, "note": self.note}
+
+
+def score_trajectory(turns: list[dict], ground_truth, *, max_free_turns: int = MAX_FREE_TURNS,
+                     format_bonus: float = FORMAT_BONUS, turn_penalty: float = TURN_PENALTY) -> R1CIReward:
+    """The R1-CI reward of a trajectory (see the module docstring)."""
+    steps = [t for t in turns if t.get("role") == "assistant"]
+    calls = sum(1 for t in turns if t.get("role") == "interpreter")
+    if not steps:
+        steps = [{"role": "assistant", "text": ""}]
+    fmt = all(step_well_formatted(t.get("text") or "", i == len(steps) - 1) for i, t in enumerate(steps))
+    answer = extract_final_answer(steps[-1].get("text") or "")
+    check = check_answer(answer, ground_truth)
+    reward = (CORRECT if check.correct else 0.0) + (format_bonus if fmt else -format_bonus)
+    if len(steps) > max_free_turns:
+        reward -= turn_penalty
+    return R1CIReward(round(reward, 6), check.correct, check.score, fmt, len(steps), calls, answer, check.note)
+
+
+def r1ci_reward(response: str, ground_truth, **kw) -> R1CIReward:
+    """The R1-CI reward of a flat response string (interpreter blocks inline, as a trainer decodes it)."""
+    return score_trajectory(split_turns(response if isinstance(response, str) else str(response or "")),
+                            ground_truth, **kw)
