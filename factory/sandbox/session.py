@@ -1,0 +1,303 @@
+"""Stateful Python interpreter sessions for multi-turn code-interpreter RL (one per trajectory).
+
+>>> with InterpreterSession(cpu_s_per_call=5) as s:
+...     s.run("x = 20")
+...     s.run("x * 2 + 2").result
+'42'
+
+:meth:`InterpreterSession.run` runs one cell and returns a :class:`CellResult`: ``stdout``/``stderr`` (each capped
+at ``output_bytes``, with a note when cut), ``result`` (repr of the last expression, like a notebook; None when
+there is none or it is None), ``error`` (the traceback text of an exception), ``status`` and the cell's CPU/wall
+seconds. Variables and imports persist across cells.
+
+Status: ``ok``; ``error`` (the cell raised; the session goes on, state kept); ``timeout`` (over its per-call CPU
+or wall limit); ``killed`` (the interpreter died: over the session's memory limit, ``os._exit``, a crash);
+``closed`` (the session was closed, reaped after ``idle_timeout_s`` without a call, or its host failed).
+**After a timeout or kill the session survives**: every process of the session is killed and the next call
+starts a fresh interpreter in the same sandbox (variables and imports are gone, files in its ``/tmp`` stay);
+the result's ``error`` says so. Processes a cell starts end with the cell.
+
+Isolation is the sandbox's (:mod:`.session_host`): per session a cgroup slot (memory, pids, CPU), its own
+mount/pid/net/ipc/uts namespaces, the minimal read-only root with a private ``/tmp``, a uid of its own, no
+capabilities, ``no_new_privs``, seccomp, rlimits; no network, nothing of the host, the project, the tests or
+other sessions is reachable. :class:`SessionPool` keys sessions by trajectory id for the service, bounded by
+``max_sessions`` (:class:`SessionLimit` when full) and reaping idle ones.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from . import session_host as proto
+from .isolate import SAFE_ENV
+
+_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_BOOT = "import sys; sys.path.insert(0, {root!r}); from factory.sandbox.session_host import main; main()"
+STATUSES = ("ok", "error", "timeout", "killed", "closed")
+START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class CellResult:
+    stdout: str
+    stderr: str
+    result: str | None
+    error: str | None
+    status: str
+    cpu_s: float
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def as_dict(self) -> dict:
+        return {"stdout": self.stdout, "stderr": self.stderr, "result": self.result, "error": self.error,
+                "status": self.status, "cpu_s": self.cpu_s, "wall_s": self.wall_s}
+
+
+class SessionError(RuntimeError):
+    """A session could not be started (the sandbox host failed)."""
+
+
+class SessionLimit(SessionError):
+    """The pool holds its maximum number of live sessions."""
+
+
+def _closed(why: str) -> CellResult:
+    return CellResult("", "", None, why, "closed", 0.0, 0.0)
+
+
+class InterpreterSession:
+    """One sandboxed, stateful Python interpreter. Thread-safe (calls are serialized).
+
+    ``cpu_s_per_call``/``wall_s_per_call``: limits of one :meth:`run` (wall defaults to max(3 x CPU, CPU + 5));
+    ``memory_mb``: the whole session's memory (cgroup; RLIMIT_AS per process without one); ``idle_timeout_s``:
+    the session closes itself after this long without a call; ``output_bytes``: cap per stream per cell;
+    ``max_procs``: processes + threads; ``tmpfs_mb``: its private ``/tmp``."""
+
+    def __init__(self, cpu_s_per_call: float = 10.0, wall_s_per_call: float | None = None, memory_mb: int = 1024,
+                 idle_timeout_s: float = 600.0, *, output_bytes: int = 64 << 10, result_chars: int = 16 << 10,
+                 max_procs: int = 32, tmpfs_mb: int = 64, max_code_bytes: int = 1 << 20,
+                 interpreter_cpu_s: float | None = None):
+        for name, v in (("cpu_s_per_call", cpu_s_per_call), ("memory_mb", memory_mb),
+                        ("idle_timeout_s", idle_timeout_s), ("output_bytes", output_bytes)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"InterpreterSession: {name} must be a positive number, got {v!r}")
+        self.cpu_s = float(cpu_s_per_call)
+        self.wall_s = float(wall_s_per_call) if wall_s_per_call else max(3 * self.cpu_s, self.cpu_s + 5.0)
+        self.idle_timeout_s = float(idle_timeout_s)
+        self.max_code_bytes = max_code_bytes
+        self.cfg = {"memory_mb": int(memory_mb), "max_procs": int(max_procs), "tmpfs_mb": int(tmpfs_mb),
+                    "output_bytes": int(output_bytes), "result_chars": int(result_chars),
+                    "idle_timeout_s": self.idle_timeout_s, "cpu_s": self.cpu_s, "max_open_files": 256,
+                    "max_file_mb": 64,
+                    "interpreter_cpu_s": interpreter_cpu_s or max(600.0, 50 * self.cpu_s)}
+        self.lock = threading.Lock()
+        self.proc = None
+        self.meta: dict = {}
+        self.calls = 0
+        self.closed_why: str | None = None
+        self.created = self.last_used = time.monotonic()
+        self._start()
+
+    def _start(self) -> None:
+        r_in, self.w = os.pipe()
+        self.r, w_out = os.pipe()
+        debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
+                pass_fds=(r_in, w_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=None if debug else subprocess.DEVNULL, env=dict(SAFE_ENV), cwd="/", close_fds=True,
+                start_new_session=True)
+        finally:
+            os.close(r_in)
+            os.close(w_out)
+        try:
+            proto.send(self.w, self.cfg)
+            msg = proto.recv(self.r, timeout=START_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as exc:
+            msg = repr(exc)
+        if not isinstance(msg, dict) or "ready" not in msg:
+            self._shutdown()
+            raise SessionError(f"interpreter session failed to start: {msg!r}")
+        self.meta = msg["ready"]
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_why is not None or self.proc is None or self.proc.poll() is not None
+
+    def run(self, code: str) -> CellResult:
+        """Run one cell in this session's interpreter (see the module docstring for the statuses)."""
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str, got {type(code).__name__}")
+        with self.lock:
+            if self.closed:
+                if self.closed_why is None:
+                    self.closed_why = (f"session closed after {self.idle_timeout_s:g} s idle"
+                                       if time.monotonic() - self.last_used >= self.idle_timeout_s
+                                       else "session host exited")
+                    self._shutdown()
+                return _closed(self.closed_why)
+            if len(code.encode("utf-8", "surrogatepass")) > self.max_code_bytes:
+                return CellResult("", "", None, f"ValueError: cell of {len(code.encode('utf-8', 'surrogatepass'))} "
+                                  f"bytes is over the {self.max_code_bytes}-byte limit", "error", 0.0, 0.0)
+            code = code.encode("utf-8", "replace").decode("utf-8")   # lone surrogates cannot cross as JSON text
+            self.calls += 1
+            try:
+                proto.send(self.w, {"op": "run", "code": code, "cpu_s": self.cpu_s, "wall_s": self.wall_s})
+                reply = proto.recv(self.r, timeout=self.wall_s + 30.0)
+            except (OSError, TimeoutError, ValueError) as exc:
+                reply = None
+                why = f"session host failed: {type(exc).__name__}"
+            else:
+                why = "session host exited"
+            self.last_used = time.monotonic()
+            if not isinstance(reply, dict):
+                self.closed_why = why
+                self._shutdown()
+                return _closed(why)
+            return CellResult(reply["stdout"], reply["stderr"], reply["result"], reply["error"], reply["status"],
+                              float(reply["cpu_s"]), float(reply["wall_s"]))
+
+    def idle_s(self) -> float:
+        return time.monotonic() - self.last_used
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed_why is None:
+                self.closed_why = "session closed"
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self.proc is None:
+            return
+        for fd in (self.w, self.r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            from . import cgroup
+            try:
+                cgroup.remove_slot(f"factory-sbx-{self.proc.pid}-session")
+            except OSError:
+                pass
+        self.proc = None
+
+    def __enter__(self) -> "InterpreterSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self._shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class SessionPool:
+    """Live sessions keyed by trajectory id, for the service. ``session(tid)`` returns the trajectory's session,
+    starting one if needed (:class:`SessionLimit` when ``max_sessions`` are live); ``close(tid)`` frees it.
+    A reaper thread closes sessions idle for ``idle_timeout_s`` (each session also closes itself then)."""
+
+    def __init__(self, max_sessions: int = 64, **session_kwargs):
+        if max_sessions < 1:
+            raise ValueError("SessionPool: max_sessions must be >= 1")
+        self.max_sessions = max_sessions
+        self.kwargs = session_kwargs
+        self.idle_timeout_s = float(session_kwargs.get("idle_timeout_s", 600.0))
+        self.sessions: dict[str, InterpreterSession] = {}
+        self.lock = threading.Lock()
+        self.starting = 0
+        self.counters = {"created": 0, "closed": 0, "reaped_idle": 0, "refused_full": 0}
+        self._stop = threading.Event()
+        self._reaper = threading.Thread(target=self._reap_loop, name="session-reaper", daemon=True)
+        self._reaper.start()
+
+    def session(self, tid: str, create: bool = True) -> InterpreterSession | None:
+        with self.lock:
+            s = self.sessions.get(tid)
+            if s is not None and not s.closed:
+                return s
+            if s is not None:   # closed itself (idle, host died): a new one takes its place
+                self.sessions.pop(tid)
+                self.counters["closed"] += 1
+            if not create:
+                return None
+            if len(self.sessions) + self.starting >= self.max_sessions:
+                self.counters["refused_full"] += 1
+                raise SessionLimit(f"{self.max_sessions} interpreter sessions are live (this server's maximum): "
+                                   "finish trajectories to free theirs, or retry later")
+            self.starting += 1
+        try:
+            s = InterpreterSession(**self.kwargs)
+        finally:
+            with self.lock:
+                self.starting -= 1
+        with self.lock:
+            old = self.sessions.get(tid)
+            if old is not None and not old.closed:   # another thread started this trajectory's session first
+                s.close()
+                return old
+            self.sessions[tid] = s
+            self.counters["created"] += 1
+            return s
+
+    def run(self, tid: str, code: str) -> CellResult:
+        return self.session(tid).run(code)
+
+    def close(self, tid: str) -> bool:
+        with self.lock:
+            s = self.sessions.pop(tid, None)
+            if s is not None:
+                self.counters["closed"] += 1
+        if s is not None:
+            s.close()
+        return s is not None
+
+    def live(self) -> int:
+        with self.lock:
+            return sum(1 for s in self.sessions.values() if not s.closed)
+
+    def stats(self) -> dict:
+        return {"live": self.live(), "max_sessions": self.max_sessions, **self.counters}
+
+    def _reap_loop(self) -> None:
+        while not self._stop.wait(min(5.0, max(0.2, self.idle_timeout_s / 4))):
+            self.reap()
+
+    def reap(self) -> int:
+        with self.lock:
+            dead = [(t, s) for t, s in self.sessions.items()
+                    if s.closed or (not s.lock.locked() and s.idle_s() >= self.idle_timeout_s)]
+            for t, _ in dead:
+                self.sessions.pop(t)
+            self.counters["reaped_idle"] += len(dead)
+        for _, s in dead:
+            s.close()
+        return len(dead)
+
+    def close_all(self) -> None:
+        self._stop.set()
+        with self.lock:
+            items, self.sessions = list(self.sessions.values()), {}
+        for s in items:
+            s.close()
+
+    def __enter__(self) -> "SessionPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close_all()

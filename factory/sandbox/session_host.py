@@ -1,0 +1,436 @@
+"""The isolated side of an interpreter session (:mod:`.session`): one host process per session.
+
+Started by :class:`.session.InterpreterSession` as ``python -s`` with the sandbox's scrubbed environment. The
+host takes a cgroup slot of its own (root: memory, pids, CPU accounting, one core), enters fresh mount, pid,
+net, ipc and uts namespaces (plus a user namespace when not root), becomes pid 1 there, pivots into the
+sandbox's minimal read-only root (:func:`.isolate.setup_worker_mounts`: no project, data, home, /run, /sys) with
+a private tmpfs ``/tmp`` and ``/dev/shm``, and forks the *interpreter*: a child under a uid of its own, no
+capabilities, ``no_new_privs``, the seccomp deny list and rlimits. The host (trusted, pid 1) never runs cell
+code: it hands each cell to the interpreter, reads its stdout/stderr pipes with a cap, meters CPU (cgroup, or
+``/proc`` without one) and wall time, and on a limit kills every process of the session (``kill(-1)`` as
+pid 1). The interpreter keeps one namespace dict across cells (variables and imports persist).
+
+Host <-> parent: length-prefixed JSON frames on two pipes (trusted). Interpreter -> host: the same framing, read
+as untrusted bytes (size-capped, parsed defensively).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import time
+
+HDR = struct.Struct(">I")
+MAX_REPLY_BYTES = 4 << 20       # an interpreter reply frame larger than this ends the interpreter
+
+
+# --------------------------------------------------------------------------- framing
+def send(fd: int, obj) -> None:
+    data = json.dumps(obj).encode()
+    view = memoryview(HDR.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def recv(fd: int, timeout: float | None = None):
+    """One frame, or None on EOF; ``TimeoutError`` when nothing arrives within ``timeout``."""
+    if timeout is not None:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+    head = read_exact(fd, HDR.size)
+    if head is None:
+        return None
+    data = read_exact(fd, HDR.unpack(head)[0])
+    return None if data is None else json.loads(data)
+
+
+# --------------------------------------------------------------------------- the interpreter (untrusted side)
+def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
+    """Runs in the sandboxed child: cells in one namespace, notebook style (the last expression's repr)."""
+    import ast
+    import builtins
+    import linecache
+    import traceback
+
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    n = 0
+    while True:
+        msg = recv(cmd_fd)
+        if msg is None:
+            os._exit(0)
+        n += 1
+        name = f"<cell {n}>"
+        code = msg["code"]
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        result = error = None
+        try:
+            tree = ast.parse(code, name, "exec")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, name, "exec"), ns)
+            if last is not None:
+                value = eval(compile(last, name, "eval"), ns)
+                if value is not None:
+                    ns["_"] = value
+                    result = repr(value)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of a cell end the cell only
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+                tb = tb.tb_next   # our own frames are not the cell's
+            error = "".join(traceback.format_exception(type(exc), exc, tb))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        if result is not None and len(result) > result_cap:
+            result = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
+        if error is not None and len(error) > result_cap:
+            error = error[:result_cap // 2] + "\n...\n" + error[-result_cap // 2:]
+        send(reply_fd, {"result": result, "error": error})
+
+
+# --------------------------------------------------------------------------- the host (trusted, pid 1)
+class Host:
+    def __init__(self, ctl_in: int, ctl_out: int, cfg: dict):
+        from . import cgroup, isolate
+        self.iso = isolate
+        self.ctl_in, self.ctl_out, self.cfg = ctl_in, ctl_out, cfg
+        self.root = os.geteuid() == 0
+        self.outer_pid = os.getpid()
+        slot_limits = {"memory_mb": cfg["memory_mb"], "max_procs": cfg["max_procs"]}
+        self.slot, notes = (cgroup.make_slot(f"factory-sbx-{self.outer_pid}-session", slot_limits) if self.root
+                            else (None, ["not root"]))
+        self.degraded = [] if self.slot else ["no cgroup (" + "; ".join(notes) + "): memory via RLIMIT_AS"]
+        self.worker_ns = self._enter_ns()
+        if self.worker_ns:
+            isolate.program_scratch(cfg["tmpfs_mb"], mount_it=True)
+        self.plan = {"worker_ns": self.worker_ns, "drop_caps": not self.root, "nproc_rlimit": True,
+                     "as_rlimit": self.slot is None, "env_is_safe": False, "seccomp": True,
+                     "sandbox_uid": 100000 + self.outer_pid if self.root else None, "nproc_base": 4096}
+        self.pid = None            # the interpreter
+        self.pipes: dict = {}
+        self.reaped_cpu = 0.0      # CPU of processes reaped by us (no cgroup)
+
+    def _enter_ns(self) -> bool:
+        iso = self.iso
+        try:
+            iso.enter_namespaces(dict(mntns=True, pidns=True, netns=True, ipcns=True, utsns=True,
+                                      userns=not self.root))
+        except OSError as exc:
+            self.degraded.append(f"no namespaces (unshare: {exc})")
+            return False
+        pid = os.fork()
+        if pid:   # outer waiter: mirror the host's exit, then remove the slot (the host has no /sys)
+            os.close(self.ctl_in)
+            os.close(self.ctl_out)
+            while True:
+                try:
+                    _, st = os.waitpid(pid, 0)
+                    break
+                except InterruptedError:
+                    continue
+            if self.slot:
+                try:
+                    self.slot.kill_all()
+                    self.slot.remove()
+                except OSError:
+                    pass
+            os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
+        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_IGN)
+        if self.slot:
+            self.slot.adopt_self()
+            self.slot.prepare()
+        try:
+            __import__("socket").sethostname("sandbox")
+            project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            needed = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
+                p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
+            iso.setup_worker_mounts({"needed": needed})
+        except OSError as exc:
+            self.degraded.append(f"worker mounts: {exc}")
+            return False
+        iso.prctl(iso.PR_SET_DUMPABLE, 0)
+        return True
+
+    def meta(self) -> dict:
+        return {"cgroup": self.slot.version if self.slot else None, "namespaces": self.worker_ns,
+                "minimal_root": bool(self.worker_ns and self.iso.MINIMAL_ROOT.get("on")),
+                "uid": self.plan.get("sandbox_uid"), "seccomp": True, "degraded": self.degraded}
+
+    # ---- the interpreter process
+    def start_interpreter(self) -> None:
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 111
+            try:
+                os.setsid()
+                if self.slot:
+                    self.slot.attach(os.getpid())
+                null = os.open("/dev/null", os.O_RDWR)
+                want = {0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w}
+                high = {t: os.dup(s) for t, s in want.items()}
+                for t, s in high.items():
+                    os.dup2(s, t)
+                os.closerange(5, 1 << 16)
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("1000")
+                self._isolate_child()
+                sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+                sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+                sys.stdin = open(0, "r", closefd=False)
+                interpreter_main(3, 4, self.cfg["result_chars"])
+                code = 0
+            except BaseException:  # noqa: BLE001
+                import traceback
+                try:
+                    os.write(2, traceback.format_exc()[-2000:].encode())
+                except OSError:
+                    pass
+            finally:
+                os._exit(code)
+        for fd in (cmd_r, rep_w, out_w, err_w):
+            os.close(fd)
+        for fd in (rep_r, out_r, err_r):
+            os.set_blocking(fd, False)
+        self.pid = pid
+        self.pipes = {"cmd": cmd_w, "reply": rep_r, "out": out_r, "err": err_r}
+
+    def _isolate_child(self) -> None:
+        iso, cfg = self.iso, self.cfg
+        if self.worker_ns:
+            os.chdir("/tmp")
+        else:
+            os.chdir("/")
+        os.environ.clear()
+        os.environ.update(iso.SAFE_ENV)
+        # the per-call CPU limit is the host's to meter; RLIMIT_CPU (set_rlimits: 1.5 x cpu_s + 2 for no tests)
+        # bounds one interpreter's whole life
+        limits = {"max_open_files": cfg["max_open_files"], "max_file_mb": cfg["max_file_mb"],
+                  "cpu_s": cfg["interpreter_cpu_s"] / 1.5, "max_procs": cfg["max_procs"],
+                  "memory_mb": cfg["memory_mb"]}
+        iso.set_rlimits(self.plan, limits, 0)
+        iso.drop_privileges(self.plan, "candidate")
+
+    def kill_all(self) -> None:
+        """Every process of the session but the host (pid 1 of its namespace: ``kill(-1)``)."""
+        if self.worker_ns:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        elif self.pid:
+            for target in (-self.pid, self.pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if self.slot:
+                self.slot.kill_all()
+        self.reap(block_for=self.pid)
+        for fd in self.pipes.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pid, self.pipes = None, {}
+
+    def kill_strays(self) -> None:
+        """After a cell: end the processes it started (the interpreter stays)."""
+        if not self.worker_ns:
+            return
+        me = {1, self.pid}
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in me:
+                try:
+                    os.kill(int(name), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.reap()
+
+    def reap(self, block_for: int | None = None) -> int | None:
+        """Reap zombies (we are pid 1); returns the wait status of ``block_for`` if given."""
+        status = None
+        if block_for:
+            try:
+                _, status, ru = os.wait4(block_for, 0)
+                self.reaped_cpu += ru.ru_utime + ru.ru_stime
+            except ChildProcessError:
+                pass
+        while True:
+            try:
+                pid, st, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            self.reaped_cpu += ru.ru_utime + ru.ru_stime
+        return status
+
+    def cpu_s(self) -> float:
+        if self.slot:
+            return self.slot.cpu_ns() / 1e9
+        tck = os.sysconf("SC_CLK_TCK")
+        total = self.reaped_cpu
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) != os.getpid():
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    total += (int(fields[11]) + int(fields[12])) / tck
+                except (OSError, IndexError, ValueError):
+                    pass
+        return total
+
+    # ---- one cell
+    def run_cell(self, code: str, cpu_limit: float, wall_limit: float) -> dict:
+        restarted = self.pid is None
+        if restarted:
+            self.start_interpreter()
+        cap = self.cfg["output_bytes"]
+        out = {"out": bytearray(), "err": bytearray()}
+        total = {"out": 0, "err": 0}
+        reply = bytearray()
+        data = json.dumps({"code": code}).encode()
+        pending = memoryview(HDR.pack(len(data)) + data)
+        os.set_blocking(self.pipes["cmd"], False)
+        oom0 = self.slot.oom_kills() if self.slot else 0
+        c0, t0 = self.cpu_s(), time.monotonic()
+        status, parsed = None, None
+        while status is None:
+            cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
+            if cpu > cpu_limit or wall > wall_limit:
+                status = "timeout"
+                break
+            rlist = [self.pipes["reply"], self.pipes["out"], self.pipes["err"]]
+            wlist = [self.pipes["cmd"]] if pending else []
+            wait = max(0.001, min(0.05, wall_limit - wall, cpu_limit - cpu))
+            r, w, _ = select.select(rlist, wlist, [], wait)
+            if w:
+                try:
+                    pending = pending[os.write(self.pipes["cmd"], pending):]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    pending = None
+            for key in ("out", "err"):
+                if self.pipes[key] in r:
+                    self._drain(key, out, total, cap)
+            if self.pipes["reply"] in r:
+                try:
+                    chunk = os.read(self.pipes["reply"], 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    status = "killed"
+                    break
+                reply += chunk
+                if len(reply) > MAX_REPLY_BYTES:
+                    status = "killed"
+                    break
+                if len(reply) >= HDR.size and len(reply) >= HDR.size + HDR.unpack(reply[:HDR.size])[0]:
+                    n = HDR.unpack(reply[:HDR.size])[0]
+                    try:
+                        parsed = json.loads(bytes(reply[HDR.size:HDR.size + n]).decode("utf-8", "replace"))
+                        if not isinstance(parsed, dict):
+                            raise ValueError
+                    except ValueError:
+                        parsed = {"result": None, "error": "interpreter reply unreadable"}
+                    status = "done"
+        cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
+        error = result = None
+        if status == "done":
+            for key in ("out", "err"):   # what the cell wrote before it returned
+                self._drain(key, out, total, cap)
+            self.kill_strays()
+            result = parsed.get("result") if isinstance(parsed.get("result"), str) else None
+            error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
+            status = "error" if error else "ok"
+        else:
+            for key in ("out", "err"):
+                self._drain(key, out, total, cap)
+            self.kill_all()
+            oom = bool(self.slot and self.slot.oom_kills() > oom0)
+            lost = "the interpreter was restarted: variables and imports of earlier cells are gone"
+            if status == "timeout":
+                error = (f"TimeoutError: the cell used {cpu:.2f} s CPU / {wall:.2f} s wall, over its limit of "
+                         f"{cpu_limit:g} s CPU / {wall_limit:g} s wall; {lost}")
+            elif oom:
+                error = f"MemoryError: the session went over its memory limit of {self.cfg['memory_mb']} MB; {lost}"
+            else:
+                error = f"the interpreter process died during the cell; {lost}"
+        text = {}
+        for key in ("out", "err"):
+            s = bytes(out[key]).decode("utf-8", "replace")
+            if total[key] > cap:
+                s += f"\n[output truncated: {total[key]} bytes written, {cap} kept]\n"
+            text[key] = s
+        return {"stdout": text["out"], "stderr": text["err"], "result": result, "error": error, "status": status,
+                "cpu_s": round(cpu, 6), "wall_s": round(wall, 6), "restarted": restarted}
+
+    def _drain(self, key: str, out: dict, total: dict, cap: int) -> None:
+        fd = self.pipes.get(key)
+        if fd is None:
+            return
+        for _ in range(64):
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                return
+            total[key] += len(chunk)
+            room = cap - len(out[key])
+            if room > 0:
+                out[key] += chunk[:room]
+
+    def serve(self) -> None:
+        send(self.ctl_out, {"ready": self.meta()})
+        idle = self.cfg["idle_timeout_s"]
+        try:
+            while True:
+                try:
+                    msg = recv(self.ctl_in, timeout=idle)
+                except TimeoutError:
+                    break   # idle: the session ends; the parent sees EOF and reports it closed
+                if msg is None or msg.get("op") == "close":
+                    break
+                if msg.get("op") == "run":
+                    send(self.ctl_out, self.run_cell(msg["code"], msg["cpu_s"], msg["wall_s"]))
+        except (OSError, EOFError, ValueError):
+            pass
+        finally:
+            self.kill_all()
+
+
+def main() -> None:
+    ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
+    for name in ("ast", "linecache", "traceback", "json", "math", "collections", "itertools", "re", "resource"):
+        __import__(name)
+    from . import cgroup, isolate, seccomp  # noqa: F401 - before the pivot: the root has no project
+    seccomp.prepare()
+    cfg = recv(ctl_in)
+    if cfg is None:
+        return
+    Host(ctl_in, ctl_out, cfg).serve()
