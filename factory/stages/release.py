@@ -7,7 +7,8 @@ from factory.errors import FactoryError
 
 
 def _add_releases_dir(p) -> None:
-    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES or ./releases)")
+    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES, else `releases:` in the "
+                                           "user config, else LAKE/releases)")
 
 
 def cmd_create(args) -> None:

@@ -14,7 +14,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("name", help="recipe name (recipes/NAME.yaml) or a path to a recipe file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe parameter (its `params:`); VALUE is JSON or text")
-    p.add_argument("--releases-dir", help="where releases go (default $FACTORY_RELEASES or ./releases)")
+    p.add_argument("--releases-dir", help="where releases go (default $FACTORY_RELEASES, else LAKE/releases)")
     p.add_argument("--no-prepare", action="store_true",
                    help="skip the recipe's prepare stages and curate (use the lake's current gold views)")
     p.add_argument("--no-release", action="store_true", help="commit the decisions only")

