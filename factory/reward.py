@@ -18,7 +18,9 @@ ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]}
 caller overrides every item's spec. Code that cannot be extracted scores 0. Anything the candidate causes (bad text, crashes, timeouts, any value it returns or prints)
 only lowers its own score; a sandbox infra error is retried once and then scored 0.0 for that item only (logged,
 counted in ``INFRA_ERRORS``; ``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Every entry point is
-thread- and fork-safe. The full contract: docs/reward.md.
+thread- and fork-safe. A completion identical to one already judged in this process (same program text, tests,
+limits and judge version; GRPO groups repeat completions) is served from an in-process LRU of verdicts
+(``VERDICT_CACHE``, ``CACHE_STATS``; ``FACTORY_VERDICT_CACHE=0`` bypasses it). The full contract: docs/reward.md.
 
 Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
 batch to a `factory serve` verifier instead of the in-process pool: same extraction, same tests, same reward;
@@ -38,6 +40,7 @@ import os
 import threading
 
 from factory.generation.sample import extract_for_tests
+from factory.judging.cache import CacheStats, MemoryCache, enabled as cache_enabled, run_cached
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
 from factory.sandbox.rows import merge_verdicts, tests_reward
 
@@ -49,6 +52,10 @@ _VERIFIER_URL: str | None = None
 INFRA_POLICIES = ("zero", "raise")
 log = logging.getLogger("factory.reward")
 INFRA_ERRORS = [0]                # items scored by the infra-error policy in this process (a counter)
+# verdicts of jobs already judged in this process (factory.judging.cache: keyed by program text, tests, limits and
+# judge version; GRPO groups resample identical completions); FACTORY_VERDICT_CACHE=0 bypasses it
+VERDICT_CACHE = MemoryCache(int(os.environ.get("FACTORY_REWARD_CACHE_SIZE", "65536")))
+CACHE_STATS = CacheStats()
 
 
 def use_verifier(url: str | None) -> None:
@@ -249,7 +256,11 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
         index[pid] = (i, {t.test_id for t in tests}, item_binary)
         jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
                         cpu_s=ground_truth_cpu_s(gt)))
-    verdicts = _run_with_retry(jobs, limits)
+    store = VERDICT_CACHE if cache_enabled() else None
+    call = CacheStats()
+    verdicts = run_cached(jobs, limits, lambda todo: _run_with_retry(todo, limits), store, call)
+    with _LOCK:
+        CACHE_STATS.add(call)
     failed = {v.program_id for v in verdicts if v.status == "infra_error"}
     if failed:   # the verifier's own fault, after one retry: the documented policy, never another item's reward
         why = next(v.error_message for v in verdicts if v.status == "infra_error")

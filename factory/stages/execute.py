@@ -42,6 +42,7 @@ class ExecuteReport:
     retried_batches: int = 0      # --engine ray: batches re-run after their node was lost
     lost_nodes: int = 0
     status_counts: dict = field(default_factory=lambda: defaultdict(int))
+    cache: object = None          # factory.judging.cache.CacheStats while the verdict cache is on (else None)
     runs: list = field(default_factory=list)
 
 
@@ -114,7 +115,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             limits: Limits | None = None, workers: int | None = None, max_programs: int | None = None,
             batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None,
             engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None,
-            time_limits: str = "calibrated") -> ExecuteReport:
+            time_limits: str = "calibrated", cache: bool = True) -> ExecuteReport:
     """Execute the selected programs on every test of their problem that has no verdict under `limits` yet.
 
     ``engine="ray"`` runs the sandbox on every node of a Ray cluster (:class:`RaySandboxPool`); verdicts are
@@ -135,6 +136,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     limits = limits or Limits()
     limits_hash = limits.hash()
     report = ExecuteReport()
+    report.cache = _cache_stats(cache)
     where, params = _where(selection, sources, model)
     if program_ids is not None:
         where += " AND list_contains(?, p.program_id)"
@@ -209,6 +211,33 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
     return out
 
 
+def _cache_stats(flag: bool):
+    """Fresh cache counters when the verdict cache is on (flag and FACTORY_VERDICT_CACHE), else None."""
+    from factory.judging.cache import CacheStats, enabled
+
+    return CacheStats() if enabled(flag) else None
+
+
+def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, progress: Progress | None,
+                     stats) -> list[Verdict]:
+    """The verdict cache (factory.judging.cache) in front of the sandbox: a job identical to one already judged
+    (silver.verdict_cache) or to another of this batch is not run again; new entries commit with this batch."""
+    if stats is None:
+        return _verdicts(pool, jobs, progress)
+    from factory.judging.cache import CacheStats, LakeCache, run_cached
+
+    batch, ran = CacheStats(), []
+    out = run_cached(jobs, limits, lambda todo: ran.extend(_verdicts(pool, todo, progress)) or ran,
+                     LakeCache(run), batch)
+    if progress is not None:   # served (program, test row) pairs count as done
+        served = {(v.program_id, v.test_id.split("::", 1)[0]) for v in out if v.test_id is not None}
+        progress.update(len(served) - len({(v.program_id, v.test_id.split("::", 1)[0])
+                                            for v in ran if v.test_id is not None}))
+    stats.add(batch)
+    run.summary_cache = batch.summary()
+    return out
+
+
 def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
                    sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
                    judging: dict[str, ProblemJudging] | None = None,
@@ -244,7 +273,7 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
         jobs = [program_job(p, by_program[p["program_id"]], rule[p["program_id"]])
                 for p in batch if by_program[p["program_id"]]]
         report.skipped_no_tests += len(batch) - len(jobs)
-        merged = merge_verdicts(_verdicts(pool, jobs, progress))
+        merged = merge_verdicts(_cached_verdicts(run, pool, jobs, limits, progress, report.cache))
         now = utcnow()
         rows = []
         for (program_id, test_id), (v, in_process) in merged.items():
@@ -260,6 +289,8 @@ def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, s
         report.programs += len(jobs)
         report.verdicts += len(rows)
         run.summary = f"{len(jobs)} programs, {len(rows)} verdicts"
+        if getattr(run, "summary_cache", None):
+            run.summary += f"; {run.summary_cache}"
     report.runs.append(run.run_id)
 
 
@@ -337,6 +368,9 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-programs", type=int, help="stop after this many programs")
     p.add_argument("--batch-programs", type=int, default=500, help="programs per committed transaction")
     p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
+    p.add_argument("--no-cache", action="store_true",
+                   help="run every program even if an identical one (same text, tests, limits, judge version) was "
+                        "judged before (silver.verdict_cache); FACTORY_VERDICT_CACHE=0 does the same")
     p.add_argument("--engine", choices=["local", "ray"], default="local",
                    help="local process pool (default) or every node of a Ray cluster")
     p.add_argument("--ray-address", default="auto", help="with --engine ray: auto | ray://host:port | host:port")
@@ -359,9 +393,12 @@ def cmd_execute(args) -> None:
     report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
                      workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
-                     ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits)
+                     ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits,
+                     cache=not args.no_cache)
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
+    if report.cache is not None and report.cache.jobs:
+        print(report.cache.summary())
     if report.retried_batches:
         print(f"ray: {report.lost_nodes} node(s) lost; {report.retried_batches} batch(es) re-run on the others")
     if report.expected_filled or report.expected_failed:
