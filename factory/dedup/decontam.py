@@ -25,15 +25,66 @@ class DecontamParams:
     """``n``: words per n-gram. Rule: a (problem, benchmark item) pair is contaminated when it
     shares ``>= min_matches`` distinct n-grams (1 = any match). ``max_benchmark_df``: ignore
     n-grams found in more than this many benchmark items (templated boilerplate such as
-    "write a python function to count the number of" occurs in 14 MBPP items); None keeps all."""
+    "write a python function to count the number of" occurs in 14 MBPP items); None keeps all.
+
+    ``template_df`` / ``template_min_df``: a source's template text is not evidence of contamination. An n-gram
+    found in more than ``max(template_min_df, template_df x problems of the source)`` problems of one source
+    (problem side: the ``source`` column when given; benchmark side: ``benchmark``) is that site's boilerplate
+    (LeetCode's "answer may be very large return it modulo 10^9 + 7", "constraints 1 nums length ...") and is
+    dropped on both sides before matching (document-frequency filtering). A task copied from a benchmark keeps
+    its own, rare n-grams, so it is still caught. ``template_df=None`` matches every n-gram.
+
+    ``ignore_numeric``: an n-gram of digits only is example data ("nums = [1,0,0,1,0,1,0,0,0]"), not statement
+    text, and is not matched either."""
 
     n: int = 9
     min_matches: int = 1
     max_benchmark_df: int | None = None
+    template_df: float | None = 0.002
+    template_min_df: int = 2
+    ignore_numeric: bool = True
     recipe: str = RECIPE
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _source_codes(sources: list, prefix: str) -> np.ndarray:
+    """Integer code per row for its source (problem and benchmark sources never share a code)."""
+    codes: dict = {}
+    return np.array([codes.setdefault(prefix + str(s), len(codes)) for s in sources] or [], dtype=np.int64) \
+        + (0 if prefix == "p:" else 1 << 40)
+
+
+def template_sql(prob: str, bench: str, params: DecontamParams) -> str:
+    """Hashes of each source's template n-grams: in more than max(template_min_df, template_df x source size)
+    distinct problems of one source (registered relations ``prob``/``bench`` with pidx/bidx, h, src)."""
+    frac, floor = float(params.template_df), int(params.template_min_df)
+    return f"""
+        SELECT DISTINCT d.h FROM (
+            SELECT src, h, count(DISTINCT pidx) AS df FROM {prob} GROUP BY src, h
+            UNION ALL SELECT src, h, count(DISTINCT bidx) AS df FROM {bench} GROUP BY src, h) AS d
+        JOIN (SELECT src, count(DISTINCT pidx) AS size FROM {prob} GROUP BY src
+              UNION ALL SELECT src, count(DISTINCT bidx) AS size FROM {bench} GROUP BY src) AS s USING (src)
+        WHERE d.df > greatest({floor}, {frac} * s.size)"""
+
+
+def numeric_ngrams(texts: list, n: int, hasher: WordHasher) -> np.ndarray:
+    """Hashes of the n-grams made of digit tokens only (runs of >= n numbers in the texts)."""
+    runs = []
+    for text in texts:
+        run: list[str] = []
+        for tok in tokenize(text) + [""]:
+            if tok.isdigit():
+                run.append(tok)
+                continue
+            if len(run) >= n:
+                runs.append(" ".join(run))
+            run = []
+    if not runs:
+        return np.zeros(0, dtype=np.uint64)
+    _, hashes = shingle_hashes(runs, n, hasher, unique=True)
+    return np.unique(hashes)
 
 
 def _csr_to_rows(offsets: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,21 +126,39 @@ def decontaminate(
     b_off, b_h = shingle_hashes(benchmarks["text"].to_pylist(), params.n, hasher, unique=True)
     p_doc, p_pos = _csr_to_rows(p_off, p_h)
     b_doc, _ = _csr_to_rows(b_off, b_h)
-    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64)}), "prob")
-    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64)}), "bench")
-    df = "" if params.max_benchmark_df is None else \
-        f"WHERE h NOT IN (SELECT h FROM {bench} GROUP BY h HAVING count(*) > {int(params.max_benchmark_df)})"
+    p_src = _source_codes(problems["source"].to_pylist() if "source" in problems.column_names
+                          else ["problems"] * problems.num_rows, "p:")
+    b_src = _source_codes(benchmarks["benchmark"].to_pylist(), "b:")
+    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64),
+                                    "src": p_src[p_doc] if p_doc.size else p_src[:0]}), "prob")
+    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64),
+                                     "src": b_src[b_doc] if b_doc.size else b_src[:0]}), "bench")
+    drop = []
+    if params.max_benchmark_df is not None:
+        drop.append(f"SELECT h FROM {bench} GROUP BY h HAVING count(*) > {int(params.max_benchmark_df)}")
+    if params.template_df is not None:
+        drop.append(template_sql(prob, bench, params))
+    numeric = None
+    if params.ignore_numeric:
+        numeric = _register(con, pa.table({"h": numeric_ngrams(benchmarks["text"].to_pylist(), params.n,
+                                                               hasher).view(np.int64)}), "numeric")
+        drop.append(f"SELECT h FROM {numeric}")
+    where = f"WHERE h NOT IN ({' UNION '.join(drop)})" if drop else ""
     try:
         hits = _arrow(con.execute(f"""
-            WITH b AS (SELECT bidx, h FROM {bench} {df})
+            WITH b AS (SELECT bidx, h FROM {bench} {where})
             SELECT p.pidx, b.bidx, count(DISTINCT p.h)::BIGINT AS matched, list(p.pos ORDER BY p.pos) AS positions
             FROM {prob} p JOIN b USING (h)
             GROUP BY p.pidx, b.bidx HAVING count(DISTINCT p.h) >= {int(params.min_matches)}
             ORDER BY p.pidx, b.bidx
         """))
+        n_template = con.execute(f"SELECT count(*) FROM ({template_sql(prob, bench, params)})").fetchone()[0] \
+            if params.template_df is not None else 0
     finally:
         con.unregister(prob)
         con.unregister(bench)
+        if numeric is not None:
+            con.unregister(numeric)
     pidx = hits["pidx"].to_numpy()
     bidx = hits["bidx"].to_numpy()
     tok_cache: dict[int, list[str]] = {}
@@ -113,6 +182,7 @@ def decontaminate(
         "n_benchmark_ngrams": int(b_h.size),
         "n_flagged_pairs": table.num_rows,
         "n_flagged_problems": len(set(pidx.tolist())),
+        "n_template_ngrams": int(n_template),
         "params": params.as_dict(),
     }
     return table, stats

@@ -21,7 +21,8 @@ METHODS = ("ngram", "test", "lineage")
 
 def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min_matches: int = 1,
                  max_benchmark_df: int | None = None, methods: tuple[str, ...] = METHODS,
-                 test_params: TestOverlapParams = TestOverlapParams()) -> dict:
+                 test_params: TestOverlapParams = TestOverlapParams(), template_df: float | None = 0.002,
+                 template_min_df: int = 2) -> dict:
     """Flag problems sharing >= min_matches word n-grams, a test or a lineage id with a benchmark problem;
     replaces silver.contamination."""
     import numpy as np
@@ -35,8 +36,10 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise FactoryError(f"unknown decontamination method(s) {unknown}; known: {', '.join(METHODS)}")
-    params = DecontamParams(n=n, min_matches=1, max_benchmark_df=max_benchmark_df)
+    params = DecontamParams(n=n, min_matches=1, max_benchmark_df=max_benchmark_df, template_df=template_df,
+                            template_min_df=template_min_df)
     config = {"benchmarks": benchmarks, "n": n, "min_matches": min_matches, "max_benchmark_df": max_benchmark_df,
+              "template_df": template_df, "template_min_df": template_min_df,
               "methods": list(methods), "test_params": test_params.as_dict()}
     with stage_run("decontam", config, lake=lake) as run:
         con = run.con
@@ -45,7 +48,7 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
         if not used:
             raise FactoryError(f"none of the benchmark sources {benchmarks} is in the lake (have: {sorted(present)})")
         marks = ", ".join("?" for _ in used)
-        problems = con.execute(f"SELECT problem_id, question AS text FROM silver.problems WHERE source NOT IN ({marks})",
+        problems = con.execute(f"SELECT problem_id, question AS text, source FROM silver.problems WHERE source NOT IN ({marks})",
                                used).to_arrow_table()
         bench = con.execute(f"SELECT source AS benchmark, problem_id AS benchmark_id, question AS text "
                             f"FROM silver.problems WHERE source IN ({marks})", used).to_arrow_table()
@@ -137,12 +140,18 @@ def register(sub, add_lake) -> None:
     p.add_argument("--max-benchmark-df", type=int, help="ignore n-grams shared by more benchmark items than this")
     p.add_argument("--method", action="append", choices=METHODS,
                    help="check (repeatable; default: all of ngram, test, lineage)")
+    p.add_argument("--template-df", type=float, default=0.002,
+                   help="ignore a source's template n-grams: those in more than this fraction of its problems "
+                        "(and more than --template-min-df); a negative value matches every n-gram")
+    p.add_argument("--template-min-df", type=int, default=2)
     p.set_defaults(fn=cmd_decontam)
 
 
 def cmd_decontam(args) -> None:
     report = run_decontam(args.lake, args.benchmark, args.n, args.min_matches, args.max_benchmark_df,
-                          tuple(args.method or METHODS))
+                          tuple(args.method or METHODS),
+                          template_df=None if args.template_df < 0 else args.template_df,
+                          template_min_df=args.template_min_df)
     print(f"checked {report['checked']} problems against {report['benchmark_items']} benchmark items "
           f"({', '.join(report['benchmarks'])}); contaminated by source: {report['contaminated_by_source']}; "
           f"by method: {report['contaminated_by_method']}")

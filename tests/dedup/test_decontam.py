@@ -26,9 +26,12 @@ def tables(shared_data):
     return probs, bench
 
 
+RAW = DecontamParams(template_df=None, ignore_numeric=False)   # every n-gram matched (the papers' plain rule)
+
+
 def test_matches_brute_force_9grams(tables):
     probs, bench = tables
-    tab, st = decontaminate(probs, bench)
+    tab, st = decontaminate(probs, bench, RAW)
     assert tab.column_names == list(OUTPUT_COLUMNS)
     bsets = [(bid, _ngrams(t, 9)) for bid, t in zip(bench["benchmark_id"].to_pylist(), bench["text"].to_pylist())]
     truth = {}
@@ -50,9 +53,9 @@ def test_matches_brute_force_9grams(tables):
 
 def test_rules_reduce_boilerplate_matches(tables):
     probs, bench = tables
-    any_, _ = decontaminate(probs, bench)
-    k2, _ = decontaminate(probs, bench, DecontamParams(min_matches=2))
-    df1, _ = decontaminate(probs, bench, DecontamParams(max_benchmark_df=1))
+    any_, _ = decontaminate(probs, bench, RAW)
+    k2, _ = decontaminate(probs, bench, DecontamParams(min_matches=2, template_df=None, ignore_numeric=False))
+    df1, _ = decontaminate(probs, bench, DecontamParams(max_benchmark_df=1, template_df=None, ignore_numeric=False))
     cross = lambda t: sum(a != b for a, b in zip(t["problem_id"].to_pylist(), t["benchmark_id"].to_pylist()))
     assert cross(any_) == 653 and cross(k2) == 136 and cross(df1) == 10
     assert min(k2["matched_ngrams"].to_pylist()) >= 2
@@ -60,10 +63,35 @@ def test_rules_reduce_boilerplate_matches(tables):
     assert same(k2) == 267 and same(df1) == 278
 
 
+def test_template_ngrams_are_not_contamination_but_copies_are(tables):
+    """MBPP's statement template ("write a python function to ...") links sanitized-MBPP prompts to 653 other
+    MBPP tasks; dropping each source's template n-grams (document frequency) leaves 62 such cross-task pairs,
+    while 289 of the 294 prompts still match their own MBPP task (the 5 others share only template words with
+    it; `factory decontam`'s lineage check pairs them by task id)."""
+    probs, bench = tables
+    tab, st = decontaminate(probs, bench)
+    pairs = list(zip(tab["problem_id"].to_pylist(), tab["benchmark_id"].to_pylist()))
+    assert sum(a != b for a, b in pairs) == 62
+    assert len({a for a, b in pairs if a == b}) == 289
+    assert st["n_template_ngrams"] == 76
+    # a benchmark task pasted into a template-heavy statement is still caught
+    text = bench["text"].to_pylist()[0]
+    planted = pa.table({"problem_id": ["copy"], "text": ["Write a python function to " + text + " Example 1: 1 2 3"]})
+    hit, _ = decontaminate(planted, bench.slice(0, 50))
+    assert bench["benchmark_id"].to_pylist()[0] in hit["benchmark_id"].to_pylist()
+
+
+def test_digit_runs_are_example_data():
+    probs = pa.table({"problem_id": ["p"], "text": ["nums = [1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 1] in the example"]})
+    bench = pa.table({"benchmark": ["b"], "benchmark_id": ["1"], "text": ["Input: 1 0 0 1 0 1 0 0 0 1 1 output 3"]})
+    assert decontaminate(probs, bench)[0].num_rows == 0
+    assert decontaminate(probs, bench, DecontamParams(ignore_numeric=False))[0].num_rows == 1
+
+
 def test_span_is_first_contiguous_run():
     probs = pa.table({"problem_id": ["p"], "text": ["zero one two three four five six seven eight nine ten X eleven"]})
     bench = pa.table({"benchmark": ["b"], "benchmark_id": ["1"], "text": ["one two three four five six seven eight nine ten"]})
-    tab, _ = decontaminate(probs, bench, DecontamParams(n=5))
+    tab, _ = decontaminate(probs, bench, DecontamParams(n=5, template_df=None))
     r = tab.to_pylist()[0]
     assert r["matched_ngrams"] == 6 and r["example_span"] == "one two three four five six seven eight nine ten"
 
