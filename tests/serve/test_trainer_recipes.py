@@ -1,4 +1,4 @@
-"""The README's trainer launch lines, read from the README and checked against the installed trainers (verl
+"""The trainer launch lines, read from the README and docs/serve.md and checked against the installed trainers (verl
 0.9.1, TRL 1.16, OpenRLHF 0.11.2): every verl config key exists in verl's own ppo_trainer config, every reward
 manager named is one verl's reward loop registers, and each named reward function loads the way that trainer
 loads it and scores a correct answer 1.0 and a wrong one 0.0 (verl's sandbox_fusion line against a real
@@ -20,7 +20,7 @@ import pytest
 
 from tests.serve.conftest import ROOT
 
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "README.md").read_text() + (ROOT / "docs" / "serve.md").read_text()  # trainers + serve tables
 KEY_VALUE = re.compile(r"^([a-z_][\w]*(?:\.[\w]+)+)=(\S+)$")
 SHELL = re.compile(r"\$\((python -c '[^']*')\)")
 
