@@ -1,4 +1,6 @@
-"""Sandboxed executor for untrusted Python programs (code-RL rewards and evaluation).
+"""Sandboxed executor for untrusted programs (code-RL rewards and evaluation): Python, and stdio tests in C++,
+Java, JavaScript and Rust (``Job.language``; compiled once per job inside the sandbox, see :mod:`.languages`
+and :mod:`.compiled`; a compile failure is status ``compile_error`` with the compiler's bounded message).
 
 ``run_jobs(jobs, limits)`` runs each :class:`Job`'s tests in a warm, pre-forked sandbox and yields
 one :class:`Verdict` per (job, test).  Test kinds:
@@ -40,7 +42,9 @@ Verdict integrity (sandbox 0.3): a verdict is decided by trusted code on plain d
 
 Equality asserts against literals are still rewritten (:mod:`.transform`) and compared by the parent from
 the judge's ``expects``.  Isolation: :mod:`.isolate`, :mod:`.cgroup`, :mod:`.seccomp`; process model:
-:mod:`.zygote`, :mod:`.judge`, :mod:`.candidate`, :mod:`.rpc`, :mod:`.pool`.  Every Verdict records the
+:mod:`.zygote` (worker), :mod:`.zygote_io` (pool framing, output router), :mod:`.spawn` (fork/kill/reap),
+:mod:`.meter` (per-test CPU/memory, limits), :mod:`.supervise` (test runners), :mod:`.compiled` (other
+languages), :mod:`.judge`, :mod:`.candidate`, :mod:`.rpc`, :mod:`.pool`.  Every Verdict records the
 active isolation mechanisms (and any degradation) in ``sandbox_meta``.
 """
 __all__ = ["Limits", "TestSpec", "Job", "Verdict", "run_jobs", "SandboxPool", "SANDBOX_VERSION",

@@ -8,7 +8,7 @@ from .serialize import clean_text
 from .types import SANDBOX_VERSION, Verdict
 
 TEXT_CAP = 2000
-SEVERITY = ["pass", "fail", "runtime_error", "output_limit", "memory_limit", "timeout", "infra_error"]
+SEVERITY = ["pass", "fail", "runtime_error", "compile_error", "output_limit", "memory_limit", "timeout", "infra_error"]
 
 
 def row_status(v: Verdict) -> str:

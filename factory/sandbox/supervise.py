@@ -14,9 +14,10 @@ from .spawn import (candidate_body, drop_kept_judge, has_exited, inproc_body, ju
                     kill_candidates, kill_everything, reap, script_body, spawn)
 from .zygote_io import JHDR, router_of, set_nonblock
 
-def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict) -> int:
+def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, prog=None) -> int:
     """One stdin/stdout test: a fresh candidate process per test; the zygote itself reads its stdout and exit
-    status (nothing in the sandbox reports anything)."""
+    status (nothing in the sandbox reports anything).  ``prog``: a built program of another language
+    (:class:`.compiled.Program`), placed into the test's fresh /tmp and exec'd, instead of a Python script."""
     t = hdr["tests"][pos]
     i = t["i"]
     off, length = hdr["inputs"][pos]
@@ -34,7 +35,11 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict) 
     plan = z.plan
     if plan.get("worker_ns"):
         z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
-    pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, tuple(hdr["cand"]), memfd, script_body, plan, 1)
+    if prog is None:
+        pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, tuple(hdr["cand"]), memfd, script_body, plan, 1)
+    else:
+        prog.place()
+        pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, None, -1, prog.body, plan, 1)
     for fd in (stdin, out_w, err_w):
         os.close(fd)
     for fd in (out_r, err_r):

@@ -10,7 +10,7 @@ SANDBOX_VERSION = "0.3.1"
 KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
 COMPARISONS = ("exact", "token", "float", "casefold")
 STATUSES = ("pass", "fail", "timeout", "runtime_error", "memory_limit", "output_limit",
-            "infra_error", "no_expected")
+            "infra_error", "no_expected", "compile_error")
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,11 @@ class Job:
     # a looping program costs one CPU budget, not one per test. False runs every test (reference programs, whose
     # per-test verdicts validate the tests)
     stop_at_timeout: bool = True
+    # the program's language (:mod:`.languages`: python, cpp, java, javascript, rust and SandboxFusion's
+    # aliases); other languages than Python run stdio tests, compiled once per job inside the sandbox
+    language: str = "python"
+    # CPU seconds for that compilation; None: languages.COMPILE_CPU_S
+    compile_cpu_s: float | None = None
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""
@@ -108,6 +113,8 @@ class Verdict:
     judged_in_process: bool = False
     # stdin/stdout tests: the program's exit status (0, the code it exited with, or -N when killed by signal N)
     exit_code: int | None = None
+    # CPU milliseconds the job's compilation took (other languages than Python), on every test's verdict
+    compile_ms: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

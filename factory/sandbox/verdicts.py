@@ -7,6 +7,7 @@ import pickle
 import re
 import signal
 
+from . import languages
 from .checker import PENDING
 from .compare import call_equal, stdio_equal, values_equal
 from .serialize import Opaque, clean_text, deserialize_value
@@ -41,7 +42,11 @@ class SubJob:
         the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
         program = (self.job.preamble + "\n" if self.job.preamble else "") + self.job.code
         cap = limits.max_output_bytes if limits is not None else 16 << 20
-        cand = pickle.dumps({"program": program}, protocol=pickle.HIGHEST_PROTOCOL)
+        lang = languages.normalize(self.job.language)
+        if lang != languages.PYTHON:   # the source itself (compiled in the sandbox); no Python preamble
+            cand = self.job.code.encode("utf-8", "surrogateescape")
+        else:
+            cand = pickle.dumps({"program": program}, protocol=pickle.HIGHEST_PROTOCOL)
         if self.mode == "unittest":
             judge = pickle.dumps({"program": program, "tests": self.payload_tests}, protocol=pickle.HIGHEST_PROTOCOL)
         elif self.mode == "stdio":
@@ -62,6 +67,10 @@ class SubJob:
             hdr["cpu_s"] = float(self.job.cpu_s)
         if not self.job.stop_at_timeout:
             hdr["run_all"] = True
+        if lang != languages.PYTHON:
+            hdr["lang"] = languages.program_spec(lang, self.job.code)
+            if self.job.compile_cpu_s is not None:
+                hdr["compile_cpu_s"] = float(self.job.compile_cpu_s)
         return hdr, b"".join(parts)
 
 
@@ -75,11 +84,21 @@ def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verd
     if not job.tests:
         return [], [Verdict(job.program_id, None, "infra_error", error_type="InvalidJob",
                             error_message="job has zero tests (never a pass)", sandbox_meta=meta, limits=limits)]
+    try:
+        lang = languages.normalize(job.language)
+        if lang != languages.PYTHON:
+            languages.require(lang)
+    except (languages.UnknownLanguage, languages.ToolchainMissing) as exc:
+        etype = "UnknownLanguage" if isinstance(exc, languages.UnknownLanguage) else "ToolchainMissing"
+        return [], [Verdict(job.program_id, spec.test_id, "infra_error", error_type=etype, error_message=str(exc),
+                            sandbox_meta=meta, limits=limits) for spec in job.tests]
     subs: dict[str, SubJob] = {}
     bad = []
     for spec in job.tests:
         why = None
-        if spec.kind not in KINDS:
+        if lang != languages.PYTHON and spec.kind != "stdio":
+            why = f"kind {spec.kind!r} needs a Python program: {lang} programs run stdio tests"
+        elif spec.kind not in KINDS:
             why = f"unknown test kind {spec.kind!r}"
         elif spec.comparison not in COMPARISONS:
             why = f"unknown comparison {spec.comparison!r}"
@@ -186,6 +205,8 @@ def assemble(sub: SubJob, reply) -> list[dict]:
                 raw.update(outcome="infra", emsg=str(load.get("emsg")))
             else:
                 raw.update(etype=load.get("etype"), emsg=load.get("emsg"), mem=bool(load.get("mem")))
+        elif outcome == "compile_error":
+            raw["compile_msg"] = bytes(segs.get((-1, "compile"), b""))
         elif outcome == "infra" and jerr:
             raw["emsg"] = f"{raw.get('emsg') or ''}: {jerr[-1500:].decode('utf-8', 'replace')}"
         raws.append(raw)
@@ -227,6 +248,8 @@ def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json
                     cpu_ms=round(float(raw.get("cpu_ms", 0.0)), 3), wall_ms=round(float(raw.get("wall_ms", 0.0)), 3),
                     peak_memory_kb=raw.get("peak_kb"), stdout=_text(raw.get("stdout", b""), cap),
                     stderr=_text(raw.get("stderr", b""), cap))
+        if raw.get("compile_ms") is not None:
+            v.compile_ms = round(float(raw["compile_ms"]), 3)
         out.extend(_judge(sub, i, spec, raw, v))
     return out
 
@@ -239,11 +262,15 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
         v.status, v.error_type = "timeout", "NotRun"
         v.error_message = "not run: an earlier test of this program timed out"
         return [v]
+    if outcome == "compile_error":
+        return [_compile_error(raw, v)]
     if outcome in simple:
         v.status = simple[outcome]
         v.error_type = {"timeout": "Timeout", "memory": "MemoryLimit", "output": "OutputLimit",
                         "protocol": "ProtocolViolation", "crash": "ProcessExit", "infra": "InfraError"}[outcome]
         v.error_message = raw.get("emsg") or ("during program load" if raw.get("load_phase") else None)
+        if outcome == "infra" and raw.get("etype"):
+            v.error_type = raw["etype"]
         return [v]
     if outcome == "load_error":
         v.status = "memory_limit" if raw.get("mem") else _status_for_exc(raw.get("etype"))
@@ -290,6 +317,27 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
     if not ok:
         v.actual, v.error_type, v.error_message = actual, "AssertionError", why
     return [v]
+
+
+_COMPILE_WHY = {"exit": ("CompileError", "compilation failed"),
+                "timeout": ("CompileTimeout", "compilation exceeded its CPU/wall budget"),
+                "output": ("CompileOutputLimit", "compiler output over the cap"),
+                "memory": ("CompileMemoryLimit", "compiler ran out of memory"),
+                "artifact": ("CompileError", "compiler left no usable program")}
+
+
+def _compile_error(raw: dict, v: Verdict) -> Verdict:
+    """Status compile_error; the message is the compiler's own output, bounded (its head: the first errors)."""
+    etype, what = _COMPILE_WHY.get(raw.get("why"), _COMPILE_WHY["exit"])
+    text = bytes(raw.get("compile_msg") or b"").decode("utf-8", "replace").strip()
+    cap = languages.COMPILE_MESSAGE_CAP
+    if len(text) > cap:
+        text = text[:cap] + f"\n... ({len(text) - cap} more characters)"
+    extra = f": {raw['emsg']}" if raw.get("emsg") else ""
+    v.status, v.error_type = "compile_error", etype
+    v.error_message = f"{what}{extra}" + (f"\n{text}" if text else "")
+    v.stdout = v.stderr = ""
+    return v
 
 
 def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:

@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 
+from . import compiled, languages
 from .spawn import kill_everything, reap, spawn
 from .supervise import Run, run_stdio_test
 from .zygote_io import JHDR, recv, send
@@ -105,7 +106,7 @@ class Zygote:
         may hold ./lake, exports, data): the sandbox modules are imported before the zygote pivots."""
         project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         return [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
-            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
+            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)] + languages.toolchain_paths()
 
     def _uid(self):
         return 100000 + self.outer_pid if self.root else None
@@ -202,10 +203,15 @@ class Zygote:
         cpu_s = hdr.get("cpu_s")
         if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) and 0 < cpu_s <= MAX_JOB_CPU_S:
             self.limits = dict(base, cpu_s=float(cpu_s))   # this job's calibrated time limit
+        prog = extra = None
         try:
+            if hdr.get("lang"):   # another language: compiled once (in the sandbox), run per test
+                prog, extra = compiled.build(self, idx, hdr, memfd)
+                if prog is None:
+                    return [dict(extra) for _ in hdr["tests"]]
             while pos < n:
                 if hdr["mode"] == "stdio":
-                    pos = run_stdio_test(self, idx, hdr, memfd, pos, results)
+                    pos = run_stdio_test(self, idx, hdr, memfd, pos, results, prog)
                 else:
                     pos = Run(self, idx, hdr, memfd, pos, self.plan).supervise(results)
                 if pos < n and not hdr.get("run_all") and any(r.get("outcome") == "timeout" for r in results.values()):
@@ -215,7 +221,13 @@ class Zygote:
                     break
         finally:
             self.limits = base
-        return [results[t["i"]] for t in hdr["tests"]]
+            if prog is not None:
+                prog.close()
+        out = [results[t["i"]] for t in hdr["tests"]]
+        if extra:
+            for r in out:
+                r.update(extra)
+        return out
 
     def serve(self) -> None:
         try:

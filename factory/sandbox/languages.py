@@ -1,0 +1,226 @@
+"""The languages programs may be written in, and where their toolchains are.
+
+Python runs in the warm interpreter of the zygote (function-style and stdio tests).  Compiled and other
+languages run stdio tests only: the program is compiled once per job inside the sandbox (the compiler is as
+untrusted as the program: same namespaces, uid, seccomp filter, cgroup and rlimits, its own CPU budget and an
+output cap), the artifact is kept in memfds by the zygote and placed, read-only and root-owned, into each
+test's fresh ``/tmp``; each test execs it in a fresh sandboxed process (:mod:`.compiled`).
+
+Names follow SandboxFusion's ``language`` field (``cpp``, ``java``, ``nodejs``/``javascript``, ``rust``,
+``python``).  A toolchain is found on the system path (or, for Rust, in rustup's toolchains under the user's
+``~/.cargo``/``~/.rustup``); a language whose toolchain is absent is a clear error naming the Debian package.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import re
+
+PYTHON = "python"
+SUPPORTED = ("python", "cpp", "java", "javascript", "rust")
+ALIASES = {"python": "python", "python3": "python", "py": "python", "cpp": "cpp", "c++": "cpp", "cxx": "cpp",
+           "java": "java", "javascript": "javascript", "nodejs": "javascript", "node": "javascript",
+           "js": "javascript", "rust": "rust", "rs": "rust"}
+PACKAGES = {"cpp": "g++", "java": "default-jdk-headless", "javascript": "nodejs", "rust": "rustc"}
+TOOLS = {"cpp": "g++", "java": "javac", "javascript": "node", "rust": "rustc"}
+SOURCE_FILE = {"cpp": "main.cpp", "javascript": "main.js", "rust": "main.rs"}
+
+SRC_DIR = "/tmp/src"       # the compile step's source (root-owned, read-only)
+BUILD_DIR = "/tmp/build"   # what the compiler writes (the sandbox uid's, in the compile step's own /tmp)
+BIN_DIR = "/tmp/.prog"     # the artifact in each test's fresh /tmp (root-owned, read-only)
+
+COMPILE_CPU_S = 10.0           # CPU seconds for one compilation (SandboxFusion's compile_timeout default)
+COMPILE_WALL_FACTOR = 3.0      # wall backstop = max(factor * compile CPU, 10 s)
+COMPILE_OUTPUT_CAP = 1 << 20   # compiler output beyond this stops the compilation (a compile error)
+COMPILE_MESSAGE_CAP = 4000     # characters of compiler output a verdict keeps
+MAX_ARTIFACT_FILES = 512       # class files a Java compilation may leave
+MAX_ARTIFACT_BYTES = 256 << 20
+
+
+class UnknownLanguage(ValueError):
+    pass
+
+
+class ToolchainMissing(RuntimeError):
+    pass
+
+
+def normalize(name: str | None) -> str:
+    """The canonical name of a language (SandboxFusion's names and common aliases); None is Python.  An unknown
+    name raises :class:`UnknownLanguage` listing the supported ones."""
+    if name is None:
+        return PYTHON
+    key = str(name).strip().lower()
+    if key in ALIASES:
+        return ALIASES[key]
+    raise UnknownLanguage(f"unknown language {name!r}: supported languages are {', '.join(supported_names())}")
+
+
+def supported_names() -> list[str]:
+    """Every accepted spelling, canonical names first."""
+    return list(SUPPORTED) + [a for a in ALIASES if a not in SUPPORTED]
+
+
+def _which(tool: str, extra: tuple[str, ...] = ()) -> str | None:
+    dirs = os.environ.get("PATH", "").split(os.pathsep) + ["/usr/local/bin", "/usr/bin", "/bin", *extra]
+    for d in dirs:
+        p = os.path.join(d, tool)
+        if d and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def _homes() -> list[str]:
+    out = []
+    for h in (os.environ.get("HOME"), _pw_home()):
+        if h and h not in out:
+            out.append(h)
+    return out
+
+
+def _pw_home() -> str | None:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
+def _rustc() -> tuple[str, list[str]] | None:
+    """(the real rustc binary, directories to bind).  A rustup proxy (``~/.cargo/bin/rustc``) is resolved to its
+    default toolchain's binary: the sandbox has no home directory, hence no rustup settings."""
+    cargo_bins = tuple(os.path.join(h, ".cargo", "bin") for h in _homes())
+    path = _which("rustc", cargo_bins)
+    if path is None:
+        return None
+    real = os.path.realpath(path)
+    if os.path.basename(real).startswith("rustup"):
+        roots = [os.environ.get("RUSTUP_HOME")] + [os.path.join(h, ".rustup") for h in _homes()]
+        for root in [r for r in roots if r and os.path.isdir(r)]:
+            default = None
+            try:
+                with open(os.path.join(root, "settings.toml")) as f:
+                    m = re.search(r'^default_toolchain\s*=\s*"([^"]+)"', f.read(), re.M)
+                    default = m.group(1) if m else None
+            except OSError:
+                pass
+            found = sorted(glob.glob(os.path.join(root, "toolchains", "*", "bin", "rustc")))
+            pick = [p for p in found if default and os.path.basename(os.path.dirname(os.path.dirname(p)))
+                    .startswith(default)] or found
+            if pick:
+                tc = os.path.dirname(os.path.dirname(pick[0]))
+                return pick[0], [tc]
+        return None
+    return real, [os.path.dirname(os.path.dirname(real))]
+
+
+_CACHE: dict = {}
+
+
+def toolchain(lang: str) -> dict | None:
+    """Where ``lang``'s tools are (``{"bin": {...}, "paths": [...]}``), or None when absent; cached."""
+    if lang in _CACHE:
+        return _CACHE[lang]
+    tc = None
+    if lang == "cpp":
+        gpp = _which("g++")
+        tc = {"bin": {"cxx": gpp}, "paths": []} if gpp else None
+    elif lang == "java":
+        javac, java = _which("javac"), _which("java")
+        if javac and java:
+            home = os.path.dirname(os.path.dirname(os.path.realpath(javac)))
+            tc = {"bin": {"javac": javac, "java": java}, "paths": [home] + sorted(glob.glob("/etc/java-*"))}
+    elif lang == "javascript":
+        node = _which("node") or _which("nodejs")
+        tc = {"bin": {"node": node}, "paths": []} if node else None
+    elif lang == "rust":
+        found = _rustc()
+        tc = {"bin": {"rustc": found[0]}, "paths": found[1]} if found else None
+    _CACHE[lang] = tc
+    return tc
+
+
+def missing_message(lang: str) -> str:
+    msg = (f"language {lang!r} needs {TOOLS[lang]}, which is not installed here: install the Debian package "
+           f"'{PACKAGES[lang]}' (apt-get install {PACKAGES[lang]})")
+    if lang == "rust":
+        msg += " or a rustup toolchain (~/.cargo/bin/rustc)"
+    return msg
+
+
+def require(lang: str) -> dict:
+    """The toolchain of a non-Python language, or :class:`ToolchainMissing` naming the package to install."""
+    tc = toolchain(lang)
+    if tc is None:
+        raise ToolchainMissing(missing_message(lang))
+    return tc
+
+
+def installed() -> list[str]:
+    return [PYTHON] + [lang for lang in SUPPORTED[1:] if toolchain(lang) is not None]
+
+
+def toolchain_paths() -> list[str]:
+    """Directories outside /usr, /bin, /lib the installed toolchains need inside the sandbox's minimal root."""
+    out = []
+    for lang in SUPPORTED[1:]:
+        tc = toolchain(lang)
+        for p in (tc or {}).get("paths", []):
+            if p not in out:
+                out.append(p)
+    return out
+
+
+_JAVA_PUBLIC = re.compile(r"\bpublic\s+(?:(?:final|abstract|strictfp)\s+)*(?:class|interface|enum|record)\s+"
+                          r"([A-Za-z_$][\w$]*)")
+_JAVA_CLASS = re.compile(r"\bclass\s+([A-Za-z_$][\w$]*)")
+_JAVA_MAIN = re.compile(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(")
+
+
+def java_names(source: str) -> tuple[str, str]:
+    """(source file name, main class) of a Java program: the file is named for its public class (javac requires
+    it); the main class is the public class, else the first class declaring ``static void main``, else Main."""
+    public = _JAVA_PUBLIC.search(source)
+    main = public.group(1) if public else None
+    if main is None:
+        m = _JAVA_MAIN.search(source)
+        classes = list(_JAVA_CLASS.finditer(source[:m.start()])) if m else []
+        main = classes[-1].group(1) if classes else "Main"
+    return f"{public.group(1) if public else main}.java", main
+
+
+def program_spec(lang: str, source: str) -> dict:
+    """What the zygote needs to build and run a program (trusted side): its source file name and, for Java,
+    the main class."""
+    if lang == "java":
+        file, main = java_names(source)
+        return {"name": lang, "file": file, "main": main}
+    return {"name": lang, "file": SOURCE_FILE[lang]}
+
+
+def compile_argv(spec: dict, memory_mb: int) -> list[str] | None:
+    """The compiler command (inside the sandbox), or None for a language that runs its source."""
+    lang, tc = spec["name"], require(spec["name"])
+    src = f"{SRC_DIR}/{spec['file']}"
+    if lang == "cpp":
+        return [tc["bin"]["cxx"], "-O2", "-std=gnu++17", "-pipe", "-fmax-errors=20", "-o", f"{BUILD_DIR}/main", src]
+    if lang == "rust":
+        return [tc["bin"]["rustc"], "-O", "--edition", "2021", "--crate-name", "main", "-C", "codegen-units=4",
+                "-o", f"{BUILD_DIR}/main", src]
+    if lang == "java":
+        heap = max(64, min(1024, memory_mb // 2))
+        return [tc["bin"]["javac"], f"-J-Xmx{heap}m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
+                "-J-XX:-UsePerfData", "-J-Xshare:auto", "-encoding", "UTF-8", "-nowarn", "-d", BUILD_DIR, src]
+    return None
+
+
+def run_argv(spec: dict, memory_mb: int) -> list[str]:
+    """The command that runs the placed artifact of one program (inside the sandbox)."""
+    lang, tc = spec["name"], require(spec["name"])
+    if lang in ("cpp", "rust"):
+        return [f"{BIN_DIR}/main"]
+    if lang == "java":
+        heap = max(32, int(memory_mb * 0.6))
+        return [tc["bin"]["java"], f"-Xmx{heap}m", "-Xss64m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", BIN_DIR, spec["main"]]
+    return [tc["bin"]["node"], f"--max-old-space-size={max(32, int(memory_mb * 0.6))}", f"{BIN_DIR}/main.js"]
