@@ -132,10 +132,13 @@ class InterpreterSession:
     def closed(self) -> bool:
         return self.closed_why is not None or self.proc is None or self.proc.poll() is not None
 
-    def run(self, code: str) -> CellResult:
-        """Run one cell in this session's interpreter (see the module docstring for the statuses)."""
+    def run(self, code: str, *, cpu_s: float | None = None, wall_s: float | None = None) -> CellResult:
+        """Run one cell in this session's interpreter (see the module docstring for the statuses).
+        ``cpu_s``/``wall_s``: this call's limits, at most the session's (default: the session's)."""
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, got {type(code).__name__}")
+        cpu = self.cpu_s if cpu_s is None else min(float(cpu_s), self.cpu_s)
+        wall = self.wall_s if wall_s is None else min(float(wall_s), self.wall_s)
         with self.lock:
             if self.closed:
                 if self.closed_why is None:
@@ -150,8 +153,8 @@ class InterpreterSession:
             code = code.encode("utf-8", "replace").decode("utf-8")   # lone surrogates cannot cross as JSON text
             self.calls += 1
             try:
-                proto.send(self.w, {"op": "run", "code": code, "cpu_s": self.cpu_s, "wall_s": self.wall_s})
-                reply = proto.recv(self.r, timeout=self.wall_s + 30.0)
+                proto.send(self.w, {"op": "run", "code": code, "cpu_s": cpu, "wall_s": wall})
+                reply = proto.recv(self.r, timeout=wall + 30.0)
             except (OSError, TimeoutError, ValueError) as exc:
                 reply = None
                 why = f"session host failed: {type(exc).__name__}"
@@ -255,8 +258,8 @@ class SessionPool:
             self.counters["created"] += 1
             return s
 
-    def run(self, tid: str, code: str) -> CellResult:
-        return self.session(tid).run(code)
+    def run(self, tid: str, code: str, **limits) -> CellResult:
+        return self.session(tid).run(code, **limits)
 
     def close(self, tid: str) -> bool:
         with self.lock:

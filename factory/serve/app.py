@@ -8,6 +8,9 @@ Endpoints
   ``silver.executions`` rows and the reward; ``"stream": true`` answers NDJSON, one line per finished item
 - ``GET /health`` (alive), ``GET /ready`` (pool warm and not draining), ``GET /metrics`` (Prometheus),
   ``GET /v1/stats`` (the same as JSON)
+- interpreter sessions (:mod:`.session_routes`; ``--max-sessions 0`` turns them off): ``POST /run_jupyter``
+  (SandboxFusion), ``POST /get_observation`` (verl-tool tool server), ``POST /v1/sessions/{id}/run``,
+  ``DELETE /v1/sessions/{id}``, ``GET /v1/sessions``
 
 Status codes: 400 names the field (malformed JSON, a missing, mistyped, non-finite, negative or over-cap field,
 an unsupported language with the supported list); 413 body (``--max-body-mb``) or batch too large; 429 queue full
@@ -23,18 +26,20 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 
-from . import batch_routes, fusion_routes, ops_routes
+from . import batch_routes, fusion_routes, ops_routes, session_routes
 from .engine import VerifierEngine
 from .protocol import Caps
 from .routing import MAX_BODY_BYTES, MAX_BODY_MB, Service
 
 ENDPOINTS = "POST /run_code, /submit, /v1/judge; GET /health, /ready, /metrics, /v1/stats"
+SESSION_ENDPOINTS = "; sessions: POST /run_jupyter, /get_observation, /v1/sessions/{id}/run; DELETE /v1/sessions/{id}"
 
 
 def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int = MAX_BODY_BYTES,
-               queue_timeout_s: float | None = None, client_retries: int = 2) -> Starlette:
+               queue_timeout_s: float | None = None, client_retries: int = 2, sessions=None) -> Starlette:
     """The Starlette app: one route module per responsibility (:mod:`.fusion_routes` SandboxFusion,
-    :mod:`.batch_routes` /v1/judge, :mod:`.ops_routes` health and metrics) over one :class:`Service`.
+    :mod:`.batch_routes` /v1/judge, :mod:`.ops_routes` health and metrics, :mod:`.session_routes` interpreter
+    sessions from ``sessions``, a :class:`~factory.sandbox.session.SessionPool`) over one :class:`Service`.
 
     ``queue_timeout_s``: how long a /run_code program may wait to start; None: derived per request from its
     client's deadline (compile_timeout + run_timeout + 10 s, minus prefetch x (the run's CPU limit + 1 s) - what
@@ -43,7 +48,9 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
     svc = Service(engine, caps, max_body_bytes)
     routes = (fusion_routes.routes(svc, queue_timeout_s, client_retries) + batch_routes.routes(svc)
               + ops_routes.routes(svc))
-    not_found = ops_routes.not_found_handler(ENDPOINTS)
+    if sessions is not None:
+        routes += session_routes.routes(svc, sessions)
+    not_found = ops_routes.not_found_handler(ENDPOINTS + (SESSION_ENDPOINTS if sessions is not None else ""))
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     app.state.engine = engine
     return app
@@ -52,16 +59,23 @@ def create_app(engine: VerifierEngine, caps: Caps = Caps(), max_body_bytes: int 
 def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None, *, max_queue: int = 4096,
           infra_retries: int = 2, drain_s: float = 30.0, caps: Caps = Caps(), log_level: str = "warning",
           base_limits=None, on_ready=None, ray_address: str | None = None, max_body_mb: float = MAX_BODY_MB,
-          queue_timeout_s: float | None = None, prefetch: int = 1, client_retries: int = 2) -> int:
+          queue_timeout_s: float | None = None, prefetch: int = 1, client_retries: int = 2,
+          sessions: dict | None = None) -> int:
     """Run the service until SIGINT/SIGTERM; then stop admitting (503), finish in-flight work for up to drain_s
-    seconds, fail the rest explicitly. Returns the number of programs failed at shutdown."""
+    seconds, fail the rest explicitly. Returns the number of programs failed at shutdown. ``sessions``: the
+    :class:`~factory.sandbox.session.SessionPool` arguments (max_sessions, cpu_s_per_call, ...); None: no
+    interpreter sessions."""
     import uvicorn
 
     engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits,
                             ray_address=ray_address, prefetch=prefetch)
     engine.warm()
+    pool = None
+    if sessions is not None:
+        from factory.sandbox.session import SessionPool
+        pool = SessionPool(**sessions)
     app = create_app(engine, caps, max_body_bytes=int(max_body_mb * (1 << 20)), queue_timeout_s=queue_timeout_s,
-                     client_retries=client_retries)
+                     client_retries=client_retries, sessions=pool)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame):
@@ -79,4 +93,6 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None,
         pass
     finally:
         failed = engine.drain(timeout=1.0)
+        if pool is not None:
+            pool.close_all()
     return failed

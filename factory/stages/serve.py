@@ -36,6 +36,13 @@ def register(sub, add_lake) -> None:
     p.add_argument("--client-retries", type=int, default=2,
                    help="/run_code: 504s a client retries (verl: 2, it makes 3 attempts); the same body's next "
                         "attempt after that many is not answered 504 but waits for its program")
+    p.add_argument("--max-sessions", type=int, default=64,
+                   help="interpreter sessions (/run_jupyter, /get_observation, /v1/sessions) live at once; beyond: "
+                        "429 (0: no session endpoints)")
+    p.add_argument("--session-cpu-s", type=float, default=10.0, help="CPU seconds per interpreter cell")
+    p.add_argument("--session-memory-mb", type=int, default=512, help="memory of one interpreter session")
+    p.add_argument("--session-idle-s", type=float, default=300.0,
+                   help="an interpreter session unused this long is closed (its trajectory gets a fresh one)")
     p.set_defaults(fn=cmd_serve)
 
 
@@ -63,5 +70,8 @@ def cmd_serve(args) -> None:
     failed = serve(args.host, args.port, args.workers, max_queue=args.max_queue, infra_retries=args.infra_retries,
                    drain_s=args.drain_s, caps=caps, base_limits=limits, on_ready=ready,
                    ray_address=args.ray_address if args.engine == "ray" else None, max_body_mb=args.max_body_mb,
-                   queue_timeout_s=args.queue_timeout_s, prefetch=args.prefetch, client_retries=args.client_retries)
+                   queue_timeout_s=args.queue_timeout_s, prefetch=args.prefetch, client_retries=args.client_retries,
+                   sessions=None if args.max_sessions <= 0 else {
+                       "max_sessions": args.max_sessions, "cpu_s_per_call": args.session_cpu_s,
+                       "memory_mb": args.session_memory_mb, "idle_timeout_s": args.session_idle_s})
     print(f"factory serve: stopped ({failed} in-flight programs failed explicitly at shutdown)", file=sys.stderr)
