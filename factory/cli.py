@@ -19,7 +19,7 @@ def _add_lake(p: argparse.ArgumentParser) -> None:
 # every stage module (factory/stages/NAME) adds its subcommands, in the order `factory --help` lists them
 STAGES = ("init", "ingest", "sql", "transform", "execute", "curate", "demo", "sample", "synth", "mutate", "train",
           "eval", "dedup", "decontam", "serve", "release", "export", "report", "augment", "checkers", "gentests",
-          "dedup_embed", "judge_quality", "health", "recipe", "hidden_tests")
+          "dedup_embed", "judge_quality", "health", "recipe", "hidden_tests", "interpreter_rollouts")
 
 
 class _OneStageParser(argparse.ArgumentParser):

@@ -282,7 +282,11 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
                   exclude_in_process: bool = True) -> float:
-    """verl custom reward function (in-process-judged tests excluded unless exclude_in_process=False)."""
+    """verl custom reward function (in-process-judged tests excluded unless exclude_in_process=False); a
+    final-answer ground truth gets the R1-CI reward (:func:`r1ci_compute_score`)."""
+    from factory.answers.checks import is_answer_ground_truth
+    if is_answer_ground_truth(ground_truth):
+        return r1ci_compute_score(data_source, solution_str, ground_truth, extra_info)["score"]
     return score_completions([solution_str], [ground_truth], exclude_in_process=exclude_in_process)[0]
 
 
@@ -311,3 +315,49 @@ def reward_func(queries, prompts, labels, **kwargs) -> dict:
     tensor = torch.tensor(scores, dtype=torch.float32)
     return {"rewards": tensor, "scores": tensor.clone(),
             "extra_logs": {"pass_rate": tensor.clone(), "all_passed": (tensor == 1.0).float()}}
+
+
+# -- final-answer tasks (R1-Code-Interpreter; factory.answers) ---------------------------------------------------
+# A final-answer ground truth ({"rule": exact|casefold|numeric|choice|reasoning_gym, "answer", ...}, written by
+# `factory interpreter-rollouts release`) is scored by the R1-CI reward: +1 correct final answer (<<<...>>>, checked
+# by the rule or the ReasoningGym task's own verifier), +0.1 / -0.1 format, -0.1 beyond 6 generation turns.
+def r1ci_compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
+    """verl custom reward for final-answer ground truths: {"score": R1-CI reward, "acc", "format_ok", "turns",
+    "code_calls"} (verl logs the extra keys)."""
+    from factory.answers.r1ci import r1ci_reward
+
+    r = r1ci_reward(solution_str, ground_truth)
+    return {"score": r.reward, "acc": float(r.correct), "format_ok": float(r.format_ok), "turns": r.turns,
+            "code_calls": r.code_calls}
+
+
+def _r1ci_turns(completion) -> list[dict] | None:
+    """Conversational completions (TRL multi-turn: assistant and tool messages) as R1-CI turns; None for text."""
+    if not isinstance(completion, list):
+        return None
+    return [{"role": "assistant" if m.get("role") == "assistant" else "interpreter", "text": str(m.get("content") or "")}
+            for m in completion if isinstance(m, dict)]
+
+
+def r1ci_trl_reward(completions, ground_truth, **kwargs) -> list[float]:
+    """TRL GRPOTrainer reward for final-answer rows (dataset column ``ground_truth``)."""
+    from factory.answers.r1ci import r1ci_reward, score_trajectory
+
+    out = []
+    for c, gt in zip(completions, ground_truth):
+        turns = _r1ci_turns(c)
+        out.append((score_trajectory(turns, gt) if turns is not None else r1ci_reward(_text(c), gt)).reward)
+    return out
+
+
+def r1ci_reward_func(queries, prompts, labels, **kwargs) -> dict:
+    """OpenRLHF custom reward for final-answer rows (labels = the ground truths)."""
+    import torch
+
+    from factory.answers.r1ci import r1ci_reward
+
+    scored = [r1ci_reward(_response(q, p), gt) for q, p, gt in zip(queries, prompts, labels)]
+    rewards = torch.tensor([s.reward for s in scored], dtype=torch.float32)
+    correct = torch.tensor([float(s.correct) for s in scored], dtype=torch.float32)
+    return {"rewards": rewards, "scores": correct, "extra_logs": {"correct": correct.clone(),
+            "format_ok": torch.tensor([float(s.format_ok) for s in scored])}}
