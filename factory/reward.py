@@ -41,7 +41,7 @@ import threading
 
 from factory.generation.sample import extract_for_tests
 from factory.judging.cache import CacheStats, MemoryCache, enabled as cache_enabled, run_cached
-from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, languages
 from factory.sandbox.rows import merge_verdicts, tests_reward
 
 _STREAMS: dict = {}              # Limits -> JobStream: one warm pool per limit set, shared by every thread
@@ -198,6 +198,17 @@ def ground_truth_cpu_s(gt) -> float | None:
     return None
 
 
+def ground_truth_language(gt) -> str:
+    """The language the completion is judged in: the ground truth's ``language`` (SandboxFusion's names:
+    python, cpp, java, nodejs/javascript, rust), Python when absent. An unknown name is the dataset's fault
+    (ValueError listing the supported ones); a language whose toolchain is missing here names the package."""
+    gt = json.loads(gt) if isinstance(gt, str) else gt
+    lang = languages.normalize(gt.get("language") if isinstance(gt, dict) else None)
+    if lang != languages.PYTHON:
+        languages.require(lang)
+    return lang
+
+
 def _text(completion) -> str:
     if isinstance(completion, list):  # conversational: [{"role": "assistant", "content": ...}]
         return "".join(str(m.get("content") or "") for m in completion if isinstance(m, dict))
@@ -244,10 +255,15 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
         try:
             tests, entry, preamble = tests_from_ground_truth(gt)
             item_binary = is_binary(gt, binary)
+            lang = ground_truth_language(gt)
         except (ValueError, KeyError, TypeError, AttributeError) as e:   # the dataset's fault, not the program's
             raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
         try:
-            code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
+            if lang == languages.PYTHON:
+                code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
+            else:   # another language: stdio tests, the completion's fenced program
+                code = languages.extract_source(_text(completion), lang)
+                status = "ok" if code else "empty"
         except Exception:  # noqa: BLE001 - unextractable candidate text scores 0
             continue
         if status != "ok" or not tests:
@@ -255,7 +271,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
         pid = f"c{i}"
         index[pid] = (i, {t.test_id for t in tests}, item_binary)
         jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
-                        cpu_s=ground_truth_cpu_s(gt)))
+                        cpu_s=ground_truth_cpu_s(gt), language=lang))
     store = VERDICT_CACHE if cache_enabled() else None
     call = CacheStats()
     verdicts = run_cached(jobs, limits, lambda todo: _run_with_retry(todo, limits), store, call)

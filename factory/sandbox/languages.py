@@ -224,3 +224,17 @@ def run_argv(spec: dict, memory_mb: int) -> list[str]:
         return [tc["bin"]["java"], f"-Xmx{heap}m", "-Xss64m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
                 "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", BIN_DIR, spec["main"]]
     return [tc["bin"]["node"], f"--max-old-space-size={max(32, int(memory_mb * 0.6))}", f"{BIN_DIR}/main.js"]
+
+
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.S)
+_TAGS = {"cpp": ("cpp", "c++", "cxx", "cc"), "java": ("java",), "javascript": ("javascript", "js", "node", "nodejs"),
+         "rust": ("rust", "rs")}
+
+
+def extract_source(text: str, lang: str) -> str | None:
+    """A program in ``lang`` from a model's completion: the last fenced block tagged with the language, else the
+    last fenced block, else the whole text; None when that is empty."""
+    blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text or "")]
+    tagged = [body for tag, body in blocks if tag in _TAGS.get(lang, (lang,))]
+    code = tagged[-1] if tagged else (blocks[-1][1] if blocks else (text or ""))
+    return code if code.strip() else None

@@ -11,8 +11,8 @@ from starlette.routing import Route
 from factory.sandbox import Job
 
 from .engine import Ticket
-from .protocol import (BadRequest, _flag, _get, _positive, program_from_completion, request_limits, score,
-                       tests_from_provided, verdict_rows)
+from .protocol import (BadRequest, _flag, _get, _positive, check_language, program_from_completion, request_limits,
+                       score, tests_from_provided, verdict_rows)
 from .routing import Service
 
 
@@ -44,13 +44,14 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
             raise BadRequest(f"missing required field '{where}ground_truth' (or '{where}tests')",
                              f"{where}ground_truth")
         tests, entry, preamble = tests_from_provided(truth, where=f"{where}ground_truth")
+        lang = check_language(json.loads(truth) if isinstance(truth, str) else truth, where=f"{where}ground_truth.")
         if item.get("code") is not None:
             code, status = _get(item, "code", str, where=where), "given"
         elif item.get("completion") is None:
             raise BadRequest(f"missing required field '{where}code' (or '{where}completion')", f"{where}code")
         else:
             completion = _get(item, "completion", str, required=True, where=where)
-            code, status, _ = program_from_completion(completion, entry, tests)
+            code, status, _ = program_from_completion(completion, entry, tests, lang)
         from factory.reward import is_binary
         try:   # the release's reward spec travels in the ground truth: binary (all pass) or soft (fraction)
             item_binary = is_binary(truth, opts["binary"])
@@ -65,7 +66,7 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
         if cpu_s is not None:
             cpu_s = _positive(cpu_s, f"{where}cpu_s", caps.max_cpu_s)
         if code is not None and tests:
-            jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble, cpu_s=cpu_s))
+            jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble, cpu_s=cpu_s, language=lang))
     return jobs, meta, limits, opts
 
 

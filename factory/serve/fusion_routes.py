@@ -58,7 +58,7 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
         sub_id = _get(body, "id", (str, int), required=True)
         completion = _get(body, "completion", str, required=True)
         config = _get(body, "config", dict, required=True)
-        check_language(config, where="config.")
+        lang = check_language(config, where="config.")
         for key in ("dataset_type", "locale"):
             _get(config, key, str, where="config.")
         _get(config, "is_fewshot", bool, where="config.")
@@ -86,13 +86,13 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
         entry = extra.get("entry_point") or entry
         limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"), memory_mb=extra.get("memory_limit_MB"),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
-        code, status, kind = program_from_completion(completion, entry, tests)
+        code, status, kind = program_from_completion(completion, entry, tests, lang)
         base = {"id": sub_id, "extracted_code": code or "", "full_code": code, "test_code": None,
                 "extracted_type": kind}
         if code is None:
             return JSONResponse({**base, "accepted": False, "tests": [],
                                  "extra": {"request_id": rid, "extraction": status}})
-        job = Job("submit", code, tests, entry_point=entry, preamble=preamble)
+        job = Job("submit", code, tests, entry_point=entry, preamble=preamble, language=lang)
         ticket = (await svc.run_jobs([job], limits, request))["submit"]
         if ticket.error or any(v.status == "infra_error" for v in ticket.verdicts):
             why = ticket.error or next(f"{v.error_type}: {v.error_message}" for v in ticket.verdicts

@@ -13,13 +13,14 @@ import json
 import math
 from dataclasses import dataclass
 
-from factory.sandbox import Job, Limits, TestSpec, clean_text
+from factory.sandbox import Job, Limits, TestSpec, clean_text, languages
 from factory.sandbox.types import COMPARISONS, KINDS
 from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
 
 from .engine import Ticket
 
 PYTHON = ("python", "python3")
+OTHER_LANGUAGES = ("cpp", "java", "nodejs", "javascript", "rust")   # stdio programs, compiled in the sandbox
 SANDBOX_FUSION_LANGUAGES = ("python2", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash",
                             "typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia",
                             "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift",
@@ -108,20 +109,35 @@ def request_limits(engine, caps: Caps, *, cpu_s=None, memory_mb=None, output_byt
                              max_output_bytes=int(output_bytes) if output_bytes else None)
 
 
-def check_language(body: dict, where: str = "", required: bool = False) -> None:
-    """Only python runs here. A missing language (where the protocol requires one), another SandboxFusion
-    language or an unknown one is a 400 naming the field and listing the supported languages."""
+def supported_languages() -> list[str]:
+    """The `language` values this verifier accepts (SandboxFusion's names): python, python3, cpp, java, nodejs,
+    javascript, rust."""
+    return list(PYTHON) + [name for name in OTHER_LANGUAGES]
+
+
+def check_language(body: dict, where: str = "", required: bool = False) -> str:
+    """The canonical language of a request (``python`` when absent and not required). A missing language (where
+    the protocol requires one), another SandboxFusion language or an unknown one is a 400 naming the field and
+    listing the supported languages; a supported language whose toolchain is not installed is a 400 naming the
+    package to install."""
     name = f"{where}language"
-    supported = ", ".join(PYTHON)
+    supported = ", ".join(supported_languages())
     lang = _get(body, "language", str, default=None, where=where)
     if lang is None:
         if required:
             raise BadRequest(f"missing required field '{name}': this verifier runs {supported}", name)
-        return
-    if lang not in PYTHON:
+        return languages.PYTHON
+    if lang not in PYTHON and lang not in OTHER_LANGUAGES:
         known = "a SandboxFusion language" if lang in SANDBOX_FUSION_LANGUAGES else "not a known language"
         raise BadRequest(f"{name} '{lang}' is {known} this verifier does not run: supported languages are "
-                         f"{supported} (python only)", name)
+                         f"{supported}", name)
+    canon = languages.normalize(lang)
+    if canon != languages.PYTHON:
+        try:
+            languages.require(canon)
+        except languages.ToolchainMissing as exc:
+            raise BadRequest(f"{name} '{lang}': {exc}", name) from None
+    return canon
 
 
 # ---- SandboxFusion /run_code -------------------------------------------------------------------------------
@@ -134,7 +150,7 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object", None)
     code = _get(body, "code", str, required=True)
-    check_language(body, required=True)
+    lang = check_language(body, required=True)
     stdin = _get(body, "stdin", str, default="")
     if _get(body, "files", dict, default=None):
         raise BadRequest("field 'files' is not supported by this verifier (programs get no files)", "files")
@@ -146,7 +162,8 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     key = "memory_limit_MB" if body.get("memory_limit_MB") is not None else "memory_limit_mb"
     limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=body.get(key),
                             names=("run_timeout", key))
-    job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)])
+    job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)],
+              language=lang, compile_cpu_s=compile_timeout or None)
     client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
                    + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
     return job, limits, client_wait
@@ -170,7 +187,17 @@ def run_code_response(ticket: Ticket, request_id: str) -> dict:
         return {**base, "status": "SandboxError", "message": f"verifier failed, not your code: {why}",
                 "run_result": None, "factory": {**extra, "status": "infra_error"}}
     extra.update(status=v.status, peak_memory_kb=v.peak_memory_kb, error_type=v.error_type,
-                 error_message=v.error_message)
+                 error_message=v.error_message, compile_ms=v.compile_ms)
+    if v.compile_ms is not None:   # compiled: SandboxFusion's compile_result (CPU seconds as its time)
+        base["compile_result"] = {"status": "Finished", "execution_time": round(v.compile_ms / 1000, 4),
+                                  "return_code": 0, "stdout": "", "stderr": ""}
+    if v.status == "compile_error":   # SandboxFusion: Failed, the compiler's result, no run
+        timed_out = v.error_type == "CompileTimeout"
+        base["compile_result"] = {"status": "TimeLimitExceeded" if timed_out else "Finished",
+                                  "execution_time": round((v.compile_ms or 0) / 1000, 4),
+                                  "return_code": None if timed_out else 1, "stdout": "",
+                                  "stderr": v.error_message or ""}
+        return {**base, "status": "Failed", "message": "compile error", "run_result": None, "factory": extra}
     if v.status == "no_expected":     # ran to exit code 0
         return {**base, "status": "Success", "message": "",
                 "run_result": _command_result("Finished", v, v.actual or ""), "factory": extra}
@@ -336,9 +363,16 @@ def _check_ground_truth(data: dict, where: str) -> None:
                                      f"{w}{key}[{i}]")
 
 
-def program_from_completion(completion: str, entry: str | None, tests: list[TestSpec]) -> tuple[str | None, str, str]:
-    """(code or None, extraction status, SandboxFusion extracted_type) through the factory's one extraction."""
+def program_from_completion(completion: str, entry: str | None, tests: list[TestSpec],
+                            language: str = "python") -> tuple[str | None, str, str]:
+    """(code or None, extraction status, SandboxFusion extracted_type) through the factory's one extraction; a
+    program in another language is the completion's last fenced block (or the whole completion)."""
     from factory.generation.sample import extract_for_tests
+
+    if language != languages.PYTHON:
+        code = languages.extract_source(completion, language)
+        kind = "fenced" if "```" in (completion or "") else ("heuristic" if code else "empty")
+        return (clean_text(code) if code else None), ("ok" if code else "empty"), kind
 
     code, status = extract_for_tests(completion, entry, [t.kind for t in tests])
     kind = "fenced" if "```" in (completion or "") else ("heuristic" if code else "empty")

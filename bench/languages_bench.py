@@ -1,0 +1,118 @@
+"""Languages benchmark: C++, Java, JavaScript and Rust programs judged on real CodeContests problems, side by side
+with the problems' own Python references, in the real sandbox.
+
+    python bench/languages_bench.py                 # 6 problems x 4 copies per language, 2 workers
+    python bench/languages_bench.py --copies 8 --workers 2
+
+Programs: the Python references of six CodeContests problems (/work/shared/data/codecontests_subset300) and
+this project's ports of them (bench/languages/), each judged on the problem's real tests (token comparison).
+Per language: reference pass rate (tests passed / tests, programs passing all), programs judged per second, and
+the zero-overhead bound -- the pool's cores divided by the CPU one program needs (its compilation + every test
+run, as the sandbox metered them) -- and the share of that bound reached.  Every copy is a separate program
+(compiled again: the sandbox keeps nothing between programs).  Writes ``bench/results/languages_bench.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
+from factory.sandbox import languages  # noqa: E402
+
+DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data")) / "codecontests_subset300"
+PORTS = ROOT / "bench" / "languages"
+EXT = {"cpp": ".cpp", "java": ".java", "javascript": ".js", "rust": ".rs"}
+
+
+def problems() -> list[dict]:
+    names = sorted({p.stem for p in PORTS.glob("*.cpp")})
+    rows = {json.loads(x)["task_id"]: json.loads(x) for x in (DATA / "codecontests_subset300.jsonl").open()}
+    return [rows["CodeContests/" + n] for n in names]
+
+
+def jobs_for(lang: str, probs: list[dict], copies: int) -> list[Job]:
+    out = []
+    for k in range(copies):
+        for row in probs:
+            short = row["task_id"].split("/", 1)[1]
+            code = (row["reference_solution_python"] if lang == "python"
+                    else (PORTS / (short + EXT[lang])).read_text())
+            tests = [TestSpec(f"t{i}", "stdio", input=t["input"], expected=t["output"], comparison="token")
+                     for i, t in enumerate(row["tests"])]
+            out.append(Job(f"{lang}:{short}:{k}", code, tests, language=lang, stop_at_timeout=False,
+                           compile_cpu_s=30.0))
+    return out
+
+
+def measure(lang: str, probs: list[dict], copies: int, workers: int, limits: Limits) -> dict:
+    jobs = jobs_for(lang, probs, copies)
+    with SandboxPool(limits, workers=workers) as pool:
+        pool.run(jobs_for(lang, probs[:1], 1))   # warm-up (page cache, JIT-less first compile)
+        t0 = time.perf_counter()
+        verdicts = list(pool.run(jobs))
+        wall = time.perf_counter() - t0
+    by_prog: dict[str, list] = {}
+    for v in verdicts:
+        by_prog.setdefault(v.program_id, []).append(v)
+    run_cpu = sum(v.cpu_ms for v in verdicts) / 1000
+    compile_cpu = sum((vs[0].compile_ms or 0.0) for vs in by_prog.values()) / 1000
+    statuses: dict[str, int] = {}
+    for v in verdicts:
+        statuses[v.status] = statuses.get(v.status, 0) + 1
+    n = len(by_prog)
+    cpu_per_program = (run_cpu + compile_cpu) / n
+    bound = workers / cpu_per_program if cpu_per_program else None
+    rate = n / wall
+    return {"language": lang, "programs": n, "tests": len(verdicts),
+            "tests_passed": statuses.get("pass", 0), "test_pass_rate": round(statuses.get("pass", 0) / len(verdicts), 4),
+            "programs_all_pass": sum(all(v.status == "pass" for v in vs) for vs in by_prog.values()) / n,
+            "statuses": statuses, "wall_s": round(wall, 3), "programs_per_s": round(rate, 3),
+            "compile_cpu_s_per_program": round(compile_cpu / n, 4), "run_cpu_s_per_program": round(run_cpu / n, 4),
+            "bound_programs_per_s": round(bound, 3) if bound else None,
+            "pct_of_bound": round(100 * rate / bound, 1) if bound else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--languages", default="python,cpp,java,javascript,rust")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "languages_bench.json"))
+    a = ap.parse_args()
+    probs = problems()
+    limits = Limits(cpu_s=6.0, memory_mb=1024)
+    rows = []
+    for lang in a.languages.split(","):
+        if lang != "python" and languages.toolchain(lang) is None:
+            print(f"skip {lang}: {languages.missing_message(lang)}")
+            continue
+        rows.append(measure(lang, probs, a.copies, a.workers, limits))
+        r = rows[-1]
+        print(f"{lang}: {r['programs_per_s']} programs/s ({r['pct_of_bound']} % of bound)", flush=True)
+    hdr = (f"{'language':<11}{'tests pass':>11}{'all-pass':>10}{'programs/s':>12}{'compile s':>11}{'run s':>8}"
+           f"{'bound/s':>9}{'% bound':>9}")
+    print(f"\n{len(probs)} CodeContests problems x {a.copies} copies, {a.workers} workers, "
+          f"{platform.processor() or platform.machine()}\n" + hdr)
+    for r in rows:
+        print(f"{r['language']:<11}{r['test_pass_rate']:>11.1%}{r['programs_all_pass']:>10.1%}{r['programs_per_s']:>12.2f}"
+              f"{r['compile_cpu_s_per_program']:>11.3f}{r['run_cpu_s_per_program']:>8.3f}"
+              f"{(r['bound_programs_per_s'] or 0):>9.2f}{(r['pct_of_bound'] or 0):>9.1f}")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps({
+        "problems": [p["task_id"] for p in probs], "copies": a.copies, "workers": a.workers,
+        "cpu_count": os.cpu_count(), "limits": limits.as_dict(),
+        "bound": "workers / (compile CPU + run CPU per program), CPU as the sandbox metered it", "rows": rows},
+        indent=1))
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
