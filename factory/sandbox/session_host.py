@@ -24,6 +24,8 @@ import sys
 import time
 
 HDR = struct.Struct(">I")
+IDLE_POLL_S = 1.0               # how often the host checks an idle session's CPU
+IDLE_CPU_S = 2.0                # CPU an idle session may use between cells before its interpreter is restarted
 MAX_REPLY_BYTES = 4 << 20       # an interpreter reply frame larger than this ends the interpreter
 
 
@@ -126,6 +128,7 @@ class Host:
         self.pid = None            # the interpreter
         self.pipes: dict = {}
         self.reaped_cpu = 0.0      # CPU of processes reaped by us (no cgroup)
+        self.note = ""             # told with the next cell (the interpreter was restarted while idle)
 
     def _enter_ns(self) -> bool:
         iso = self.iso
@@ -406,18 +409,40 @@ class Host:
                 out[key] += chunk[:room]
 
     def serve(self) -> None:
+        self.start_interpreter()   # warm before "ready": the first cell costs what any cell costs
         send(self.ctl_out, {"ready": self.meta()})
-        idle = self.cfg["idle_timeout_s"]
+        idle, budget = self.cfg["idle_timeout_s"], self.cfg.get("idle_cpu_s", IDLE_CPU_S)
+        last, cpu_mark = time.monotonic(), self.cpu_s()
+        idle_used = 0.0   # CPU used between cells by this interpreter (all idle spells together)
         try:
             while True:
-                try:
-                    msg = recv(self.ctl_in, timeout=idle)
-                except TimeoutError:
+                left = idle - (time.monotonic() - last)
+                if left <= 0:
                     break   # idle: the session ends; the parent sees EOF and reports it closed
+                try:
+                    msg = recv(self.ctl_in, timeout=min(left, IDLE_POLL_S))
+                except TimeoutError:
+                    msg = False
+                # between cells nothing should run: a thread or process a cell left spinning is stopped
+                now_cpu = self.cpu_s()
+                idle_used, cpu_mark = idle_used + max(0.0, now_cpu - cpu_mark), now_cpu
+                if self.pid is not None and idle_used > budget:
+                    self.kill_all()
+                    self.note = (f"[session: the interpreter was restarted before this cell: it used "
+                                 f"{idle_used:.1f} s CPU between cells (a background thread?); variables and imports "
+                                 f"are gone]\n")
+                if msg is False:
+                    continue
                 if msg is None or msg.get("op") == "close":
                     break
                 if msg.get("op") == "run":
-                    send(self.ctl_out, self.run_cell(msg["code"], msg["cpu_s"], msg["wall_s"]))
+                    if self.pid is None:
+                        idle_used = 0.0
+                    reply = self.run_cell(msg["code"], msg["cpu_s"], msg["wall_s"])
+                    if self.note:
+                        reply["stderr"], self.note = self.note + reply["stderr"], ""
+                    send(self.ctl_out, reply)
+                    last, cpu_mark = time.monotonic(), self.cpu_s()
         except (OSError, EOFError, ValueError):
             pass
         finally:

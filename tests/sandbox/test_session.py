@@ -141,3 +141,18 @@ def test_pool_keys_by_trajectory_bounds_live_sessions_and_frees_on_close():
         assert pool.run("t3", "'three'").result == "'three'"
         assert pool.stats()["live"] == 2 and pool.stats()["refused_full"] == 1
         assert "NameError" in pool.run("t1", "v").error if pool.close("t2") else False   # fresh session for t1
+
+
+def test_a_thread_left_spinning_between_cells_is_stopped():
+    with InterpreterSession(cpu_s_per_call=2, idle_timeout_s=60) as s:
+        r = s.run("import threading\nkept = 1\ndef spin():\n    while True:\n        pass\n"
+                  "threading.Thread(target=spin, daemon=True).start()\n'started'")
+        assert r.status == "ok"
+        deadline = time.time() + 30
+        while time.time() < deadline:   # the host restarts the interpreter once it used 2 s CPU while idle
+            time.sleep(1.5)
+            r = s.run("'kept' in globals()")
+            if r.result == "False":
+                break
+        assert r.result == "False" and "between cells" in r.stderr, r
+        assert s.run("6 * 7").result == "42"
