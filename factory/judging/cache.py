@@ -46,8 +46,8 @@ def judge_version() -> str:
     if _JUDGE_VERSION is None:
         h = hashlib.sha256()
         root = Path(__file__).resolve().parents[1] / "sandbox"
-        for path in sorted(root.glob("*.py")):
-            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        for path in sorted(root.rglob("*.py")):   # sub-packages too (sandbox/rpc)
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
         _JUDGE_VERSION = f"{SANDBOX_VERSION}+{h.hexdigest()[:12]}"
     return _JUDGE_VERSION
 
@@ -74,7 +74,8 @@ class CacheKey:
 
 def job_key(job: Job, limits: Limits, version: str | None = None) -> CacheKey:
     """The cache key of a job run by a pool with ``limits`` (the job's own CPU limit applied)."""
-    program = _sha([job.code, job.entry_point, job.preamble or "", bool(job.stop_at_timeout)])
+    program = _sha([job.code, job.entry_point, job.preamble or "", bool(job.stop_at_timeout)]
+                   + ([job.language, job.compile_cpu_s] if (job.language or "python") != "python" else []))
     suite = _sha([[t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol, t.rtol, t.checker]
                   for t in job.tests])
     return CacheKey(program, suite, job.limits_for(limits).hash(), version or judge_version())

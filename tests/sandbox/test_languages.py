@@ -227,7 +227,7 @@ ATTACKS = {
         "fork_bomb": ("const cp = require('child_process'); for (;;) { try { cp.spawn(process.execPath, ['-e', "
                       "'setInterval(()=>{},1000)']); } catch (e) {} }", None),
         "read_files": ("const fs = require('fs'); let hit = 'no'; for (const p of ['/tmp/src', '/tmp/build', "
-                       "'/work/shared/data', '/work/main/factory', '/etc/shadow', '/proc/1/environ']) { try { fs.readdirSync(p); hit = '" + SECRET +
+                       "'/work/shared/data', '/work/main/factory', '/etc/shadow', '/root/.cargo', '/root/.rustup', '/proc/1/environ']) { try { fs.readdirSync(p); hit = '" + SECRET +
                        "'; } catch (e) {} } console.log(hit);", SECRET),
         "socket": ("require('net').connect(80, '127.0.0.1', () => { console.log('NETWORK'); process.exit(0); })"
                    ".on('error', () => console.log('nonet'));", "NETWORK"),
@@ -240,7 +240,7 @@ ATTACKS = {
     },
     "rust": {
         "fork_bomb": ("fn main(){ loop { let _ = std::process::Command::new(\"/proc/self/exe\").spawn(); } }", None),
-        "read_files": ("fn main(){ for p in [\"/tmp/src\", \"/tmp/build\", \"/work/shared/data\", \"/work/main/factory\", \"/etc/shadow\", "
+        "read_files": ("fn main(){ for p in [\"/tmp/src\", \"/tmp/build\", \"/work/shared/data\", \"/work/main/factory\", \"/etc/shadow\", \"/root/.cargo\", \"/root/.rustup\", "
                        "\"/proc/1/environ\"] { if std::fs::read_dir(p).is_ok() || std::fs::read(p).is_ok() { "
                        "println!(\"" + SECRET + "\"); return; } } println!(\"no\"); }", SECRET),
         "socket": ("fn main(){ match std::net::TcpStream::connect(\"127.0.0.1:80\") { Ok(_) => "
