@@ -8,8 +8,8 @@ Measures, on real sandboxed sessions (cgroup slot + namespaces + minimal root + 
 - memory per idle session: proportional set size (PSS) of every process of a session (outer waiter, host,
   interpreter) and the session's cgroup charge, with N sessions held at once, all answering a cell at the end.
 
-    python bench/session_bench.py                     # 64 sessions held, 300 calls
-    python bench/session_bench.py --hold 128 --calls 500
+    python bench/session_bench.py                     # 256 sessions held, 300 calls
+    python bench/session_bench.py --hold 512 --calls 500
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def bench_calls(run, n: int) -> list[float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hold", type=int, default=64, help="sessions held at once for the memory figure")
+    ap.add_argument("--hold", type=int, default=256, help="sessions held at once for the memory figure")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--creates", type=int, default=10)
     ap.add_argument("--out", default=str(ROOT / "bench/results/session_bench.json"))
@@ -125,10 +125,10 @@ def main() -> None:
         held_s = time.perf_counter() - t
         pss, nprocs, cg = [], 0, []
         for s in pool.sessions.values():
-            kb, n = tree_pss_kb(s.proc.pid)
+            kb, n = tree_pss_kb(s.pid)
             pss.append(kb)
             nprocs += n
-            c = cgroup_kb(s.proc.pid)
+            c = cgroup_kb(s.pid)
             if c is not None:
                 cg.append(c)
         with open("/proc/meminfo") as f:

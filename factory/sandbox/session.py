@@ -25,7 +25,11 @@ other sessions is reachable. :class:`SessionPool` keys sessions by trajectory id
 """
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -36,7 +40,8 @@ from . import session_host as proto
 from .isolate import SAFE_ENV
 
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from factory.sandbox.session_host import main; main()"
+_BOOT = ("import sys; sys.path.insert(0, {root!r}); from factory.sandbox.session_host import forkserver_main; "
+         "forkserver_main(int(sys.argv[1]))")
 STATUSES = ("ok", "error", "timeout", "killed", "closed")
 START_TIMEOUT_S = 60.0
 
@@ -72,6 +77,64 @@ def _closed(why: str) -> CellResult:
     return CellResult("", "", None, why, "closed", 0.0, 0.0)
 
 
+class _ForkServer:
+    """The process-wide parent of session hosts (:func:`.session_host.forkserver_main`), started on first use
+    with the sandbox's scrubbed environment; restarted if it died."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc = None
+        self.sock = None
+
+    def _ensure(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        if self.sock is not None:
+            self.sock.close()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=None if debug else subprocess.DEVNULL, env=dict(SAFE_ENV), cwd="/", close_fds=True,
+                start_new_session=True)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.sock.settimeout(START_TIMEOUT_S)
+
+    def spawn(self, ctl_in: int, ctl_out: int) -> int:
+        """Fork one session host reading ``ctl_in`` and writing ``ctl_out``; its pid."""
+        with self.lock:
+            for attempt in range(2):
+                self._ensure()
+                try:
+                    socket.send_fds(self.sock, [b"host"], [ctl_in, ctl_out])
+                    head = self._read(proto.HDR.size)
+                    return int(json.loads(self._read(proto.HDR.unpack(head)[0]))["pid"])
+                except (OSError, ValueError, KeyError) as exc:
+                    if self.proc is not None:
+                        self.proc.kill()
+                        self.proc.wait()
+                    self.proc = None
+                    if attempt:
+                        raise SessionError(f"session fork server failed: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def _read(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise OSError("session fork server exited")
+            buf += chunk
+        return buf
+
+
+_FORKSERVER = _ForkServer()
+
+
 class InterpreterSession:
     """One sandboxed, stateful Python interpreter. Thread-safe (calls are serialized).
 
@@ -98,7 +161,9 @@ class InterpreterSession:
                     "max_file_mb": 64,
                     "interpreter_cpu_s": interpreter_cpu_s or max(600.0, 50 * self.cpu_s)}
         self.lock = threading.Lock()
-        self.proc = None
+        self.pid: int | None = None      # the session's host process (outer)
+        self.pidfd: int | None = None
+        self.w = self.r = None
         self.meta: dict = {}
         self.calls = 0
         self.closed_why: str | None = None
@@ -108,17 +173,13 @@ class InterpreterSession:
     def _start(self) -> None:
         r_in, self.w = os.pipe()
         self.r, w_out = os.pipe()
-        debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
-                pass_fds=(r_in, w_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=None if debug else subprocess.DEVNULL, env=dict(SAFE_ENV), cwd="/", close_fds=True,
-                start_new_session=True)
+            self.pid = _FORKSERVER.spawn(r_in, w_out)
         finally:
             os.close(r_in)
             os.close(w_out)
         try:
+            self.pidfd = os.pidfd_open(self.pid)
             proto.send(self.w, self.cfg)
             msg = proto.recv(self.r, timeout=START_TIMEOUT_S)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -128,9 +189,12 @@ class InterpreterSession:
             raise SessionError(f"interpreter session failed to start: {msg!r}")
         self.meta = msg["ready"]
 
+    def _host_exited(self) -> bool:
+        return self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
+
     @property
     def closed(self) -> bool:
-        return self.closed_why is not None or self.proc is None or self.proc.poll() is not None
+        return self.closed_why is not None or self._host_exited()
 
     def run(self, code: str, *, cpu_s: float | None = None, wall_s: float | None = None) -> CellResult:
         """Run one cell in this session's interpreter (see the module docstring for the statuses).
@@ -178,24 +242,30 @@ class InterpreterSession:
             self._shutdown()
 
     def _shutdown(self) -> None:
-        if self.proc is None:
-            return
+        """Close the control pipes (the host then kills its processes and exits); a host that does not exit in
+        10 s is killed and its cgroup slot removed."""
         for fd in (self.w, self.r):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.w = self.r = None
+        if self.pidfd is None:
+            return
+        if not select.select([self.pidfd], [], [], 10.0)[0]:
             try:
-                os.close(fd)
-            except OSError:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.meta.get("cgroup"):   # the host's own view has no /sys after its pivot: removed from here
             from . import cgroup
             try:
-                cgroup.remove_slot(f"factory-sbx-{self.proc.pid}-session")
+                cgroup.remove_slot(f"factory-sbx-{self.pid}-session")
             except OSError:
                 pass
-        self.proc = None
+        os.close(self.pidfd)
+        self.pidfd = None
 
     def __enter__(self) -> "InterpreterSession":
         return self
