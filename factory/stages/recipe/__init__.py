@@ -9,18 +9,24 @@ def register(sub, add_lake) -> None:
     rec = sub.add_parser("recipe", help="run a seed paper's data recipe (recipes/NAME.yaml) and cut its release")
     rsub = rec.add_subparsers(dest="recipe_command", required=True)
 
-    p = rsub.add_parser("run", help="prepare, apply the rules in order, commit decisions, release NAME-<date>")
+    p = rsub.add_parser("run", help="walk the recipe's pipeline: ingest, dedup, decontam, tests, sample, execute, "
+                                    "curate, filter (rules), release NAME-<date>, export (steps already current "
+                                    "are skipped and recorded)")
     add_lake(p)
     p.add_argument("name", help="recipe name (recipes/NAME.yaml) or a path to a recipe file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe parameter (its `params:`); VALUE is JSON or text")
     p.add_argument("--releases-dir", help="where releases go (default $FACTORY_RELEASES, else LAKE/releases)")
+    p.add_argument("--data-dir", help="folder of dataset folders (e.g. ../shared/data) the ingest step reads")
+    p.add_argument("--export-dir", help="where the export step writes (default $FACTORY_EXPORTS or next to the "
+                                        "releases folder: exports/RELEASE/FORMAT)")
     p.add_argument("--no-prepare", action="store_true",
-                   help="skip the recipe's prepare stages and curate (use the lake's current gold views)")
+                   help="run only the filter and release steps (use the lake's current gold views)")
     p.add_argument("--no-release", action="store_true", help="commit the decisions only")
     p.add_argument("--date", help="release date label (default: today, UTC, YYYYMMDD)")
     p.add_argument("--skip", action="append", default=[], metavar="STEP",
-                   help="leave out a rule or curriculum stage whose input is missing (the run refuses otherwise); "
+                   help="leave out a pipeline step, rule or curriculum stage whose input is missing (the run "
+                        "refuses otherwise); "
                         "recorded in the release's manifest and card")
     p.set_defaults(fn=cmd_run)
 
@@ -38,6 +44,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("name")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true", help="the resolved recipe as JSON (parameters filled in)")
+    p.add_argument("--dot", action="store_true", help="the pipeline graph in graphviz dot")
     p.set_defaults(fn=cmd_show)
 
 
@@ -47,7 +54,9 @@ def cmd_run(args) -> None:
 
     out = run_recipe(args.name, lake=args.lake, releases_dir=args.releases_dir,
                      overrides=parse_overrides(args.set), prepare=not args.no_prepare,
-                     release=not args.no_release, date=args.date, skip=args.skip)
+                     release=not args.no_release, date=args.date, skip=args.skip, data_dir=args.data_dir,
+                     export_dir=args.export_dir)
+    print("steps: " + "; ".join(f"{s['step']} {s['status']}" for s in out["steps"]))
     stages = ", ".join(f"{k} {v}" for k, v in out["stages"].items())
     print(f"recipe {out['recipe']}: kept {out['kept']} of {out['candidates']} candidates"
           + (f"; stages: {stages}" if stages else "")
@@ -69,7 +78,7 @@ def cmd_list(args) -> None:
 
     for name in available_recipes():
         r = load_recipe(name)
-        print(f"{name:<22} {len(r.rules)} rules, {len(r.stages)} stages  {r.title}")
+        print(f"{name:<22} {len(r.pipeline)} steps, {len(r.rules)} rules, {len(r.stages)} stages  {r.title}")
 
 
 def cmd_show(args) -> None:
@@ -78,6 +87,10 @@ def cmd_show(args) -> None:
     from factory.recipes.spec import steps_text
 
     r = load_recipe(args.name, parse_overrides(args.set))
+    if args.dot:
+        from factory.recipes.pipeline import graph_dot
+        print(graph_dot(r.pipeline, r.name))
+        return
     if not args.json:
         print(steps_text(r))
         return

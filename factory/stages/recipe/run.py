@@ -1,4 +1,7 @@
-"""`factory recipe run NAME`: prepare the lake, apply the recipe's rules in order, commit the decisions, cut releases.
+"""`factory recipe run NAME`: walk the recipe's pipeline (ingest ... execute, curate, filter, release, export).
+
+The runner is :mod:`factory.stages.recipe.pipeline`; this module holds the filter step (`decide`) and the release
+step (`cut_releases`).
 
 One `recipe` stage run writes gold.recipe_decisions (every candidate: kept, or the first rule that removed it and
 every rule it fails), gold.recipe_rules (per rule: parameters, source, candidates, removed) and
@@ -24,89 +27,64 @@ RECIPE_TABLES = ("gold.recipe_decisions", "gold.recipe_rules", "gold.recipe_prob
 
 
 def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | None = None, prepare: bool = True,
-               release: bool = True, date: str | None = None, skip: list[str] | None = None, log=print) -> dict:
-    """Run a recipe end to end; returns {recipe, candidates, kept, rules, stages, releases}.
+               release: bool = True, date: str | None = None, skip: list[str] | None = None, log=print,
+               data_dir=None, export_dir=None) -> dict:
+    """Run a recipe's pipeline (recipe.pipeline: ingest ... filter, release, export) through the one runner
+    (:mod:`factory.stages.recipe.pipeline`); returns {recipe, candidates, kept, rules, stages, releases, steps,
+    exports}.
 
-    A step whose input is missing (a model filter with no samples of its model, a quality vote with no judges,
-    an embedding dedup without the `embed` extra) refuses the whole run with what to run or set, before anything
-    is prepared; ``skip`` names steps (rules or curriculum stages) to leave out instead, recorded in the
-    release's manifest and card."""
+    A step whose input is missing (a model filter with no samples of its model and no sample step that can run
+    here, a quality vote with no judges, an embedding dedup without the `embed` extra, no problems and no
+    ``data_dir``) refuses the whole run with what to run or set, before any step runs; ``skip`` names steps
+    (pipeline steps, rules or curriculum stages) to leave out instead, recorded in the release's manifest and
+    card. ``prepare=False`` runs only the filter and release steps on the lake as it is."""
+    from factory.stages.recipe.pipeline import Context, run_pipeline
+
     recipe = load_recipe(name, overrides)
     check_rule_files(tuple(sorted({r["kind"] for r in recipe.rules + [r for s in recipe.stages for r in s["rules"]]})))
-    recipe = apply_skips(recipe, lake, skip or [], prepare)
-    if prepare:
-        run_prepare(recipe, lake, log)
-    decided = decide(recipe, lake)
+    recipe = apply_skips(recipe, lake, skip or [], prepare, data_dir)
+    leave_out = {s["step"]: s["reason"] for s in recipe.skipped}
+    for st in recipe.pipeline:
+        if not prepare and st.stage not in ("filter", "release") and st.name not in leave_out:
+            leave_out[st.name] = "--no-prepare: the lake's current tables are the input"
+    ctx = Context(recipe=recipe, lake=lake, data_dir=data_dir, releases_dir=releases_dir, export_dir=export_dir,
+                  date=date, release=release, log=log)
+    steps = run_pipeline(ctx, recipe.pipeline, leave_out)
+    decided = ctx.decided
     from factory.recipes.funnel import health_lines
     for line in health_lines(decided["unhealthy_sources"]):   # a source below 0.99 reference pass rate
         log(f"UNHEALTHY source {line} (recipe {recipe.name} uses it; `factory health` for the environment)")
-    log(rules_table(decided["rules"]))
-    releases = []
-    if release:
-        releases = cut_releases(recipe, decided, lake=lake, releases_dir=releases_dir, date=date, log=log)
-    return {**decided, "releases": releases}
+    return {**decided, "releases": ctx.releases, "steps": steps, "exports": ctx.exports}
 
 
-def apply_skips(recipe: Recipe, lake, skip: list[str], prepare: bool) -> Recipe:
+def apply_skips(recipe: Recipe, lake, skip: list[str], prepare: bool, data_dir=None) -> Recipe:
     """Refuse (FactoryError listing every missing input) unless each refused step is skipped; returns the recipe
-    without its skipped steps, ``recipe.skipped`` saying which and why."""
+    without its skipped rules and stages, ``recipe.skipped`` saying which steps were left out and why."""
     from factory.lake import connect
     from factory.recipes.preflight import check_skips, refusals, skipped_prepare
 
     skip = check_skips(recipe, skip)
     con = connect(lake, read_only=True)
     try:
-        found = refusals(recipe, con, skip=[], prepare=prepare)
+        found = refusals(recipe, con, skip=skip, prepare=prepare, data_dir=data_dir)
+        reasons = dict(refusals(recipe, con, skip=[], prepare=prepare, data_dir=data_dir)) if skip else {}
     finally:
         con.close()
-    refused = [(step, why) for step, why in found if step not in skip]
-    if refused:
-        raise FactoryError(f"recipe {recipe.name} refuses to run: {len(refused)} step(s) cannot do what the paper "
+    if found:
+        raise FactoryError(f"recipe {recipe.name} refuses to run: {len(found)} step(s) cannot do what the paper "
                            "did with this lake (nothing was changed):\n"
-                           + "\n".join(f"  - {why}" for _, why in refused))
+                           + "\n".join(f"  - {why}" for _, why in found))
     if not skip:
         return recipe
-    reasons = dict(found)
     gone = set(skip)
-    drop = skipped_prepare(recipe, skip)   # prepare stages that only served skipped rules
     recipe.skipped = [{"step": s, "reason": reasons.get(s, "skipped by --skip")} for s in skip]
+    serving = skipped_prepare(recipe, skip)   # steps that exist only for skipped rules go with them
+    recipe.skipped += [{"step": st.name, "reason": f"serves only the skipped rules ({', '.join(skip)})"}
+                       for st in recipe.pipeline if st.stage in serving and st.name not in gone]
     recipe.rules = [r for r in recipe.rules if r["name"] not in gone]
     recipe.stages = [{**st, "rules": [r for r in st["rules"] if r["name"] not in gone]}
                      for st in recipe.stages if st["name"] not in gone]
-    recipe.prepare = [p for p in recipe.prepare if p["stage"] not in drop]
     return recipe
-
-
-def run_prepare(recipe: Recipe, lake, log) -> None:
-    """The recipe's `prepare` stages in order, then `factory curate` with the recipe's parameters."""
-    for step in recipe.prepare:
-        args = {k: v for k, v in step.items() if k != "stage"}
-        stage = step["stage"]
-        if stage == "dedup":
-            from factory.stages.dedup import run_dedup
-            run_dedup(lake)
-        elif stage == "decontam":
-            from factory.stages.decontam import run_decontam
-            run_decontam(lake, benchmarks=args.get("benchmarks"), n=int(args.get("n", 9)))
-        elif stage == "dedup-embed":
-            from factory.stages.dedup_embed import run_embedding_dedup
-            run_embedding_dedup(lake, **args)
-        elif stage == "hidden-tests":   # hidden tests for public-only problems (LeetCode), from the reference
-            from factory.stages.hidden_tests import run_hidden_tests
-            report = run_hidden_tests(lake, **args)
-            log(f"recipe {recipe.name}: hidden-tests added {report['tests_added']} tests to "
-                f"{report['problems_with_tests']} of {report['problems']} public-only problems")
-        elif stage == "judge-quality":
-            if not args.get("judges"):
-                log("recipe: judge-quality skipped (no judges given: --set judges='[\"model\"]'); the quality rule "
-                    "sees only votes already in the lake")
-                continue
-            from factory.stages.judge_quality import run_quality_votes
-            run_quality_votes(lake, **args)
-        log(f"recipe {recipe.name}: prepared {stage}")
-    from factory.stages.curate import curate
-    curate(lake, overrides=recipe.curate)
-    log(f"recipe {recipe.name}: curated with {json.dumps(recipe.curate, sort_keys=True)}")
 
 
 def _keep_set(con, rule: dict) -> set[str]:

@@ -1,0 +1,192 @@
+"""Each recipe's declared pipeline, end to end, on a small real slice of ../shared/data (#32).
+
+One lake is shared by every recipe in this module (steps another recipe already ran with the same configuration
+and lake state are *current* and not run again). Samples are real: SmolLM2-135M-Instruct through the
+transformers backend on CPU, a few problems, 2 samples of 48 tokens. Each test asserts the rows kept per step,
+what the recipe refuses without a model, and the reward spec its export carries.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factory.errors import FactoryError
+from factory.generation.hf_backend import DEFAULT_MODEL
+from factory.recipes import load_recipe
+from factory.recipes.pipeline import edges, graph_dot
+from factory.stages.recipe.run import run_recipe
+from tests.lakeutil import factory_cli, init_lake
+from tests.lakeutil import query as q
+from tests.pipeline.recipe_slice import build_slice
+
+SMALL = {"n_samples": 2, "max_tokens": 48, "sample_limit": 2}   # every model recipe: the same sample requests
+SLICE = {"mbppplus": 5, "mbpp": 10, "leetcode-v0.2.0-train": 5, "kodcode": 5}
+
+
+def quiet(*args, **kwargs):
+    pass
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, shared_data):
+    from factory.recipes.preflight import backend_problem
+    problem = backend_problem({"backend": "transformers", "model": DEFAULT_MODEL})
+    if problem:
+        pytest.skip(problem)
+    base = tmp_path_factory.mktemp("recipe-pipeline")
+    rows = build_slice(base / "data", shared_data)
+    assert rows == {"mbppplus": 5, "mbpp": 10, "leetcodedataset": 5, "kodcode_demo": 5}
+    return {"lake": init_lake(base / "lake"), "data": base / "data", "releases": base / "releases",
+            "exports": base / "exports", "runs": {}}
+
+
+def run(env, name, overrides=None, skip=(), key=None, **kw):
+    key = key or name
+    if key not in env["runs"]:
+        env["runs"][key] = run_recipe(name, lake=env["lake"], data_dir=env["data"], releases_dir=env["releases"],
+                                      export_dir=env["exports"], date="20260101", overrides=overrides,
+                                      skip=list(skip), log=quiet, **kw)
+    return env["runs"][key]
+
+
+def steps(out) -> dict:
+    return {s["step"]: s for s in out["steps"]}
+
+
+def removed(out) -> dict:
+    return {r["rule"]: r["removed"] for r in out["rules"]}
+
+
+def export_reward(env, release: str) -> dict:
+    meta = json.loads((env["exports"] / release / "verl" / "export.json").read_text())
+    return meta["reward"]
+
+
+def manifest(env, release: str) -> dict:
+    return json.loads((env["releases"] / release / "manifest.json").read_text())
+
+
+def test_refusals_change_nothing(env):
+    """Before anything ran: no data dir -> refuse naming --data-dir; a sample step whose backend cannot run here
+    -> refuse naming `factory sample --model`; the reference as the 'strong model' -> refuse (a stand-in)."""
+    lake = env["lake"]
+    before = q(lake, "SELECT count(*) FROM ops.runs")[0][0]
+    with pytest.raises(FactoryError, match=r"--data-dir DIR"):
+        run_recipe("deepcoder", lake=lake, releases_dir=env["releases"], log=quiet)
+    with pytest.raises(FactoryError, match=r"backend openai has no endpoint.*factory sample --model"):
+        run_recipe("klear", lake=lake, data_dir=env["data"], overrides={"backend": "openai"}, log=quiet)
+    with pytest.raises(FactoryError, match=r"`strong_model: reference` is the reference solutions, not a model"):
+        run_recipe("klear", lake=lake, data_dir=env["data"], overrides={"strong_model": "reference"}, log=quiet)
+    with pytest.raises(FactoryError, match=r"not a local model directory"):
+        run_recipe("acecoder", lake=lake, data_dir=env["data"], overrides={"policy_model": "Qwen/Qwen2.5-Coder-7B"},
+                   log=quiet)
+    assert q(lake, "SELECT count(*) FROM ops.runs")[0][0] == before
+
+
+def test_show_draws_the_graph():
+    r = load_recipe("klear")
+    assert [s.stage for s in r.pipeline] == ["ingest", "dedup", "decontam", "sample", "execute", "curate", "filter",
+                                             "release", "export"]
+    assert ("sample", "execute", "silver.programs") in edges(r.pipeline)
+    assert '"sample" -> "execute"' in graph_dot(r.pipeline, "klear")
+
+
+def test_default_recipe_end_to_end(env):
+    out = run(env, "default")
+    st = steps(out)
+    assert [s["status"] for s in out["steps"]] == ["ran"] * 9
+    counts = dict(q(env["lake"], "SELECT source, count(*) FROM silver.problems GROUP BY 1"))
+    assert counts == SLICE
+    # decontam: the 5 MBPP rows that are the MBPP+ benchmark's tasks (lineage), nothing for template text
+    assert json.loads(st["decontam"]["summary"])["contaminated_by_source"] == {"mbpp": 5}
+    assert "to 5 of 5 public-only problems" in st["hidden-tests"]["summary"]
+    assert out["candidates"] == 25
+    assert removed(out) == {"clean": 10, "rl_ready": 0}   # 5 contaminated + 5 MBPP+ benchmark (test split) ... see card
+    assert out["kept"] == 15 and out["releases"] == ["default-20260101"]
+    assert export_reward(env, "default-20260101")["kind"] == "soft"
+
+
+def test_klear_samples_its_named_model_and_refuses_nothing(env):
+    out = run(env, "klear", SMALL)
+    st = steps(out)
+    assert st["ingest"]["status"] == "current" or st["ingest"]["status"] == "ran"
+    assert st["dedup"]["status"] == "current" and st["decontam"]["status"] == "current"
+    assert st["sample"]["status"] == "ran" and f"model {DEFAULT_MODEL}: 4 new programs" in st["sample"]["summary"]
+    # samples stored with the model id and the sampling config
+    rows = q(env["lake"], "SELECT model, metadata FROM silver.programs WHERE origin = 'sample'")
+    assert len(rows) == 4 and {r[0] for r in rows} == {DEFAULT_MODEL}
+    assert all(json.loads(r[1])["temperature"] == 0.7 for r in rows)
+    # the strong-model rule keeps only problems SmolLM2 solves more than half the time
+    rm = removed(out)
+    assert rm["model_min_mean_pass_rate"] == out["candidates"] - sum(v for k, v in rm.items()
+                                                                     if k != "model_min_mean_pass_rate") - out["kept"]
+    solved = q(env["lake"], "SELECT count(*) FROM gold.model_pass_rates WHERE model = ? AND mean_pass_rate > 0.5",
+               [DEFAULT_MODEL])[0][0]
+    assert out["kept"] <= solved
+
+
+def test_rerun_is_current_step_by_step(env):
+    first = run(env, "klear", SMALL)
+    again = run_recipe("klear", lake=env["lake"], data_dir=env["data"], releases_dir=env["releases"],
+                       export_dir=env["exports"], date="20260101", overrides=SMALL, log=quiet)
+    assert {s["step"]: s["status"] for s in again["steps"]} == {
+        "ingest": "current", "dedup": "current", "decontam": "current", "sample": "current", "execute": "current",
+        "curate": "current", "filter": "current", "release": "ran", "export": "current"}
+    assert again["kept"] == first["kept"] and again["releases"] == first["releases"]
+    recorded = q(env["lake"], "SELECT count(*) FROM ops.pipeline_steps WHERE recipe = 'klear' AND status = 'current'")
+    assert recorded[0][0] >= 8
+
+
+def test_klear_with_the_model_rule_skipped_exports_the_soft_reward(env):
+    out = run(env, "klear", SMALL, skip=["model_min_mean_pass_rate"], key="klear-skip")
+    assert out["releases"] == ["klear-20260101"] or out["kept"] == 0
+    if out["releases"]:
+        m = manifest(env, out["releases"][0])
+        assert m["recipe"]["skipped"][0]["step"] == "model_min_mean_pass_rate"
+        assert export_reward(env, out["releases"][0])["kind"] == "soft"
+
+
+@pytest.mark.parametrize("name,model_rule,kind", [("acereason", "model_solves", "binary"),
+                                                   ("acecoder", None, "binary"),
+                                                   ("skywork-or1", "model_correct_range", "binary")])
+def test_model_recipes_reuse_the_samples(env, name, model_rule, kind):
+    run(env, "klear", SMALL)   # the samples every model recipe shares (same model, same requests)
+    over = dict(SMALL, **({"policy_samples": 2} if name == "acereason" else {}))
+    skip = ["dedup-embed", "embedding_dedup", "quality_vote"] if name == "skywork-or1" else []
+    out = run(env, name, over, skip=skip)
+    st = steps(out)
+    samplers = [s for s in out["steps"] if s["stage"] == "sample"]
+    assert samplers and all(s["status"] == "current" for s in samplers)
+    assert q(env["lake"], "SELECT count(*) FROM silver.programs WHERE origin = 'sample'")[0][0] == 4
+    if name == "skywork-or1":
+        assert st["dedup-embed"]["status"] == "skipped" and st["judge-quality"]["status"] == "skipped"
+    if model_rule:
+        assert removed(out)[model_rule] >= 0
+    if out["releases"]:
+        assert export_reward(env, out["releases"][0])["kind"] == kind
+
+
+def test_deepcoder_needs_no_model_and_exports_binary(env):
+    out = run(env, "deepcoder")
+    st = steps(out)
+    assert "sample" not in st and st["execute"]["status"] in ("current", "ran")
+    assert out["kept"] >= 1
+    assert export_reward(env, out["releases"][0])["kind"] == "binary"
+
+
+def test_r1_code_interpreter_refuses_mutants_and_runs_on_stored_samples(env):
+    with pytest.raises(FactoryError, match=r"AST mutants of the reference solutions, not a model"):
+        run_recipe("r1-code-interpreter", lake=env["lake"], data_dir=env["data"], log=quiet)
+    run(env, "klear", SMALL)
+    out = run(env, "r1-code-interpreter", {"policy_model": DEFAULT_MODEL, "min_samples": 2}, skip=["sample"])
+    assert steps(out)["sample"]["status"] == "skipped"
+    assert out["candidates"] == 25
+
+
+def test_cli_run_prints_steps_and_skips(env):
+    res = factory_cli("recipe", "run", "deepcoder", "--data-dir", str(env["data"]), "--releases-dir",
+                      str(env["releases"]), "--export-dir", str(env["exports"]), "--date", "20260101",
+                      lake=env["lake"])
+    assert res.returncode == 0, res.stderr
+    assert "steps: ingest current; dedup current; decontam current" in res.stdout
