@@ -90,12 +90,22 @@ def _lake_for_the_run(lake: str | None):
             os.environ["FACTORY_LAKE"] = saved
 
 
+def _check_sources(args) -> None:
+    """A stage's --source names sources the lake holds: a typo is an error listing them, never an empty selection
+    (`ingest` takes a dataset kind instead, checked by ingest)."""
+    sources = getattr(args, "source", None)
+    if sources and args.command != "ingest":
+        from factory.lake.query import check_sources
+        check_sources(getattr(args, "lake", None), sources)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser_for(argv).parse_args(argv)
     _stop_on_signals()
     try:
         with _lake_for_the_run(getattr(args, "lake", None)):
+            _check_sources(args)
             args.fn(args)
     except FactoryError as exc:
         if caused_by_interrupt(exc):

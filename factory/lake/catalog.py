@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,6 +18,7 @@ class Column:
     type: str
     not_null: bool
     default: str | None = None  # literal text after DEFAULT; fills rows that predate the column
+    comment: str | None = None  # the `# ...` after the column's type in data_catalog.yaml (a lake column comment)
 
     def ddl(self) -> str:
         """Column definition for CREATE TABLE / ADD COLUMN. DuckLake only takes a literal default, so the value
@@ -142,12 +143,39 @@ def _parse_column(table: str, name: str, decl: str) -> Column:
     return Column(name=name, type=decl.rstrip("!").strip(), not_null=decl.endswith("!"), default=default)
 
 
+_COMMENTED = re.compile(r"^(\s+)([A-Za-z_][A-Za-z0-9_]*):\s*[^#\n]*?\s#\s*(.+?)\s*$")
+_ENTRY = re.compile(r"^  ([a-z_]+\.[a-z_0-9]+):\s*$")
+
+
+def column_comments(text: str) -> dict[tuple[str, str], str]:
+    """{(table, column): comment} from the catalog text: YAML drops comments, and a column's trailing
+    ``# ...`` is what it means (its lake column comment)."""
+    out: dict[tuple[str, str], str] = {}
+    table, in_columns = None, False
+    for line in text.splitlines():
+        entry = _ENTRY.match(line)
+        if entry:
+            table, in_columns = entry.group(1), False
+            continue
+        if table and line.strip() == "columns:":
+            in_columns = True
+            continue
+        if in_columns and line.strip() and not line.startswith("      "):
+            in_columns = False
+        found = _COMMENTED.match(line) if in_columns else None
+        if found and len(found.group(1)) == 6:
+            out[(table, found.group(2))] = found.group(3)
+    return out
+
+
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Parse and validate the catalog file."""
     import yaml
 
     path = Path(path)
-    raw = yaml.safe_load(path.read_text())
+    text = path.read_text()
+    raw = yaml.safe_load(text)
+    comments = column_comments(text)
     schemas = tuple(raw.get("schemas", []))
     tables: dict[str, TableSpec] = {}
     for name, entry in (raw.get("tables") or {}).items():
@@ -159,7 +187,8 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
                 raise FactoryError(f"{path}: table {name!r} lacks required field {key!r}")
         if entry["kind"] not in ("table", "view"):
             raise FactoryError(f"{path}: table {name!r}: kind must be table or view")
-        cols = tuple(_parse_column(name, c, t) for c, t in entry["columns"].items())
+        cols = tuple(replace(_parse_column(name, c, t), comment=comments.get((name, c)))
+                     for c, t in entry["columns"].items())
         pk = tuple(entry.get("primary_key") or ())
         missing = [k for k in pk if k not in {c.name for c in cols}]
         if missing:

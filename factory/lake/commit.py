@@ -187,6 +187,7 @@ class StageRun:
                 raise FactoryError(f"{spec.sql} produces columns {actual}, data_catalog.yaml declares "
                                    f"{spec.column_names} for {spec.name}")
             done.append(spec.name)
+        describe(self.con, [self.catalog[n] for n in done])   # CREATE OR REPLACE dropped their comments
         return done
 
     # -- commit ------------------------------------------------------------------------------------------
@@ -303,7 +304,42 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
             if col.name not in live[spec.name]:
                 con.execute(spec.add_column_sql(col, LAKE_ALIAS))
                 changes.append(f"added {spec.name}.{col.name}")
+    if describe(con, [s for s in catalog.tables.values() if s.kind == "table" and not s.sql]):
+        changes.append("column comments")
     return changes
+
+
+def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
+    """The catalog's words in the lake: each table's description as its comment and each column's trailing
+    ``# ...`` as the column comment (plain DuckDB shows them: ``duckdb_columns()``, ``duckdb_tables()``). Views
+    take the description only (DuckDB has no column comments on views). Sets only what differs; returns how
+    many comments it set."""
+    def quote(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    names = [s.name for s in specs]
+    live_cols = {(f"{r[0]}.{r[1]}", r[2]): r[3] for r in con.execute(
+        "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() WHERE database_name = ?",
+        [LAKE_ALIAS]).fetchall() if f"{r[0]}.{r[1]}" in names}
+    live_objs = {f"{r[0]}.{r[1]}": r[2] for r in con.execute(
+        "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE database_name = ? UNION ALL "
+        "SELECT schema_name, view_name, comment FROM duckdb_views() WHERE database_name = ?",
+        [LAKE_ALIAS, LAKE_ALIAS]).fetchall()}
+    done = 0
+    for spec in specs:
+        if spec.name not in live_objs:
+            continue
+        kind = "VIEW" if spec.kind == "view" else "TABLE"
+        if spec.description and live_objs[spec.name] != spec.description:
+            con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {quote(spec.description)}")
+            done += 1
+        if kind == "VIEW":
+            continue
+        for col in spec.columns:
+            if col.comment and live_cols.get((spec.name, col.name)) != col.comment:
+                con.execute(f'COMMENT ON COLUMN {LAKE_ALIAS}.{spec.name}."{col.name}" IS {quote(col.comment)}')
+                done += 1
+    return done
 
 
 @contextmanager

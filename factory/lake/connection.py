@@ -132,8 +132,10 @@ def optional_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
             con.execute(f"INSTALL {name}")
             con.execute(f"LOAD {name}")
     except duckdb.Error as exc:
-        raise FactoryError(f"cannot load the DuckDB {name} extension: pip install "
-                           f"{module.replace('_', '-')}=={duckdb.__version__} (offline) or allow downloads ({exc})")
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FactoryError(f"the DuckDB {name} extension is not installed: pip install 'code-rl-factory[scale]' "
+                           f"(the scale extra: {module.replace('_', '-')}=={duckdb.__version__}, loaded offline) "
+                           f"[{first}]") from None
 
 
 def lake_config(lake_dir: Path) -> dict:

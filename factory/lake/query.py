@@ -21,6 +21,31 @@ def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
     return f"hash({column}) % {int(n)} = {int(i)}"
 
 
+def check_known(con, kind: str, names, sql: str, hint: str) -> None:
+    """Every name of a filter (``--source``, ``--model``) must exist in the lake: a typo is an error listing the
+    valid names, never an empty selection that exits 0. ``sql`` selects the valid names."""
+    names = [names] if isinstance(names, str) else list(names or [])
+    if not names:
+        return
+    valid = sorted(str(r[0]) for r in con.execute(sql).fetchall() if r[0] is not None)
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        listed = ", ".join(valid) if valid else f"none yet ({hint})"
+        raise FactoryError(f"unknown {kind} {', '.join(map(repr, unknown))}; the lake's {kind}s: {listed}")
+
+
+def check_sources(lake, sources) -> None:
+    """``--source`` names sources that silver.problems holds (else an error listing them)."""
+    if not sources:
+        return
+    con = connect(lake, read_only=True)
+    try:
+        check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
+                    "run `factory ingest` first")
+    finally:
+        con.close()
+
+
 def parse_shard(text: str | None) -> tuple[int, int] | None:
     """'i/n' -> (i, n); None stays None."""
     if not text:

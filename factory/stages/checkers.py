@@ -6,111 +6,12 @@ settings changes nothing (the run is skipped, no snapshot).
 """
 from __future__ import annotations
 
-import ast
 import json
 from collections import defaultdict
-from pathlib import Path
 
 from factory.errors import InputError
-from factory.judging.rules import Rule, checker_hash, detect_rule
-
-CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
-
-
-def _source_clause(sources: list[str] | None, alias: str = "pb") -> tuple[str, list]:
-    if not sources:
-        return "true", []
-    return f"{alias}.source IN ({', '.join('?' for _ in sources)})", list(sources)
-
-
-def _file_key(source_id: str) -> str:
-    return source_id.replace("/", "__")
-
-
-def read_checker_file(path: Path) -> str:
-    """A checker program's source, checked to define ``check(input, expected, actual)`` (clear error otherwise)."""
-    code = path.read_text(encoding="utf-8")
-    try:
-        tree = ast.parse(code, filename=str(path))
-    except SyntaxError as exc:
-        raise InputError(f"checker does not parse: {exc.msg} (line {exc.lineno})", file=str(path)) from None
-    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
-    if not funcs:
-        raise InputError("a checker must define check(input, expected, actual)", file=str(path))
-    args = funcs[-1].args
-    if len(args.args) + len(args.posonlyargs) != 3 and not args.vararg:
-        raise InputError("check() must take three arguments: input, expected, actual", file=str(path))
-    return code
-
-
-def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str | Path | None = None,
-                 detect: bool = True) -> dict:
-    """Attach judging rules to problems: rules stated by stdin/stdout problems (tolerance, any-case answers)
-    when ``detect``, and checker programs from ``checker_dir`` (one ``<source_id>.py`` per problem, ``/`` in the
-    id written ``__``; a checker file wins over a detected rule)."""
-    from factory.lake.commit import stage_run, utcnow
-
-    files = {}
-    if checker_dir is not None:
-        folder = Path(checker_dir)
-        if not folder.is_dir():
-            raise InputError("checker folder not found", file=str(folder))
-        files = {p.stem: p for p in sorted(folder.glob("*.py"))}
-    config = {"sources": sources, "detect": detect,
-              "files": {k: checker_hash("program", None, None, p.read_text(encoding="utf-8"))
-                        for k, p in files.items()}}
-    with stage_run("checkers", config, lake=lake) as run:
-        where, params = _source_clause(sources)
-        problems = run.con.execute(f"""
-            SELECT pb.problem_id, pb.source_id, pb.question, pb.test_format,
-                   list(t.expected ORDER BY t.ordinal) FILTER (WHERE t.kind = 'stdio') AS outputs
-            FROM silver.problems pb LEFT JOIN silver.tests t USING (problem_id)
-            WHERE {where} GROUP BY ALL ORDER BY pb.problem_id""", params).fetchall()
-        found: dict[str, dict] = {}
-        matched_files = set()
-        for problem_id, source_id, question, test_format, outputs in problems:
-            path = files.get(_file_key(source_id))
-            if path is not None:
-                code = read_checker_file(path)
-                matched_files.add(path.stem)
-                found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
-            elif detect and test_format == "stdio":
-                rule = detect_rule(question, outputs or [])
-                if rule is not None:
-                    found[problem_id] = _row(problem_id, rule, None)
-        unknown = sorted(set(files) - matched_files)
-        if unknown:
-            raise InputError(f"{len(unknown)} checker file(s) name no selected problem, e.g. {unknown[0]}.py "
-                             "(file name = source_id with '/' written '__')", file=str(checker_dir))
-        ids = [p[0] for p in problems]
-        owned = ["statement", "answers"] if detect else []
-        owned += ["file"] if files else []
-        old = {r[0]: r for r in run.con.execute(
-            f"SELECT {', '.join(CHECKER_COLUMNS)} FROM silver.checkers WHERE list_contains(?, problem_id) "
-            "AND list_contains(?, origin)", [ids, owned]).fetchall()}
-        keep_files = {pid for pid, r in old.items() if r[5] == "file" and "file" not in owned}
-        new = {pid: r for pid, r in found.items() if pid not in keep_files}
-        changed = {pid for pid in old.keys() | new.keys()
-                   if pid not in new or tuple(new[pid][c] for c in CHECKER_COLUMNS) != old.get(pid)}
-        if not changed:
-            run.noop = True
-        else:
-            run.delete("silver.checkers", "list_contains(?, problem_id)", [sorted(changed)])
-            now = utcnow()
-            run.write("silver.checkers", [dict(new[pid], created_at=now) for pid in sorted(changed) if pid in new])
-        counts = defaultdict(int)
-        for r in found.values():
-            counts[f"{r['policy']} ({r['origin']})"] += 1
-        report = {"problems": len(problems), "rules": len(found), "changed": len(changed), "by_rule": dict(counts)}
-        run.summary = json.dumps(report)
-    report["run_id"] = None if run.noop else run.run_id
-    return report
-
-
-def _row(problem_id: str, rule: Rule, code: str | None) -> dict:
-    return {"problem_id": problem_id, "policy": rule.policy, "atol": rule.atol, "rtol": rule.rtol, "code": code,
-            "origin": rule.origin, "detail": rule.detail,
-            "checker_hash": checker_hash(rule.policy, rule.atol, rule.rtol, code)}
+from factory.judging.attach import CHECKER_COLUMNS, read_checker_file, run_checkers  # noqa: F401  (re-exported)
+from factory.judging.attach import _source_clause
 
 
 def calibrated_limit(reference_cpu_s: float, factor: float, floor_s: float, cap_s: float) -> float:

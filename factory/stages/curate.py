@@ -11,6 +11,30 @@ class CurateResult(dict):
 
     funnel: list[dict]
     unhealthy: list[dict]
+    not_executed: list[dict]   # sources with references never executed: their train problems stay out, unvalidated
+
+
+NOT_EXECUTED_SQL = """
+    SELECT pb.source, count(*) AS references_total,
+           count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM silver.executions e
+                                             WHERE e.program_id = p.program_id)) AS never_executed
+    FROM silver.programs p JOIN silver.problems pb USING (problem_id)
+    WHERE p.origin = 'reference' GROUP BY pb.source HAVING never_executed > 0 ORDER BY pb.source"""
+
+
+def not_executed(con) -> list[dict]:
+    """Sources whose reference programs were never executed (`factory execute` not run on them yet)."""
+    cols = ("source", "references", "never_executed")
+    return [dict(zip(cols, r)) for r in con.execute(NOT_EXECUTED_SQL).fetchall()]
+
+
+def warn_not_executed(rows: list[dict]) -> None:
+    import sys
+
+    for r in rows:
+        print(f"curate: {r['source']}: {r['never_executed']} of {r['references']} references never executed - "
+              f"their train problems are held out of gold.rl_problems as unvalidated; run `factory execute "
+              f"--select reference --source {r['source']}` first, then curate again", file=sys.stderr)
 
 
 def resolve_auto(con, overrides: dict) -> dict:
@@ -43,6 +67,7 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
         counts = CurateResult({name: c.get("rows", 0) for name, c in run.row_counts.items()})
         counts.funnel = curation_funnel(run.con)
         counts.unhealthy = unhealthy_sources(run.con)
+        counts.not_executed = not_executed(run.con)
         run.summary = ", ".join(f"{k}={v}" for k, v in counts.items()) + "; funnel: " + json.dumps(
             counts.funnel, default=int)
         return counts
@@ -91,3 +116,4 @@ def cmd_curate(args) -> None:
     print()
     print_funnel(counts.funnel)
     warn_unhealthy(counts.unhealthy)
+    warn_not_executed(counts.not_executed)

@@ -1,6 +1,7 @@
 """`factory execute`: run programs against their problems' tests in the sandbox → `silver.executions`.
 
-Work is committed in batches of programs, each batch one stage run (one transaction), so a long execution
+Work is committed in batches of programs, each batch one stage run (one transaction) sized to finish well within
+``--commit-every`` seconds (default 60), so an interrupt loses at most that much work and a long execution
 is resumable: re-running skips (program, test, limits) triples already in the lake. Before scoring,
 call tests without an expected value (HumanEval+/MBPP+ inputs) get it from the problem's reference program,
 as evalplus does; inputs on which the reference itself fails keep expected NULL and are never scored.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,18 @@ class ExecuteReport:
     status_counts: dict = field(default_factory=lambda: defaultdict(int))
     cache: object = None          # factory.judging.cache.CacheStats while the verdict cache is on (else None)
     runs: list = field(default_factory=list)
+
+
+COMMIT_EVERY_S = 60.0   # results are committed at least this often: an interrupt loses at most this much work
+FIRST_BATCH = 8         # programs in the first batch, before a rate is measured
+
+
+def next_batch_size(done: int, seconds: float, commit_every_s: float, most: int) -> int:
+    """Programs for the next batch: as many as the last batch's rate finishes in half of commit_every_s (the
+    other half absorbs slower programs), at least 1, at most ``most``."""
+    if done <= 0 or seconds <= 0:
+        return most
+    return max(1, min(most, int(done * (commit_every_s / 2) / seconds)))
 
 
 def _where(selection: str, sources: list[str] | None, model: str | None) -> tuple[str, list]:
@@ -115,19 +129,24 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             limits: Limits | None = None, workers: int | None = None, max_programs: int | None = None,
             batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None,
             engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None,
-            time_limits: str = "calibrated", cache: bool = True) -> ExecuteReport:
+            time_limits: str = "calibrated", cache: bool = True,
+            commit_every_s: float = COMMIT_EVERY_S) -> ExecuteReport:
     """Execute the selected programs on every test of their problem that has no verdict under `limits` yet.
 
     ``engine="ray"`` runs the sandbox on every node of a Ray cluster (:class:`RaySandboxPool`); verdicts are
     committed here, by the driver, through the same batches. ``shard=(i, n)`` takes only the programs whose id
     hashes to i mod n, so n drivers on n machines split one selection and commit into one lake.
 
+    Batches are sized by time, not count: the first holds FIRST_BATCH programs, each next one as many as the
+    measured rate finishes in half of ``commit_every_s`` (at most ``batch_programs``), so results are committed
+    at least every ``commit_every_s`` seconds of work and an interrupt loses at most that.
+
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
     (``silver.time_limits``, `factory calibrate`) instead of ``limits.cpu_s``; ``"fixed"`` ignores them."""
     from factory.judging.rules import KEYS_SQL, key_lists, load_judging
     from factory.lake import connect
-    from factory.lake.query import shard_predicate
+    from factory.lake.query import check_known, shard_predicate
     from factory.progress import Progress
     from factory.sandbox import Limits
 
@@ -142,10 +161,17 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         where += " AND list_contains(?, p.program_id)"
         params.append(program_ids)
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
+    if shard is None or shard[0] == 0:   # the rules the factory ships (checkers/<source>/) judge by default
+        from factory.judging.attach import apply_shipped_rules
+        apply_shipped_rules(lake, sources)
     with _pool(engine, limits, workers, ray_address) as pool:
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             fill_expected_outputs(lake, pool, sources, report)
         con = connect(lake, read_only=True)
+        check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
+                    "run `factory ingest` first")
+        check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs",
+                    "run `factory sample` first")
         judging = load_judging(con, time_limits=time_limits == "calibrated")
         keys = key_lists(judging, limits)   # (problem ids, verdict keys) where they differ from limits_hash
         key_params = [*keys, limits_hash]
@@ -168,9 +194,13 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         con.close()
         progress = Progress(total, "execute", "test")
         try:
-            for start in range(0, len(programs), batch_programs):
-                batch = programs[start:start + batch_programs]
+            start, size = 0, min(batch_programs, FIRST_BATCH)
+            while start < len(programs):
+                batch = programs[start:start + size]
+                began = time.monotonic()
                 _execute_batch(lake, pool, batch, limits, selection, sources, report, progress, judging, keys)
+                start += len(batch)
+                size = next_batch_size(len(batch), time.monotonic() - began, commit_every_s, batch_programs)
             progress.close()
             report.retried_batches = getattr(pool, "retried_batches", 0)
             report.lost_nodes = len(getattr(pool, "lost_nodes", []))
@@ -193,7 +223,12 @@ def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | N
             from factory.sandbox.ray_pool import RaySandboxPool
             return RaySandboxPool(limits, ray_address)
         except ImportError as exc:
-            raise FactoryError(f"--engine ray needs Ray installed (pip install 'ray>=2.40'): {exc}") from None
+            raise FactoryError(f"--engine ray needs Ray installed (pip install 'code-rl-factory[scale]'): {exc}") \
+                from None
+        except ConnectionError as exc:   # ray.init(address=...) finds no cluster there
+            raise FactoryError(f"--engine ray: no Ray cluster at --ray-address {ray_address!r} (start one with "
+                               "`ray start --head`, or pass --ray-address HOST:PORT; --engine local runs here) "
+                               f"[{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}]") from None
     raise InputError(f"unknown engine {engine!r} (local | ray)")
 
 
@@ -366,7 +401,11 @@ def register(sub, add_lake) -> None:
     p.add_argument("--memory-mb", type=int, default=1024)
     p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
     p.add_argument("--max-programs", type=int, help="stop after this many programs")
-    p.add_argument("--batch-programs", type=int, default=500, help="programs per committed transaction")
+    p.add_argument("--batch-programs", type=int, default=500, help="at most this many programs per committed "
+                                                                   "transaction")
+    p.add_argument("--commit-every", type=float, default=COMMIT_EVERY_S, metavar="SECONDS",
+                   help="commit results at least this often (batches sized by measured time): an interrupt "
+                        "loses at most this much work (default 60)")
     p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
     p.add_argument("--no-cache", action="store_true",
                    help="run every program even if an identical one (same text, tests, limits, judge version) was "
@@ -394,7 +433,7 @@ def cmd_execute(args) -> None:
                      workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
                      ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits,
-                     cache=not args.no_cache)
+                     cache=not args.no_cache, commit_every_s=args.commit_every)
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
     if report.cache is not None and report.cache.jobs:

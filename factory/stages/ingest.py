@@ -353,6 +353,11 @@ def cmd_ingest(args) -> None:
               + (f" (exact duplicate records: {r.duplicates})" if r.duplicates else ""))
         for f, counts in (r.file_splits or {}).items():
             print(f"    {f}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    from factory.judging.attach import apply_shipped_rules
+
+    for source, rep in apply_shipped_rules(args.lake, [r.source for r in results]).items():
+        print(f"{source:<24} judging rules shipped with the factory: {rep['rules']} "
+              f"({', '.join(f'{k}: {v}' for k, v in sorted(rep['by_rule'].items()))})")
 
 
 def _parse_mapping(text: str) -> tuple[str, str]:

@@ -18,8 +18,26 @@ def cmd_init(args) -> None:
     lake_dir = resolve_lake_dir(args.lake)
     if args.catalog or args.data_path:
         from factory.lake import write_lake_config
+        _preflight_extensions(args.catalog, args.data_path)   # before anything is written: no half-made lake
         write_lake_config(lake_dir, args.catalog, args.data_path)
     with stage_run("init", {"catalog": "data_catalog.yaml"}, lake=lake_dir, create=True) as run:
         views = run.materialize()
     print(f"lake ready at {lake_dir} (run {run.run_id}; {run.summary or 'schema up to date'}; "
           f"transforms: {', '.join(views) or 'none'})")
+
+
+def _preflight_extensions(catalog: str | None, data_path: str | None) -> None:
+    """A PostgreSQL catalog / object-store data path needs the `scale` extra's DuckDB extensions: a missing one
+    is an error naming the extra before LAKE/lake.json or any folder is written."""
+    import duckdb
+
+    from factory.lake import optional_extension
+
+    needed = (["postgres"] if (catalog or "").startswith("postgres:") else []) + \
+        (["httpfs"] if "://" in (data_path or "") else [])
+    con = duckdb.connect()
+    try:
+        for name in needed:
+            optional_extension(con, name)
+    finally:
+        con.close()
