@@ -382,7 +382,7 @@ class Host:
             elif oom:
                 error = f"MemoryError: the session went over its memory limit of {self.cfg['memory_mb']} MB; {lost}"
             else:
-                error = f"the interpreter process died during the cell; {lost}"
+                error = f"InterpreterDied: the interpreter process died during the cell (os._exit, a crash); {lost}"
         text = {}
         for key in ("out", "err"):
             s = bytes(out[key]).decode("utf-8", "replace")

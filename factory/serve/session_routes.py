@@ -5,7 +5,8 @@
   order in one fresh kernel (session), freed at the end; per cell ``stdout``, ``stderr``, ``display``
   (``[{"text/plain": repr}]`` of the last expression) and ``error`` (``[{"ename", "evalue", "traceback"}]``);
   ``cell_timeout`` (0: none) and ``total_timeout`` bound the run (over: ``status`` Failed, ``driver.status``
-  TimeLimitExceeded, the cells run so far); ``files`` are written into the kernel's working directory first and
+  TimeLimitExceeded, the cells run so far; a kernel that died - memory, ``os._exit`` - ends the run with
+  ``driver.status`` Error); ``files`` are written into the kernel's working directory first and
   ``fetch_files`` read back (base64).
 - ``POST /get_observation`` - the verl-tool tool-server protocol: ``trajectory_ids`` + ``actions`` (+ ``finish``,
   ``extra_fields``) -> ``observations``, ``dones``, ``valids``. The code of an action is what verl-tool's python
@@ -115,7 +116,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
                 if r.status == "timeout":
                     status = "TimeLimitExceeded"
                     break
-                if r.status == "closed":
+                if r.status in ("killed", "closed"):   # the kernel died: later cells would run in a fresh one
                     status = "Error"
                     break
             if status == "Finished":

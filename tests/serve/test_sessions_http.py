@@ -52,6 +52,13 @@ def test_sandbox_fusion_run_jupyter_client(sserver):
                           endpoint=sserver.url)
     assert slow.status == sf.RunStatus.Failed and slow.driver.status == sf.CommandRunStatus.TimeLimitExceeded
     assert len(slow.cells) == 2 and slow.cells[1].error[0]["ename"] == "TimeoutError"
+    dead = sf.run_jupyter(sf.RunJupyterRequest(cells=["import os", "os._exit(1)", "'never'"]), endpoint=sserver.url)
+    assert dead.status == sf.RunStatus.Failed and dead.driver.status == sf.CommandRunStatus.Error
+    assert len(dead.cells) == 2 and dead.cells[1].error[0]["ename"] == "InterpreterDied"
+    status, _, body = post(sserver.url + "/run_jupyter", {"cells": "print(1)"})
+    assert status == 400 and body["field"] == "cells"
+    status, _, body = post(sserver.url + "/run_jupyter", {"cells": ["1"], "kernel": "julia"})
+    assert status == 400 and body["field"] == "kernel"
     assert requests.get(sserver.url + "/v1/sessions").json()["live"] == 0   # every kernel freed
 
 
