@@ -2,7 +2,9 @@
 
     lake core (factory.lake, factory.errors)  <-  engines  <-  stages (factory.stages.*)  <-  factory.cli
 
-* the lake core imports nothing of factory but itself and factory.errors;
+* the lake core imports nothing of factory but itself, factory.errors and factory.assets;
+* factory/ holds no loose modules besides cli.py, reward.py, errors.py and progress.py;
+* the reward and the sandbox never import the service (factory.serve): no back-arrow;
 * engines (every other module of factory/) never import factory.stages;
 * a stage never imports another stage, except the orchestrators (ORCHESTRATORS), which run several;
 * nothing imports factory.cli; cli registers every stage module, each of which has ``register(sub, add_lake)``;
@@ -16,7 +18,8 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 FACTORY = REPO_ROOT / "factory"
-CORE = ("factory.lake", "factory.errors")
+CORE = ("factory.lake", "factory.errors", "factory.assets")   # factory.assets: where the shipped files live
+TOP_LEVEL = {"__init__.py", "cli.py", "reward.py", "errors.py", "progress.py"}   # factory/*.py; the rest is in packages
 ORCHESTRATORS = {"demo", "recipe"}   # run several stages in order: the only stages that may import others
 PYTHON_DIRS = ("factory", "tests", "bench", "train", "eval")
 
@@ -65,7 +68,8 @@ def factory_modules() -> dict[str, set[str]]:
 def test_lake_core_imports_only_itself():
     bad = {m: sorted(i for i in imps if within(i, "factory") and i != "factory" and not any(within(i, c) for c in CORE))
            for m, imps in factory_modules().items() if any(within(m, c) for c in CORE)}
-    assert not {m: v for m, v in bad.items() if v}, "the lake core may import only factory.lake / factory.errors"
+    assert not {m: v for m, v in bad.items() if v}, \
+        "the lake core may import only factory.lake / factory.errors / factory.assets"
 
 
 def test_engines_never_import_stages():
@@ -136,3 +140,27 @@ def test_architecture_stage_table_is_generated_from_the_catalog():
     readme = (REPO_ROOT / "docs" / "architecture.md").read_text()
     assert replace_table(readme, stage_table_markdown()) == readme, \
         "docs/architecture.md's stage table differs from data_catalog.yaml: run python -m factory.lake.stage_table"
+
+
+def test_no_loose_modules_at_the_top_level():
+    loose = sorted(p.name for p in FACTORY.glob("*.py") if p.name not in TOP_LEVEL)
+    assert not loose, f"factory/ top level holds only {sorted(TOP_LEVEL)}; move these into their package: {loose}"
+
+
+def test_reward_and_sandbox_never_import_the_service():
+    bad = {m: sorted(i for i in imps if within(i, "factory.serve"))
+           for m, imps in factory_modules().items() if within(m, "factory.reward") or within(m, "factory.sandbox")}
+    assert not {m: v for m, v in bad.items() if v}, "no back-arrow: the reward / sandbox import factory.serve"
+
+
+def test_setup_ships_exactly_the_assets_the_package_reads():
+    """setup.py copies factory.assets.SHIPPED into the wheel; the two lists agree and every entry exists."""
+    from factory.assets import SHIPPED
+
+    tree = ast.parse((REPO_ROOT / "setup.py").read_text())
+    listed = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                  and [t.id for t in n.targets if isinstance(t, ast.Name)] == ["SHIPPED"])
+    assert tuple(listed) == SHIPPED
+    assert all((REPO_ROOT / name).exists() for name in SHIPPED)
+    assert not any((FACTORY / "assets" / name).exists() for name in SHIPPED), \
+        "a copy of the assets inside the checkout would shadow the repository's own files"
