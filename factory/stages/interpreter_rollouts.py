@@ -355,15 +355,35 @@ def export_stage(release: str, out, *, releases_dir=None, sft_min_reward: float 
 
 
 # -- the recipe pipeline's entry and the CLI ---------------------------------------------------------------
+def _count(lake, sql: str, params=()) -> int:
+    from factory.lake import connect
+
+    con = connect(lake, read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchone()[0]
+    finally:
+        con.close()
+
+
 def run_step(lake=None, action: str = "sample", **params) -> dict:
-    """Recipe pipeline entry: ``action`` = sample | curriculum | release."""
+    """Recipe pipeline entry: ``action`` = sample | curriculum | release. A lake without final-answer problems
+    (a code-only lake) leaves each action idle, so the recipe's code half runs on its own."""
+    if not _count(lake, "SELECT count(*) FROM silver.tests WHERE kind = 'answer'"):
+        return {"status": "idle", "summary": "no final-answer problems (`factory ingest reasoning-gym --tasks ...`)"}
     if action == "sample":
         return sample_rollouts(lake, **params)
     if action == "curriculum":
+        if not _count(lake, f"SELECT count(*) FROM {ROLLOUTS} WHERE model = ?", [params.get("model", "smollm2")]):
+            return {"status": "idle", "summary": "no rollouts of the policy yet"}
         res = build_curriculum(lake, **params)
         res.pop("potential", None)
         return res
     if action == "release":
+        if not _count(lake, f"SELECT count(*) FROM {TASKS} WHERE recipe = ?", [params.get("recipe", "r1-code-interpreter")]):
+            return {"status": "idle", "summary": "no curriculum rows yet"}
+        if params.get("export_dir") is None:
+            from factory.release.create import resolve_releases_dir
+            params["export_dir"] = resolve_releases_dir(params.get("releases_dir")) / "exports"
         rels = cut_stage_releases(lake, **params)
         return {"releases": rels, "summary": "; ".join(f"{r['release']} ({r['tasks']} tasks)" for r in rels)}
     raise FactoryError(f"interpreter_rollouts: unknown action {action!r} (sample | curriculum | release)")

@@ -363,5 +363,4 @@ def verl_rl_row(messages: list[dict], ground_truth: dict, index: int, *, data_so
             "reward_model": {"style": "rule", "ground_truth": json.dumps(ground_truth, sort_keys=True)},
             "extra_info": {"index": index, "split": split, "problem_id": problem_id, "need_tools_kwargs": True,
                            "tools_kwargs": {"code_interpreter": {"create_kwargs": {"max_calls": max_calls,
-                                                                                   "cpu_s_per_call": cpu_s}}},
-                           "interaction_kwargs": {}}}
+                                                                                   "cpu_s_per_call": cpu_s}}}}}
