@@ -17,7 +17,8 @@ A step in a recipe file::
 
 Currency: a step is *current* when the lake state of its inputs and outputs is the one recorded right after its
 last run with the same configuration (``ops.pipeline_steps``). The state of a table is the id of the last stage
-run that changed it (``ops.runs.row_counts``); a view stands for the tables its SQL reads. A step whose state and
+run that changed it (``ops.runs.row_counts``); a view stands for the tables its SQL reads; tables many stages
+append to (``SHARED_OUTPUTS``) count as inputs only. A step whose state and
 configuration match is skipped, and the skip is recorded.
 """
 from __future__ import annotations
@@ -272,10 +273,16 @@ def last_changes(con) -> dict[str, str]:
     return last
 
 
+# tables several stages append to (ingest, sample, mutate, hidden-tests, synth, ...): another stage's rows there do
+# not undo a step's own work, so as outputs they are not part of its state (as inputs they are)
+SHARED_OUTPUTS = {"bronze.raw_records", "silver.programs", "silver.tests", "silver.llm_calls"}
+
+
 def step_state(step: Step, last: dict[str, str], catalog, extra: dict | None = None) -> dict:
-    """The lake state a step depends on: {table: last changing run} over its inputs and outputs (+ extra, e.g.
-    the data dir's files or the release on disk)."""
-    tables = base_tables(list(step.inputs) + list(step.outputs), catalog)
+    """The lake state a step depends on: {table: last changing run} over its inputs and its own outputs (+ extra,
+    e.g. the data dir's files)."""
+    tables = sorted(set(base_tables(list(step.inputs), catalog))
+                    | {t for t in base_tables(list(step.outputs), catalog) if t not in SHARED_OUTPUTS})
     state = {t: last.get(t) for t in tables}
     if extra:
         state.update(extra)

@@ -47,7 +47,12 @@ def run(env, name, overrides=None, skip=(), key=None, **kw):
         env["runs"][key] = run_recipe(name, lake=env["lake"], data_dir=env["data"], releases_dir=env["releases"],
                                       export_dir=env["exports"], date="20260101", overrides=overrides,
                                       skip=list(skip), log=quiet, **kw)
-    return env["runs"][key]
+    out = env["runs"][key]
+    print(f"\n== {key}: kept {out['kept']} of {out['candidates']}; releases {out['releases']}")
+    for st in out["steps"]:
+        print(f"   {st['step']:<14} {st['status']:<8} {str(st.get('summary'))[:160]}")
+    print("   rules: " + ", ".join(f"{r['rule']} -{r['removed']}={r['remaining']}" for r in out["rules"]))
+    return out
 
 
 def steps(out) -> dict:
@@ -100,10 +105,15 @@ def test_default_recipe_end_to_end(env):
     assert counts == SLICE
     # decontam: the 5 MBPP rows that are the MBPP+ benchmark's tasks (lineage), nothing for template text
     assert json.loads(st["decontam"]["summary"])["contaminated_by_source"] == {"mbpp": 5}
-    assert "to 5 of 5 public-only problems" in st["hidden-tests"]["summary"]
+    # LeetCode's statement examples are its only tests: 32 hidden tests from the reference for 4 of the 6
+    # public-only problems (LeetCode 5 + one MBPP prompt row)
+    assert st["hidden-tests"]["summary"] == "32 tests added to 4 of 6 public-only problems"
+    assert st["execute"]["summary"] == "reference: 25 programs run"
     assert out["candidates"] == 25
-    assert removed(out) == {"clean": 10, "rl_ready": 0}   # 5 contaminated + 5 MBPP+ benchmark (test split) ... see card
-    assert out["kept"] == 15 and out["releases"] == ["default-20260101"]
+    # rows kept per rule: clean drops the 5 contaminated MBPP rows and 1 duplicate, rl_ready the 3 without usable
+    # (hidden) tests
+    assert removed(out) == {"clean": 6, "rl_ready": 3}
+    assert out["kept"] == 16 and out["releases"] == ["default-20260101"]
     assert export_reward(env, "default-20260101")["kind"] == "soft"
 
 

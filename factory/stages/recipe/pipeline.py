@@ -273,7 +273,9 @@ def _export(ctx, step):
         ctx.exports.append({"release": name, "format": fmt, "path": str(out), "reward": meta.get("reward"),
                             "files": meta.get("files")})
         parts.append(f"{name} -> {out} (reward {json.dumps(meta.get('reward'), sort_keys=True)})")
-    return {"status": "ran" if ran else "current", "summary": "; ".join(parts) or "nothing released"}
+    if not ctx.releases:
+        return {"status": "idle", "summary": "nothing released (the recipe keeps no problems)"}
+    return {"status": "ran" if ran else "current", "summary": "; ".join(parts)}
 
 
 for _kind, _fn in (("ingest", _ingest), ("dedup", _dedup), ("decontam", _decontam), ("dedup-embed", _dedup_embed),
@@ -299,66 +301,83 @@ def _previous(con, stage: str, chash: str) -> dict | None:
     return {"state": json.loads(row[0]) if isinstance(row[0], str) else row[0], "summary": row[1]}
 
 
-def run_pipeline(ctx: Context, steps: list[Step], skip: set[str]) -> list[dict]:
-    """Walk the steps; returns one record per step {position, step, stage, status, summary, seconds}."""
+def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
+    """Walk the steps; returns one record per step {position, step, stage, status, summary, seconds}. The
+    records go to ops.pipeline_steps in one transaction at the end; when a step fails, the records of the steps
+    that ran before it are still written (so the next run resumes from them) and the error propagates."""
     from factory.lake import connect
     from factory.lake.catalog import default_catalog
-    from factory.lake.commit import stage_run, utcnow
+    from factory.lake.commit import utcnow
 
     catalog = default_catalog()
     recipe = ctx.recipe
     run_id = f"{recipe.name}-{utcnow():%Y%m%dT%H%M%S}-{os.urandom(3).hex()}"
-    records = []
-    for pos, step in enumerate(steps, 1):
-        bound = {"recipe_hash": recipe.hash} if step.stage in RECIPE_BOUND else {}
-        if step.stage == "export":
-            bound["export_root"] = str(export_root(ctx))
-        chash = step_config_hash(step, bound)
-        external = _data_state(ctx, step) if step.stage == "ingest" else None
-        t0 = time.perf_counter()
-        if step.name in skip:
-            rec = {"status": "skipped", "summary": next((s["reason"] for s in recipe.skipped if s["step"] == step.name),
-                                                       "--skip")}
-            state = {}
-        else:
-            con = connect(ctx.lake, read_only=True)
-            try:
-                state = step_state(step, last_changes(con), catalog, external)
-                prev = _previous(con, step.stage, chash)
-            finally:
-                con.close()
-            current = prev is not None and prev["state"] == state and step.stage not in ("release", "export")
-            if current and step.stage == "filter":
-                ctx.decided = json.loads(prev["summary"])
-                ctx.log(f"step {step.name}: current (same recipe and lake state) - kept {ctx.decided['kept']} of "
-                        f"{ctx.decided['candidates']}")
-                from factory.stages.recipe.run import rules_table
-                ctx.log(rules_table(ctx.decided["rules"]))
-            if current:
-                rec = {"status": "current", "summary": prev["summary"]}
-                if step.stage != "filter":
-                    ctx.log(f"step {step.name}: current (same configuration and lake state since its last run), "
-                            "not run again")
+    records, rows = [], []
+    try:
+        for pos, step in enumerate(steps, 1):
+            bound = {"recipe_hash": recipe.hash} if step.stage in RECIPE_BOUND else {}
+            if step.stage == "export":
+                bound["export_root"] = str(export_root(ctx))
+            chash = step_config_hash(step, bound)
+            external = _data_state(ctx, step) if step.stage == "ingest" else None
+            t0 = time.perf_counter()
+            state: dict = {}
+            if step.name in skip:
+                rec = {"status": "skipped", "summary": skip[step.name]}
+                ctx.log(f"step {step.name}: skipped ({skip[step.name]})")
             else:
-                ctx.log(f"step {step.name} ({step.stage}): running")
-                rec = dict(_runner(step.stage)(ctx, step) or {})
-                rec.setdefault("status", "ran")
                 con = connect(ctx.lake, read_only=True)
                 try:
                     state = step_state(step, last_changes(con), catalog, external)
+                    prev = _previous(con, step.stage, chash)
                 finally:
                     con.close()
-                if step.stage != "filter":
-                    ctx.log(f"step {step.name}: {rec['status']} - {rec.get('summary', '')}")
-        rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2))
-        records.append(rec)
-        with stage_run("recipe", {"recipe": recipe.name, "step": step.name, "config_hash": chash},
-                       lake=ctx.lake) as run:
-            run.write("ops.pipeline_steps", [{
-                "pipeline_run_id": run_id, "recipe": recipe.name, "position": pos, "step": step.name,
-                "stage": step.stage, "status": rec["status"], "config_hash": chash,
-                "state": json.dumps(state, sort_keys=True), "inputs": json.dumps(list(step.inputs)),
-                "outputs": json.dumps(list(step.outputs)), "summary": str(rec.get("summary") or ""),
-                "seconds": rec["seconds"], "recorded_at": utcnow()}])
-            run.summary = f"{recipe.name} step {step.name}: {rec['status']}"
+                same = [r for r in rows if r["stage"] == step.stage and r["config_hash"] == chash
+                        and r["status"] in ("ran", "current")]
+                if same:   # an earlier step of this run with the same configuration (not recorded yet)
+                    prev = {"state": json.loads(same[-1]["state"]), "summary": same[-1]["summary"]}
+                current = prev is not None and prev["state"] == state and step.stage not in ("release", "export")
+                if current and step.stage == "filter":
+                    ctx.decided = json.loads(prev["summary"])
+                    ctx.log(f"step {step.name}: current (same recipe and lake state) - kept {ctx.decided['kept']} "
+                            f"of {ctx.decided['candidates']}")
+                    from factory.stages.recipe.run import rules_table
+                    ctx.log(rules_table(ctx.decided["rules"]))
+                if current:
+                    rec = {"status": "current", "summary": prev["summary"]}
+                    if step.stage != "filter":
+                        ctx.log(f"step {step.name}: current (same configuration and lake state since its last "
+                                "run), not run again")
+                else:
+                    ctx.log(f"step {step.name} ({step.stage}): running")
+                    rec = dict(_runner(step.stage)(ctx, step) or {})
+                    rec.setdefault("status", "ran")
+                    con = connect(ctx.lake, read_only=True)
+                    try:
+                        state = step_state(step, last_changes(con), catalog, external)
+                    finally:
+                        con.close()
+                    if step.stage != "filter":
+                        ctx.log(f"step {step.name}: {rec['status']} - {rec.get('summary', '')}")
+            rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2))
+            records.append(rec)
+            rows.append({"pipeline_run_id": run_id, "recipe": recipe.name, "position": pos, "step": step.name,
+                         "stage": step.stage, "status": rec["status"], "config_hash": chash,
+                         "state": json.dumps(state, sort_keys=True), "inputs": json.dumps(list(step.inputs)),
+                         "outputs": json.dumps(list(step.outputs)), "summary": str(rec.get("summary") or ""),
+                         "seconds": rec["seconds"], "recorded_at": utcnow()})
+    except BaseException:
+        if any(r["status"] == "ran" for r in rows):
+            _record(ctx, recipe, rows)
+        raise
+    _record(ctx, recipe, rows)
     return records
+
+
+def _record(ctx, recipe, rows: list[dict]) -> None:
+    from factory.lake.commit import stage_run
+
+    with stage_run("recipe", {"recipe": recipe.name, "pipeline_run_id": rows[0]["pipeline_run_id"] if rows else None,
+                              "steps": len(rows)}, lake=ctx.lake) as run:
+        run.write("ops.pipeline_steps", rows)
+        run.summary = f"{recipe.name} pipeline: " + ", ".join(f"{r['step']} {r['status']}" for r in rows)
