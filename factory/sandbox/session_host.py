@@ -308,6 +308,10 @@ class Host:
 
     # ---- one cell
     def run_cell(self, code: str, cpu_limit: float, wall_limit: float) -> dict:
+        if self.pid is not None and self._stale_reply():   # exited between cells, or a forged frame
+            self.kill_all()
+            self.note += ("[session: the interpreter was restarted before this cell: it had exited, or an earlier "
+                          "cell wrote into its reply channel; variables and imports are gone]\n")
         restarted = self.pid is None
         if restarted:
             self.start_interpreter()
@@ -356,14 +360,20 @@ class Host:
                     n = HDR.unpack(reply[:HDR.size])[0]
                     try:
                         parsed = json.loads(bytes(reply[HDR.size:HDR.size + n]).decode("utf-8", "replace"))
-                        if not isinstance(parsed, dict):
+                        if not isinstance(parsed, dict) or len(reply) != HDR.size + n:
                             raise ValueError
-                    except ValueError:
-                        parsed = {"result": None, "error": "interpreter reply unreadable"}
+                    except ValueError:   # the cell wrote into the reply channel itself: the channel is not trusted
+                        parsed = None    # to stay in step, so the interpreter is replaced
                     status = "done"
         cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
         error = result = None
-        if status == "done":
+        if status == "done" and parsed is None:
+            for key in ("out", "err"):
+                self._drain(key, out, total, cap)
+            self.kill_all()
+            status, error = "error", ("ChannelError: the cell wrote into the interpreter's reply channel; the "
+                                      "interpreter was restarted: variables and imports of earlier cells are gone")
+        elif status == "done":
             for key in ("out", "err"):   # what the cell wrote before it returned
                 self._drain(key, out, total, cap)
             self.kill_strays()
@@ -391,6 +401,15 @@ class Host:
             text[key] = s
         return {"stdout": text["out"], "stderr": text["err"], "result": result, "error": error, "status": status,
                 "cpu_s": round(cpu, 6), "wall_s": round(wall, 6), "restarted": restarted}
+
+    def _stale_reply(self) -> bool:
+        try:
+            os.read(self.pipes["reply"], 1 << 16)   # bytes: out of step; b"": the interpreter has exited
+            return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def _drain(self, key: str, out: dict, total: dict, cap: int) -> None:
         fd = self.pipes.get(key)

@@ -156,3 +156,23 @@ def test_a_thread_left_spinning_between_cells_is_stopped():
                 break
         assert r.result == "False" and "between cells" in r.stderr, r
         assert s.run("6 * 7").result == "42"
+
+
+def test_a_cell_writing_into_the_reply_channel_gets_a_fresh_interpreter(sess):
+    sess.run("kept = 1")
+    r = sess.run("import os\nos.write(4, b'\\x00\\x00\\x00\\x05hello')\n'forged?'")
+    assert r.status == "error" and "ChannelError" in r.error and r.result is None
+    r = sess.run("'kept' in globals(), 2 + 2")
+    assert r.result == "(False, 4)"
+
+
+def test_an_interpreter_that_exits_between_cells_is_replaced_before_the_next(sess):
+    sess.run("import os, threading\nthreading.Timer(0.2, lambda: os._exit(0)).start()\nkept = 1")
+    time.sleep(1.0)
+    r = sess.run("'kept' in globals()")
+    assert (r.status, r.result) == ("ok", "False") and "restarted before this cell" in r.stderr
+    # a forged frame that parses: the next cell still runs in step
+    sess.run("import os, json\nd = json.dumps({'result': \"'forged'\", 'error': None}).encode()\n"
+             "os.write(4, len(d).to_bytes(4, 'big') + d)")
+    assert sess.run("1 + 1").result == "2"
+    assert sess.run("3 + 3").result == "6"
