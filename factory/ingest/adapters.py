@@ -179,13 +179,51 @@ def codecontests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     tests = [TestRow("stdio", input=_io(t, "input", ctx), expected=_io(t, "output", ctx), comparison="token")
              for t in require(rec, "tests", ctx, list)]
     verified = opts.get("verified", {}).get(task_id)
+    programs = [ProgramRow(rec["reference_solution_python"])] if rec.get("reference_solution_python") else []
+    programs += codecontests_solutions(rec.get("solutions"), ctx, opts.get("solutions_per_language", 5))
+    if not programs:
+        raise InputError("record has neither 'reference_solution_python' nor 'solutions'", file=ctx[0], line=ctx[1],
+                         field="reference_solution_python")
     return Normalized(
         source_id=task_id, question=require(rec, "description", ctx), test_format="stdio", tests=tests,
-        programs=[ProgramRow(require(rec, "reference_solution_python", ctx))],
+        programs=programs,
         difficulty_label=str(rec.get("difficulty")) if rec.get("difficulty") is not None else None,
         metadata={"title": rec.get("title"), "tags": rec.get("tags"), "cluster": rec.get("cluster"),
                   "reference_tests_passed": verified},
     )
+
+
+# DeepMind CodeContests' `solutions.language` enum: 1 PYTHON (2), 2 CPP, 3 PYTHON3, 4 JAVA (0 UNKNOWN)
+CODECONTESTS_LANGUAGES = {2: "cpp", 3: "python", 4: "java", "CPP": "cpp", "PYTHON3": "python", "JAVA": "java",
+                          "cpp": "cpp", "python3": "python", "python": "python", "java": "java"}
+
+
+def codecontests_solutions(solutions, ctx: Ctx, per_language: int) -> list[ProgramRow]:
+    """Reference programs from CodeContests' ``solutions`` ({"language": [...], "solution": [...]}, as on the
+    Hub, or a list of {"language", "solution"}): the first ``per_language`` of each language the sandbox runs
+    (Python 2 and unknown ones are skipped), each a reference program of its language."""
+    if solutions is None:
+        return []
+    if isinstance(solutions, dict):
+        langs, codes = solutions.get("language"), solutions.get("solution")
+        if not isinstance(langs, list) or not isinstance(codes, list) or len(langs) != len(codes):
+            raise InputError("'solutions' must hold equal-length 'language' and 'solution' lists", file=ctx[0],
+                             line=ctx[1], field="solutions")
+        pairs = list(zip(langs, codes))
+    elif isinstance(solutions, list):
+        pairs = [(s.get("language"), s.get("solution")) for s in solutions if isinstance(s, dict)]
+    else:
+        raise InputError(f"'solutions' must be an object or a list, got {type(solutions).__name__}", file=ctx[0],
+                         line=ctx[1], field="solutions")
+    kept: dict[str, int] = {}
+    out = []
+    for lang, code in pairs:
+        name = CODECONTESTS_LANGUAGES.get(lang)
+        if name is None or not isinstance(code, str) or not code.strip() or kept.get(name, 0) >= per_language:
+            continue
+        kept[name] = kept.get(name, 0) + 1
+        out.append(ProgramRow(code, language=name, metadata={"solution_language": lang}))
+    return out
 
 
 def _io(test: dict, key: str, ctx: Ctx) -> str:
@@ -360,7 +398,7 @@ def _verl_factory_tests(rec: dict, prompt: str, truth: dict, extra: dict, ctx: C
 
 
 @adapter("jsonl", None, "Any JSON/JSONL/Parquet with --map field=column (question, tests, id; optional "
-         "solution, entry_point, starter_code, difficulty, split) and --test-format", needs_mapping=True)
+         "solution, language (of the solution), entry_point, starter_code, difficulty, split) and --test-format", needs_mapping=True)
 def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     mapping: dict = opts["mapping"]
     fmt = opts.get("test_format") or "assert"
@@ -397,11 +435,21 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             tests.append(TestRow("call", input=json.dumps(t["input"]),
                                  expected=encode_value(t["output"]) if "output" in t else None))
     solution = get("solution", required=False)
+    language = get("language", required=False, types=(str,))
+    if language is not None:
+        from factory.sandbox.languages import UnknownLanguage, normalize
+        try:
+            language = normalize(language)
+        except UnknownLanguage as exc:
+            raise InputError(str(exc), file=ctx[0], line=ctx[1], field=mapping["language"]) from None
+        if language != "python" and fmt != "stdio":
+            raise InputError(f"a {language} solution needs --test-format stdio (other languages run stdin/stdout "
+                             f"tests), not {fmt!r}", file=ctx[0], line=ctx[1], field=mapping["language"])
     return Normalized(
         source_id=str(get("id", types=(str, int))), question=get("question", types=str), test_format=fmt,
         tests=tests, starter_code=get("starter_code", required=False), entry_point=get("entry_point", required=False),
         difficulty_label=get("difficulty", required=False), split=get("split", required=False),
-        programs=[ProgramRow(solution)] if solution else [],
+        programs=[ProgramRow(solution, language=language or "python")] if solution else [],
         metadata={"task": "answer", "answer_rule": opts.get("answer_rule") or "exact"} if fmt == "answer" else None,
     )
 
@@ -410,7 +458,7 @@ adapter("reasoning-gym", reasoning_gym.RG_LICENSE, "ReasoningGym tasks (`--tasks
         "question + final answer checked by the task's own verifier")(reasoning_gym.convert)
 
 MAPPED_FIELDS = {"question": True, "tests": True, "id": True, "solution": False, "entry_point": False,
-                 "starter_code": False, "difficulty": False, "split": False}  # field -> required
+                 "starter_code": False, "difficulty": False, "split": False, "language": False}  # field -> required
 
 
 # -- known layouts of a data directory --------------------------------------------------------------------

@@ -40,6 +40,7 @@ class ProgramRow:
     raw_completion: str | None = None
     reported_pass_rate: float | None = None
     metadata: dict | None = None
+    language: str = "python"     # the program's language (factory.sandbox.languages: cpp, java, javascript, rust)
 
 
 @dataclass

@@ -14,11 +14,11 @@ from factory.sandbox.rows import bare_row
 
 
 def program_job(row: dict, tests: list[dict], rule: ProblemJudging = NO_OVERRIDE) -> Job:
-    """Sandbox job of a program row (program_id, code, entry_point, test_preamble[, origin]) and its problem's test
+    """Sandbox job of a program row (program_id, code, entry_point, test_preamble[, origin, language]) and its problem's test
     rows. A program of a known origin other than 'reference' (samples, mutants, synth) stops at its first timeout
     (its later tests: timeout/NotRun); references run every test, since their verdicts validate the tests."""
     return Job(program_id=row["program_id"], code=row["code"], entry_point=row["entry_point"],
-               preamble=row["test_preamble"] or "", cpu_s=rule.cpu_s,
+               preamble=row["test_preamble"] or "", cpu_s=rule.cpu_s, language=row.get("language") or "python",
                stop_at_timeout=row.get("origin") not in (None, "reference"),
                tests=[rule.apply(TestSpec(test_id=t["test_id"], kind=t["kind"], code=t["code"], input=t["input"],
                                           expected=t["expected"], comparison=t["comparison"], atol=t["atol"]))

@@ -90,9 +90,10 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     con = connect(lake, read_only=True)
     src_clause = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""
     pending = con.execute(f"""
-        SELECT t.*, p.program_id, p.code, pb.entry_point, pb.test_preamble
+        SELECT t.*, p.program_id, p.code, p.language, pb.entry_point, pb.test_preamble
         FROM silver.tests t JOIN silver.problems pb USING (problem_id)
         JOIN silver.programs p ON p.problem_id = t.problem_id AND p.origin = 'reference'
+                                  AND coalesce(p.language, 'python') = 'python'
         WHERE t.kind = 'call' AND t.expected IS NULL {src_clause}
         QUALIFY row_number() OVER (PARTITION BY t.test_id ORDER BY p.program_id) = 1
         ORDER BY t.problem_id, t.ordinal""", sources or []).to_arrow_table().to_pylist()
@@ -178,7 +179,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         programs = con.execute(f"""
             WITH keys AS ({KEYS_SQL})
             SELECT * FROM (
-                SELECT p.program_id, p.code, p.problem_id, p.origin, pb.entry_point, pb.test_preamble,
+                SELECT p.program_id, p.code, p.problem_id, p.origin, p.language, pb.entry_point, pb.test_preamble,
                        (SELECT count(*) FROM silver.tests t WHERE t.problem_id = p.problem_id
                         AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
                         AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id

@@ -122,7 +122,7 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
                     "code": p.code, "raw_completion": p.raw_completion, "extraction_status": None,
                     "reported_pass_rate": p.reported_pass_rate, "parent_program_id": None,
                     "metadata": json.dumps(p.metadata) if p.metadata else None, "created_at": now,
-                    "run_id": run_id})
+                    "run_id": run_id, "language": p.language})
     return rows
 
 

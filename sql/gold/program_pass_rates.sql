@@ -46,7 +46,8 @@ SELECT
     r.passed / d.original_tests AS pass_rate_original,
     r.passed = CASE WHEN d.valid_tests > 0 THEN d.valid_tests ELSE d.original_tests END AS all_passed,
     d.valid_tests > 0 AS validated,
-    r.executed = CASE WHEN d.valid_tests > 0 THEN d.valid_tests ELSE d.original_tests END AS complete
+    r.executed = CASE WHEN d.valid_tests > 0 THEN d.valid_tests ELSE d.original_tests END AS complete,
+    coalesce(p.language, 'python') AS language
 FROM silver.programs AS p
 JOIN per_program AS r USING (program_id)
 JOIN denominators AS d USING (problem_id)
