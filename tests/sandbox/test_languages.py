@@ -274,3 +274,28 @@ def test_adversarial_per_language(pool, lang):
     assert got[("huge_output", "t0")].status in ("output_limit", "timeout")   # a JVM under load may be slower
     assert got[("memory_bomb", "t0")].status in ("memory_limit", "runtime_error")
     assert got[("socket", "t0")].stdout.strip() != "NETWORK"
+
+
+@needs["cpp"]
+def test_reward_entry_points_judge_the_ground_truths_language(shared_data):
+    """factory.reward (verl's compute_score, TRL, batch) judges a completion in its ground truth's language."""
+    import json as _json
+    from pathlib import Path
+
+    from factory import reward
+
+    task = "1243_c_tile_painting_2415"
+    rows = {_json.loads(x)["task_id"]: _json.loads(x)
+            for x in (shared_data / "codecontests_subset300" / "codecontests_subset300.jsonl").open()}
+    row = rows["CodeContests/" + task]
+    port = (Path(__file__).resolve().parents[2] / "bench" / "languages" / f"{task}.cpp").read_text()
+    gt = {"inputs": [t["input"] for t in row["tests"]], "outputs": [t["output"] for t in row["tests"]],
+          "language": "cpp"}
+    good = f"Here is my solution:\n```cpp\n{port}```"
+    bad = "```cpp\n#include <cstdio>\nint main(){ puts(\"1\"); }\n```"
+    broken = "```cpp\nint main() { return nope; }\n```"
+    scores = reward.score_completions([good, bad, broken], [gt, gt, gt])
+    assert scores[0] == 1.0 and 0.0 <= scores[1] < 1.0 and scores[2] == 0.0
+    assert reward.compute_score("codecontests", good, _json.dumps(gt)) == 1.0
+    with pytest.raises(ValueError, match="unknown language 'cobol'"):
+        reward.score_completions([good], [dict(gt, language="cobol")])
