@@ -85,8 +85,11 @@ class _ForkServer:
         self.lock = threading.Lock()
         self.proc = None
         self.sock = None
+        self.owner = os.getpid()
 
     def _ensure(self) -> None:
+        if self.owner != os.getpid():   # a forked copy of this process starts a fork server of its own
+            self.proc, self.sock, self.owner = None, None, os.getpid()
         if self.proc is not None and self.proc.poll() is None:
             return
         if self.sock is not None:
