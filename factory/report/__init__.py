@@ -1,5 +1,7 @@
 """`factory report`: one HTML page with PNG plots (matplotlib, Agg) of what the lake holds.
 
+The page opens with the headline table (per source: problems, tests, reference and sample pass rates, problems
+in RL training, contamination removed; then the releases), then the figures.
 Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
 reference passes), difficulty vs potential (when gold.difficulty has rows), the stage funnel from
 ops.runs, the recipe comparison (gold.recipe_*), and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is
@@ -23,6 +25,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
     con = connect(lake, read_only=True, snapshot=snapshot)
     try:
         snap = current_snapshot(con)
+        head = data.headline(con)
         src = data.source_counts(con)
         rates = data.program_pass_rates(con)
         valid = data.test_validity(con)
@@ -57,15 +60,56 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
          "no training runs yet: run `factory train rm`, `factory eval bon` or `factory train rl`"),
     ]
     page = out / "index.html"
-    page.write_text(_html(snap, src, sections))
+    page.write_text(_html(snap, head, src, sections))
     return page
 
 
-def _html(snap: int, src: list[tuple], sections: list[tuple]) -> str:
+HEADLINE = (("source", "source"), ("problems", "problems"), ("tests", "tests"),
+            ("reference pass rate", "reference_pass_rate"), ("references passing all tests", "references_all_pass"),
+            ("sample pass rate", "sample_pass_rate"), ("in RL training", "rl_problems"),
+            ("contamination removed", "contamination_removed"))
+
+
+def _cell(row: dict, key: str) -> str:
+    value = row[key]
+    if key == "references_all_pass":
+        return f"{value} / {row['references']}" if row["references"] else "not executed"
+    if key.endswith("pass_rate"):
+        return "-" if value is None else f"{value:.3f}"
+    return "not curated" if value is None else html.escape(str(value))
+
+
+def headline_html(head: dict) -> str:
+    """The table the report opens with (data.headline): sources, problems, tests, pass rates, what reaches RL
+    training, contamination removed; then the releases."""
+    rows = head["sources"]
+    out = ["<table id='headline'><tr>" + "".join(f"<th>{html.escape(t)}</th>" for t, _ in HEADLINE) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{_cell(r, k)}</td>" for _, k in HEADLINE) + "</tr>")
+    if len(rows) > 1:
+        total = {"source": "total", "references": sum(r["references"] for r in rows),
+                 "references_all_pass": sum(r["references_all_pass"] for r in rows)}
+        for k in ("problems", "tests", "rl_problems", "contamination_removed"):
+            total[k] = None if any(r[k] is None for r in rows) else sum(r[k] for r in rows)
+        for k, n in (("reference_pass_rate", "references"), ("sample_pass_rate", "samples")):
+            weighted = [(r[k], r[n]) for r in rows if r[k] is not None]
+            total[k] = sum(a * b for a, b in weighted) / sum(b for _, b in weighted) if weighted else None
+        out.append("<tr class='total'>" + "".join(f"<td><b>{_cell(total, k)}</b></td>" for _, k in HEADLINE) + "</tr>")
+    out.append("</table>")
+    rel = head["releases"]
+    out.append(f"<p id='releases'>Releases: {len(rel)}" + (f" ({html.escape(', '.join(rel[:10]))}"
+               f"{', ...' if len(rel) > 10 else ''})" if rel else " (none yet: `factory release create` or "
+                                                                   "`factory recipe run`)") + "</p>")
+    return "".join(out)
+
+
+def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple]) -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(s)}</td><td>{p}</td><td>{t}</td><td>{e(', '.join(f'{k}: {v}' for k, v in sorted(kinds.items())))}"
                    "</td></tr>" for s, p, t, kinds in src)
     body = [f"<h1>Dataset factory report</h1><p>Lake snapshot {snap}, generated {utcnow():%Y-%m-%d %H:%M:%S} UTC.</p>",
+            headline_html(head),
+            "<h2>Tests by kind</h2>"
             "<table><tr><th>source</th><th>problems</th><th>tests</th><th>tests by kind</th></tr>" + rows + "</table>"]
     for title, png, note in sections:
         body.append(f"<h2>{e(title)}</h2>")

@@ -130,3 +130,49 @@ def recipes(con: duckdb.DuckDBPyConnection) -> dict | None:
             out[recipe]["pass_rate"].append(p)
             out[recipe]["potential"].append(pot)
     return out
+
+
+def headline(con: duckdb.DuckDBPyConnection) -> dict:
+    """The numbers the report opens with: per source - problems, tests, reference / sample pass rates (mean
+    pass rate of executed programs, references passing every test), problems in RL training (gold.rl_problems)
+    and contaminated problems removed (gold.training_exclusions, reason contaminated, applied); plus the releases
+    cut from the lake (ops.releases). Absent views count as None (not curated yet)."""
+    have = existing_columns(con)
+    rl = ("SELECT source, count(*) AS n FROM gold.rl_problems GROUP BY source" if "gold.rl_problems" in have
+          else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n WHERE false")
+    removed = ("SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions "
+               "WHERE reason = 'contaminated' AND applied GROUP BY source" if "gold.training_exclusions" in have
+               else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n WHERE false")
+    rows = con.execute(f"""
+        WITH v AS ({LATEST_VERDICTS}),
+        per_program AS (
+            SELECT v.program_id, any_value(pr.origin) AS origin, any_value(pr.problem_id) AS problem_id,
+                   avg((v.status = 'pass')::INT) AS rate, bool_and(v.status = 'pass') AS all_pass
+            FROM v JOIN silver.programs pr USING (program_id) GROUP BY v.program_id),
+        rates AS (
+            SELECT pb.source,
+                   avg(rate) FILTER (WHERE origin = 'reference') AS ref_rate,
+                   count(*) FILTER (WHERE origin = 'reference') AS refs,
+                   count(*) FILTER (WHERE origin = 'reference' AND all_pass) AS refs_all_pass,
+                   avg(rate) FILTER (WHERE origin = 'sample') AS sample_rate,
+                   count(*) FILTER (WHERE origin = 'sample') AS samples
+            FROM per_program JOIN silver.problems pb USING (problem_id) GROUP BY pb.source),
+        counts AS (
+            SELECT p.source, count(DISTINCT p.problem_id) AS problems, count(t.test_id) AS tests
+            FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id) GROUP BY p.source),
+        rl AS ({rl}), removed AS ({removed})
+        SELECT c.source, c.problems, c.tests, r.ref_rate, coalesce(r.refs, 0), coalesce(r.refs_all_pass, 0),
+               r.sample_rate, coalesce(r.samples, 0), rl.n, removed.n
+        FROM counts c LEFT JOIN rates r USING (source) LEFT JOIN rl USING (source)
+        LEFT JOIN removed USING (source) ORDER BY c.source""").fetchall()
+    cols = ("source", "problems", "tests", "reference_pass_rate", "references", "references_all_pass",
+            "sample_pass_rate", "samples", "rl_problems", "contamination_removed")
+    sources = [dict(zip(cols, r)) for r in rows]
+    if "gold.rl_problems" in have:
+        for s in sources:
+            s["rl_problems"] = s["rl_problems"] or 0
+    if "gold.training_exclusions" in have:
+        for s in sources:
+            s["contamination_removed"] = s["contamination_removed"] or 0
+    releases = [r[0] for r in con.execute("SELECT name FROM ops.releases ORDER BY created_at DESC, name").fetchall()]
+    return {"sources": sources, "releases": releases}
