@@ -111,8 +111,8 @@ def _verl_tool(tmp_path, url):
     from verl.tools.tool_registry import initialize_tools_from_config
 
     cfg = tmp_path / "tools.yaml"
-    cfg.write_text(f"tools:\n  - class_name: factory.serve.verl_tool.FactoryInterpreterTool\n    config:\n"
-                   f"      type: native\n" + (f"      url: {url}\n" if url else "") +
+    cfg.write_text("tools:\n  - class_name: factory.serve.verl_tool.FactoryInterpreterTool\n    config:\n"
+                   "      type: native\n" + (f"      url: {url}\n" if url else "") +
                    "      cpu_s_per_call: 2\n      idle_timeout_s: 60\n")
     tools = initialize_tools_from_config(str(cfg))
     assert len(tools) == 1 and tools[0].name == "code_interpreter"
