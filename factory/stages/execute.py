@@ -220,6 +220,7 @@ def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | N
         from factory.sandbox import SandboxPool
         return SandboxPool(limits, workers)
     if engine == "ray":
+        _check_ray_address(ray_address)
         try:
             from factory.sandbox.ray_pool import RaySandboxPool
             return RaySandboxPool(limits, ray_address)
@@ -231,6 +232,23 @@ def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | N
                                "`ray start --head`, or pass --ray-address HOST:PORT; --engine local runs here) "
                                f"[{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}]") from None
     raise InputError(f"unknown engine {engine!r} (local | ray)")
+
+
+def _check_ray_address(address: str | None) -> None:
+    """A HOST:PORT (or ray://HOST:PORT) that nothing listens on is one clear line within seconds (ray.init would
+    keep retrying it); ``auto`` is checked by ray.init itself (no cluster: ConnectionError, see _pool)."""
+    import socket
+
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        raise InputError(f"--ray-address {address!r}: expected auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise FactoryError(f"--engine ray: no Ray cluster at --ray-address {address!r} ({exc.strerror or exc}); "
+                           "start one with `ray start --head`, or use --engine local") from None
 
 
 def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> list[Verdict]:
