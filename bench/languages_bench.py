@@ -90,6 +90,7 @@ def main() -> None:
     probs = problems()
     limits = Limits(cpu_s=6.0, memory_mb=1024)
     rows = []
+    load_before = os.getloadavg()
     for lang in a.languages.split(","):
         if lang != "python" and languages.toolchain(lang) is None:
             print(f"skip {lang}: {languages.missing_message(lang)}")
@@ -99,8 +100,10 @@ def main() -> None:
         print(f"{lang}: {r['programs_per_s']} programs/s ({r['pct_of_bound']} % of bound)", flush=True)
     hdr = (f"{'language':<11}{'tests pass':>11}{'all-pass':>10}{'programs/s':>12}{'compile s':>11}{'run s':>8}"
            f"{'bound/s':>9}{'% bound':>9}")
+    load = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     print(f"\n{len(probs)} CodeContests problems x {a.copies} copies, {a.workers} workers, "
-          f"{platform.processor() or platform.machine()}\n" + hdr)
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average before/after "
+          f"{load[:3]} / {load[3:]} (other work on the machine lowers % of bound)\n" + hdr)
     for r in rows:
         print(f"{r['language']:<11}{r['test_pass_rate']:>11.1%}{r['programs_all_pass']:>10.1%}{r['programs_per_s']:>12.2f}"
               f"{r['compile_cpu_s_per_program']:>11.3f}{r['run_cpu_s_per_program']:>8.3f}"
@@ -108,7 +111,7 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps({
         "problems": [p["task_id"] for p in probs], "copies": a.copies, "workers": a.workers,
-        "cpu_count": os.cpu_count(), "limits": limits.as_dict(),
+        "cpu_count": os.cpu_count(), "loadavg_before": load[:3], "loadavg_after": load[3:], "limits": limits.as_dict(),
         "bound": "workers / (compile CPU + run CPU per program), CPU as the sandbox metered it", "rows": rows},
         indent=1))
     print(f"wrote {a.out}")
