@@ -293,6 +293,21 @@ def test_recipe_cuts_four_stage_releases_and_exports_them(rg_lake, tmp_path):
     sft = pq.read_table(s4 / "verl_sft" / "train.parquet").to_pylist()
     assert sft and all(r["reward"] >= 1.0 for r in sft)
     assert any(m["role"] == "tool" and "Code Execution Results" in m["content"] for r in sft for m in r["messages"])
+    # verl's own RL dataset reads the stage export: chat prompt, tools_kwargs for the agent loop, the rule truth
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from factory.generation.tiny import build_tiny_tokenizer
+    cfg = OmegaConf.create({"prompt_key": "prompt", "max_prompt_length": 4096, "truncation": "error",
+                            "filter_overlong_prompts": False, "return_raw_chat": True})
+    ds = RLHFDataset(data_files=[str(s4 / "verl_rl" / "train.parquet")], tokenizer=build_tiny_tokenizer(), config=cfg)
+    item = ds[0]
+    assert len(ds) == 12 and item["raw_prompt"][0]["role"] == "system"
+    assert item["tools_kwargs"]["code_interpreter"]["create_kwargs"]["max_calls"] == 8
+    from tests.trainer_clients import verl_reward_fn
+    truth = item["reward_model"]["ground_truth"]
+    assert verl_reward_fn("compute_score")(item["data_source"], f"<<<{json.loads(truth)['answer']}>>>",
+                                           truth) == pytest.approx(1.1)
     # a re-run with the same rows reuses the releases
     assert [r["release"] for r in cut_stage_releases(rg_lake, releases_dir=tmp_path / "rel", date="20260101",
                                                      log=lambda *_: None)] == [r["release"] for r in rels]
