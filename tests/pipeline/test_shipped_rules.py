@@ -1,0 +1,48 @@
+"""The judging rules the factory ships (checkers/codecontests/) apply by default (#35): `factory ingest` attaches
+them, and `execute` attaches them to a lake that has the source without them - no manual `factory checkers`."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from factory.assets import path as shipped
+from factory.stages.execute import execute
+from factory.stages.ingest import ingest_source
+from tests.lakeutil import init_lake
+from tests.lakeutil import query as q
+
+FILE_RULES = "SELECT count(*) FROM silver.checkers WHERE origin = 'file'"
+
+
+def _cc_file(shared_data):
+    return shared_data / "codecontests_subset300" / "codecontests_subset300.jsonl"
+
+
+def test_ingest_attaches_the_shipped_checkers(shared_data, tmp_path):
+    files = sorted(shipped("checkers", "codecontests").glob("*.py"))
+    assert len(files) >= 20
+    lake = init_lake(tmp_path / "lake")
+    out = subprocess.run([sys.executable, "-m", "factory.cli", "ingest", "codecontests", "--path",
+                          str(_cc_file(shared_data)), "--lake", str(lake)], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "FACTORY_LAKE"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "judging rules shipped with the factory" in out.stdout
+    assert q(lake, FILE_RULES)[0][0] == len(files)
+    names = {r[0].replace("/", "__") for r in q(lake, "SELECT pb.source_id FROM silver.checkers c JOIN silver.problems pb "
+                                   "USING (problem_id) WHERE c.origin = 'file'")}
+    assert names == {f.stem for f in files}   # file name = source_id with '/' written "__"
+    detected = q(lake, "SELECT count(*) FROM silver.checkers WHERE origin IN ('statement', 'answers')")[0][0]
+    assert detected > 0   # tolerance / any-case rules stated by the problems, detected on the way
+
+
+def test_execute_attaches_them_to_a_lake_that_lacks_them(shared_data, tmp_path):
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("codecontests", [_cc_file(shared_data)], lake=lake, source="codecontests")   # the API: no hook
+    assert q(lake, FILE_RULES)[0][0] == 0
+    execute(lake, selection="reference", program_ids=[], sources=["codecontests"])
+    n = q(lake, FILE_RULES)[0][0]
+    assert n == len(list(shipped("checkers", "codecontests").glob("*.py")))
+    runs = q(lake, "SELECT count(*) FROM ops.runs WHERE stage = 'checkers'")[0][0]
+    execute(lake, selection="reference", program_ids=[], sources=["codecontests"])   # present: not attached again
+    assert q(lake, "SELECT count(*) FROM ops.runs WHERE stage = 'checkers'")[0][0] == runs
