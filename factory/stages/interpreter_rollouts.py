@@ -58,6 +58,17 @@ def prompt_messages(question: str, mode: str) -> list[dict]:
     return [{"role": "system", "content": MODES[mode]}, {"role": "user", "content": question}]
 
 
+def _rows(con, sql: str, params=()) -> list[tuple]:
+    """Rows of a read query; a lake made before this stage's tables existed has none yet (the next stage run
+    adds them), which reads as no rows."""
+    import duckdb
+
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    except duckdb.CatalogException:
+        return []
+
+
 # -- sample ------------------------------------------------------------------------------------------------
 def load_policy(model: str | None, backend: str = "transformers", *, max_new_tokens: int, temperature: float,
                 base_url: str | None = None, tokenizer_model: str | None = None):
@@ -104,7 +115,7 @@ def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: 
     con = connect(lake, read_only=True)
     try:
         problems = answer_problems(con, sources, limit_per_source)
-        done = {r[0] for r in con.execute(f"SELECT rollout_id FROM {ROLLOUTS}").fetchall()}
+        done = {r[0] for r in _rows(con, f"SELECT rollout_id FROM {ROLLOUTS}")}
     finally:
         con.close()
     if not problems:
@@ -181,11 +192,11 @@ def build_curriculum(lake=None, *, recipe: str = "r1-code-interpreter", model: s
     con = connect(lake, read_only=True)
     try:
         problems = {p["problem_id"]: p for p in answer_problems(con, sources)}
-        stats = con.execute(f"""
+        stats = _rows(con, f"""
             SELECT problem_id, count(*), count(*) FILTER (WHERE correct), avg(reward)
-            FROM {ROLLOUTS} WHERE model = ? GROUP BY problem_id""", [model]).fetchall()
-        per_mode = con.execute(f"SELECT problem_id, mode, avg(correct::INT) FROM {ROLLOUTS} WHERE model = ? "
-                               "GROUP BY ALL ORDER BY ALL", [model]).fetchall()
+            FROM {ROLLOUTS} WHERE model = ? GROUP BY problem_id""", [model])
+        per_mode = _rows(con, f"SELECT problem_id, mode, avg(correct::INT) FROM {ROLLOUTS} WHERE model = ? "
+                         "GROUP BY ALL ORDER BY ALL", [model])
     finally:
         con.close()
     modes: dict = {}
@@ -242,9 +253,11 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
     date = date or datetime.now(timezone.utc).strftime("%Y%m%d")
     con = connect(lake, read_only=True)
     try:
-        stage_rows = con.execute(f"SELECT s.stage, count(*) FROM {TASKS}, unnest(CAST(json_extract_string(stages, "
-                                 "'$[*]') AS VARCHAR[])) AS s(stage) WHERE recipe = ? GROUP BY 1 ORDER BY 1",
-                                 [recipe]).fetchall()
+        stage_rows = _rows(con, f"SELECT s.stage, count(*) FROM {TASKS}, unnest(CAST(json_extract_string(stages, "
+                           "'$[*]') AS VARCHAR[])) AS s(stage) WHERE recipe = ? GROUP BY 1 ORDER BY 1", [recipe])
+        if not stage_rows:
+            raise FactoryError(f"no gold.r1ci_tasks rows for recipe {recipe!r}: run `factory interpreter-rollouts "
+                               "curriculum` first")
         content = con.execute(f"SELECT md5(string_agg(problem_id || stages || rollouts || correct, ',' ORDER BY "
                               f"problem_id)) FROM {TASKS} WHERE recipe = ?", [recipe]).fetchone()[0]
         model = con.execute(f"SELECT any_value(model) FROM {TASKS} WHERE recipe = ?", [recipe]).fetchone()[0]
@@ -360,7 +373,8 @@ def _count(lake, sql: str, params=()) -> int:
 
     con = connect(lake, read_only=True)
     try:
-        return con.execute(sql, list(params)).fetchone()[0]
+        rows = _rows(con, sql, params)
+        return rows[0][0] if rows else 0
     finally:
         con.close()
 
@@ -392,9 +406,9 @@ def run_step(lake=None, action: str = "sample", **params) -> dict:
 def register(sub, add_lake) -> None:
     p = sub.add_parser("interpreter-rollouts", help="R1-Code-Interpreter: multi-turn interpreter rollouts of "
                        "final-answer tasks, potential 4p(1-p), 4 curriculum stage releases")
-    add_lake(p)
     act = p.add_subparsers(dest="action", required=True)
     s = act.add_parser("sample", help="K modes x M answers per final-answer problem -> silver.interpreter_rollouts")
+    add_lake(s)
     s.add_argument("--model", default="smollm2", help="transformers model dir/.gguf (default smollm2: SmolLM2-135M) "
                                                       "or the served model's name")
     s.add_argument("--backend", default="transformers", help="transformers | openai | vllm")
@@ -411,11 +425,13 @@ def register(sub, add_lake) -> None:
     s.add_argument("--temperature", type=float, default=1.0)
     s.add_argument("--batch-size", type=int, default=16)
     c = act.add_parser("curriculum", help="p, potential 4p(1-p), stages -> gold.r1ci_tasks")
+    add_lake(c)
     c.add_argument("--recipe", default="r1-code-interpreter")
     c.add_argument("--model", default="smollm2")
     c.add_argument("--sources")
     c.add_argument("--fractions", default="0.25,0.5,0.75,1.0")
     r = act.add_parser("release", help="one release per stage, exported in verl / TRL multi-turn formats")
+    add_lake(r)
     r.add_argument("--recipe", default="r1-code-interpreter")
     r.add_argument("--releases-dir")
     r.add_argument("--date")
