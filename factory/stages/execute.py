@@ -131,7 +131,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             batch_programs: int = 500, fill_expected: bool = True, program_ids: list[str] | None = None,
             engine: str = "local", ray_address: str | None = "auto", shard: tuple[int, int] | None = None,
             time_limits: str = "calibrated", cache: bool = True,
-            commit_every_s: float = COMMIT_EVERY_S) -> ExecuteReport:
+            commit_every_s: float = COMMIT_EVERY_S, shipped_rules: bool = True) -> ExecuteReport:
     """Execute the selected programs on every test of their problem that has no verdict under `limits` yet.
 
     ``engine="ray"`` runs the sandbox on every node of a Ray cluster (:class:`RaySandboxPool`); verdicts are
@@ -162,7 +162,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         where += " AND list_contains(?, p.program_id)"
         params.append(program_ids)
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
-    if shard is None or shard[0] == 0:   # the rules the factory ships (checkers/<source>/) judge by default
+    if shipped_rules and (shard is None or shard[0] == 0):   # the rules the factory ships judge by default
         from factory.judging.attach import apply_shipped_rules
         apply_shipped_rules(lake, sources)
     with _pool(engine, limits, workers, ray_address) as pool:
@@ -426,6 +426,9 @@ def register(sub, add_lake) -> None:
                    help="commit results at least this often (batches sized by measured time): an interrupt "
                         "loses at most this much work (default 60)")
     p.add_argument("--no-expected", action="store_true", help="skip computing expected outputs of call tests")
+    p.add_argument("--no-shipped-rules", action="store_true",
+                   help="do not attach the judging rules the factory ships (checkers/<source>/ and rules stated by "
+                        "the problems) to sources that lack them; rules already in silver.checkers still apply")
     p.add_argument("--no-cache", action="store_true",
                    help="run every program even if an identical one (same text, tests, limits, judge version) was "
                         "judged before (silver.verdict_cache); FACTORY_VERDICT_CACHE=0 does the same")
@@ -452,7 +455,8 @@ def cmd_execute(args) -> None:
                      workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
                      ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits,
-                     cache=not args.no_cache, commit_every_s=args.commit_every)
+                     cache=not args.no_cache, commit_every_s=args.commit_every,
+                     shipped_rules=not args.no_shipped_rules)
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
     if report.cache is not None and report.cache.jobs:

@@ -44,7 +44,8 @@ def cc_lake(tmp_path_factory, shared_data):
     chosen = [TOLERANCE, YES_NO, ANY_ORDER, PLAIN]
     ids = _references(lake, chosen)
     assert len(ids) == 4
-    execute(lake, program_ids=ids, limits=LIMITS)
+    # the judging before any rule (execute attaches the shipped ones by default: tests/pipeline/test_shipped_rules)
+    execute(lake, program_ids=ids, limits=LIMITS, shipped_rules=False)
     return lake, ids, chosen, tmp
 
 
@@ -60,11 +61,11 @@ def test_statement_rules(cc_lake):
     assert report["rules"] >= 30           # 24 tolerances + 15 case rules among the 300 (measured: 39)
     assert run_checkers(lake, ["codecontests"])["changed"] == 0     # idempotent: no new snapshot
     before = query(lake, "SELECT count(*) FROM silver.executions")[0][0]
-    rep = execute(lake, program_ids=ids, limits=LIMITS)
+    rep = execute(lake, program_ids=ids, limits=LIMITS, shipped_rules=False)
     assert rep.programs == 2                # only the two problems whose rule changed are re-judged
     assert _passed(lake, TOLERANCE) == (10, 10) and _passed(lake, YES_NO) == (10, 10)
     assert query(lake, "SELECT count(*) FROM silver.executions")[0][0] == before + 20
-    assert execute(lake, program_ids=ids, limits=LIMITS).programs == 0
+    assert execute(lake, program_ids=ids, limits=LIMITS, shipped_rules=False).programs == 0
 
 
 def test_checker_program_from_file(cc_lake, tmp_path):
@@ -95,7 +96,7 @@ def check(input, expected, actual):
 ''')
     assert _passed(lake, ANY_ORDER)[0] < 10
     run_checkers(lake, ["codecontests"], folder)
-    execute(lake, program_ids=ids, limits=LIMITS)
+    execute(lake, program_ids=ids, limits=LIMITS, shipped_rules=False)
     assert _passed(lake, ANY_ORDER) == (10, 10)
     # wrong answers are still wrong under the checker: a self-game, a game already played
     rule = next(j for j in load_judging_of(lake).values() if j.policy == "program")
@@ -141,14 +142,14 @@ def test_calibrated_limits(cc_lake):
     for ms, cpu_s, status in rows:
         assert status == "calibrated" and cpu_s == calibrated_limit(ms / 1000, 4.0, 0.5, 6.0)
     before = query(lake, "SELECT count(*) FROM silver.executions")[0][0]
-    execute(lake, program_ids=ids, limits=LIMITS)
+    execute(lake, program_ids=ids, limits=LIMITS, shipped_rules=False)
     limits = query(lake, """SELECT DISTINCT e.limits::JSON->>'cpu_s', t.cpu_s FROM silver.executions e
         JOIN silver.programs p USING (program_id) JOIN silver.time_limits t USING (problem_id)
         WHERE e.executed_at = (SELECT max(executed_at) FROM silver.executions)""")
     assert limits and all(float(a) == b for a, b in limits)
     assert query(lake, "SELECT count(*) FROM silver.executions")[0][0] == before + 10 * len(ids)
     # --time-limits fixed reads the verdicts already stored under the run's own limit: nothing to do
-    assert execute(lake, program_ids=ids, limits=LIMITS, time_limits="fixed").programs == 0
+    assert execute(lake, program_ids=ids, limits=LIMITS, time_limits="fixed", shipped_rules=False).programs == 0
 
 
 def test_cli(cc_lake):
