@@ -45,7 +45,7 @@ def read_checker_file(path: Path) -> str:
 
 
 def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str | Path | None = None,
-                 detect: bool = True) -> dict:
+                 detect: bool = True, unmatched_ok: bool = False) -> dict:
     """Attach judging rules to problems: rules stated by stdin/stdout problems (tolerance, any-case answers)
     when ``detect``, and checker programs from ``checker_dir`` (one ``<source_id>.py`` per problem, ``/`` in the
     id written ``__``; a checker file wins over a detected rule)."""
@@ -80,7 +80,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
                 if rule is not None:
                     found[problem_id] = _row(problem_id, rule, None)
         unknown = sorted(set(files) - matched_files)
-        if unknown:
+        if unknown and not unmatched_ok:   # the shipped folder covers a whole dataset: a slice matches part of it
             raise InputError(f"{len(unknown)} checker file(s) name no selected problem, e.g. {unknown[0]}.py "
                              "(file name = source_id with '/' written '__')", file=str(checker_dir))
         ids = [p[0] for p in problems]
@@ -132,12 +132,13 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
         present = [r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()]
         todo = {}
         for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
-            stems = [p.stem for p in shipped_folder(source).glob("*.py")]
-            have = con.execute("""
-                SELECT count(*) FROM silver.checkers c JOIN silver.problems pb USING (problem_id)
-                WHERE pb.source = ? AND c.origin = 'file'""", [source]).fetchone()[0]
-            if have < len(stems):
+            stems = {p.stem for p in shipped_folder(source).glob("*.py")}
+            rows = con.execute("""
+                SELECT replace(pb.source_id, '/', '__'), bool_or(c.origin = 'file')
+                FROM silver.problems pb LEFT JOIN silver.checkers c USING (problem_id)
+                WHERE pb.source = ? GROUP BY ALL""", [source]).fetchall()
+            if any(key in stems and not has_file for key, has_file in rows):
                 todo[source] = shipped_folder(source)
     finally:
         con.close()
-    return {source: run_checkers(lake, [source], folder) for source, folder in todo.items()}
+    return {source: run_checkers(lake, [source], folder, unmatched_ok=True) for source, folder in todo.items()}

@@ -46,3 +46,17 @@ def test_execute_attaches_them_to_a_lake_that_lacks_them(shared_data, tmp_path):
     runs = q(lake, "SELECT count(*) FROM ops.runs WHERE stage = 'checkers'")[0][0]
     execute(lake, selection="reference", program_ids=[], sources=["codecontests"])   # present: not attached again
     assert q(lake, "SELECT count(*) FROM ops.runs WHERE stage = 'checkers'")[0][0] == runs
+
+
+def test_a_slice_of_the_dataset_gets_the_rules_of_its_problems(shared_data, tmp_path):
+    """The shipped folder covers all 300 problems: a 60-row slice gets the rules of its own problems, no error."""
+    rows = _cc_file(shared_data).read_text().splitlines()[:60]
+    (tmp_path / "cc.jsonl").write_text("\n".join(rows) + "\n")
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("codecontests", [tmp_path / "cc.jsonl"], lake=lake, source="codecontests")
+    execute(lake, selection="reference", program_ids=[], sources=["codecontests"])
+    have = {r[0].replace("/", "__") for r in q(lake, "SELECT pb.source_id FROM silver.checkers c JOIN "
+                                                     "silver.problems pb USING (problem_id) WHERE c.origin = 'file'")}
+    ids = {r[0].replace("/", "__") for r in q(lake, "SELECT source_id FROM silver.problems")}
+    expected = {f.stem for f in shipped("checkers", "codecontests").glob("*.py")} & ids
+    assert 0 < len(expected) < 24 and have == expected, len(expected)
