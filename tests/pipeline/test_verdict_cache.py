@@ -128,6 +128,7 @@ def test_key_covers_program_tests_limits_and_judge():
             entry_point="f"),
         Job("p", job.code, tests, entry_point="f", cpu_s=1.0),
         Job("p", job.code, tests, entry_point="f", stop_at_timeout=False),
+        Job("p", job.code, tests, entry_point="f", language="cpp"),
     ]
     keys = {vc.job_key(v, LIMITS).key for v in variants} | {base.key, vc.job_key(job, Limits(cpu_s=2.0)).key,
                                                              vc.job_key(job, LIMITS, "0.0.0").key}
