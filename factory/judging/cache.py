@@ -12,7 +12,9 @@ hashes of every part a verdict depends on, never a program id:
   (comparison, serialisation, isolation) invalidates every entry.
 
 A cached entry is reused only when all four parts match what it was stored under (not just the combined key).
-Infra errors are never cached. Two stores: :class:`LakeCache` (``silver.verdict_cache``, read and written
+Verdicts that depend on the machine's load rather than on the program are never stored: infra errors and
+time-outs (a program that timed out on a busy machine is judged again next time; identical copies within one
+call still share its verdict). Two stores: :class:`LakeCache` (``silver.verdict_cache``, read and written
 inside `factory execute`'s own transaction, through the one commit path) and :class:`MemoryCache` (an
 in-process LRU for the reward entry points, which never open the lake). Bypass: ``factory execute --no-cache``
 or ``FACTORY_VERDICT_CACHE=0`` (both paths). Importable without DuckDB (the reward loads it in trainers).
@@ -32,6 +34,7 @@ from factory.sandbox.types import SANDBOX_VERSION, Job, Limits, Verdict
 
 ENV = "FACTORY_VERDICT_CACHE"          # 0 / false / off: bypass every verdict cache
 TABLE = "silver.verdict_cache"
+LOAD_DEPENDENT = frozenset({"infra_error", "timeout"})   # statuses whose verdicts are never stored
 _JUDGE_VERSION: str | None = None
 
 
@@ -217,9 +220,10 @@ def run_cached(jobs: list[Job], limits: Limits, runner, store, stats: CacheStats
     for v in fresh:
         by_program.setdefault(v.program_id, []).append(v)
     ran = {key: by_program.get(job.program_id, []) for key, job in reps.items()}
-    store.put_many([(k, _payload(ran[k.key])) for k in {k.key: k for k in keys}.values()
-                    if k.key in ran and ran[k.key] and all(v.status != "infra_error" for v in ran[k.key])])
-    stats.stored += sum(1 for key in ran if ran[key])
+    storable = [(k, _payload(ran[k.key])) for k in {k.key: k for k in keys}.values()
+                if k.key in ran and ran[k.key] and all(v.status not in LOAD_DEPENDENT for v in ran[k.key])]
+    store.put_many(storable)
+    stats.stored += len(storable)
     stats.misses += len(reps)
     out: list[Verdict] = []
     for job, k in zip(jobs, keys):

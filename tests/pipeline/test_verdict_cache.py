@@ -160,3 +160,29 @@ def test_reward_lru_serves_repeated_completions(monkeypatch):
     runs = reward.CACHE_STATS.misses
     assert reward.score_completions([good, good], [gt] * 2) == [1.0, 1.0]
     assert reward.CACHE_STATS.misses - runs == 2
+
+
+def test_timeouts_are_not_stored_they_depend_on_the_machines_load():
+    """A program that timed out (perhaps only because the machine was busy) is judged again next time; its
+    identical copies in the same call still share the verdict. Its passing twin is stored."""
+    from factory.sandbox import run_jobs
+
+    tests = [TestSpec("t0", "assert", code="assert f(1) == 2")]
+    looping = "def f(x):\n    while True:\n        pass\n"
+    good = "def f(x):\n    return x + 1\n"
+    jobs = [Job("a", looping, tests, entry_point="f"), Job("b", looping, tests, entry_point="f"),
+            Job("c", good, tests, entry_point="f")]
+    limits = Limits(cpu_s=0.5, wall_min_s=3.0)
+    store, stats = vc.MemoryCache(), vc.CacheStats()
+    ran: list[int] = []
+
+    def runner(batch):
+        ran.append(len(batch))
+        return run_jobs(batch, limits, workers=1)
+
+    first = vc.run_cached(jobs, limits, runner, store, stats)
+    assert [v.status for v in first] == ["timeout", "timeout", "pass"] and ran == [2]
+    assert stats.batch_duplicates == 1 and stats.stored == 1 and len(store) == 1
+    second = vc.run_cached(jobs, limits, runner, store, stats)
+    assert [v.status for v in second] == ["timeout", "timeout", "pass"] and ran == [2, 1]   # the loop ran again
+    assert stats.hits == 1
