@@ -147,13 +147,16 @@ def test_deepcoder_recipe_rules_counts_release_and_card(lake, releases):
 
 
 def test_rerun_replaces_rows_and_reuses_the_release(lake, releases):
-    first = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    # the same recipe as test_deepcoder_recipe_rules_counts_release_and_card (its skipped execute step included)
+    first = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet,
+                       skip=["execute"])
     rows = q(lake, "SELECT count(*) FROM gold.recipe_decisions WHERE recipe = 'deepcoder'")[0][0]
-    again = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
+    again = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet,
+                       skip=["execute"])
     assert q(lake, "SELECT count(*) FROM gold.recipe_decisions WHERE recipe = 'deepcoder'")[0][0] == rows
     assert again["releases"] == first["releases"] == ["deepcoder-20260101"]
     changed = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", prepare=False,
-                         overrides={"max_tests": 10}, log=quiet)
+                         overrides={"max_tests": 10}, log=quiet, skip=["execute"])
     assert changed["releases"] == ["deepcoder-20260101.2"]
     assert q(lake, "SELECT max(n_tests) FROM gold.recipe_problems WHERE recipe = 'deepcoder'")[0][0] == 10
     assert '"max_tests": 10' in (releases / "deepcoder-20260101.2" / "README.md").read_text()
