@@ -4,7 +4,6 @@ other node, every (program, test) row is there exactly once."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -46,7 +45,7 @@ def cluster():
     c.shutdown()
 
 
-def test_ray_verdicts_equal_local_and_survive_a_lost_node(cluster, tmp_path):
+def test_ray_verdicts_equal_local_and_survive_a_lost_node(cluster, tmp_path, monkeypatch):
     local_lake, ids = _lake(tmp_path / "local")
     execute(local_lake, selection="all", program_ids=ids, limits=LIMITS, batch_programs=1000)
     local = _verdicts(local_lake)
@@ -61,13 +60,33 @@ def test_ray_verdicts_equal_local_and_survive_a_lost_node(cluster, tmp_path):
     # a node removed mid-run: its unfinished batches run again on the head node; exact row counts
     lost_lake, _ = _lake(tmp_path / "lost")
     worker = [n for n in cluster.list_all_nodes() if n is not cluster.head_node][0]
-    killer = threading.Timer(2.0, lambda: cluster.remove_node(worker, allow_graceful=False))
+    import factory.stages.execute as stage
+
+    running, first_commit, removed_mid_run = threading.Event(), threading.Event(), []
+    commit_batch = stage._execute_batch
+
+    def batch_then_signal(*args, **kwargs):   # the real batch; then say that it is in the lake
+        commit_batch(*args, **kwargs)
+        first_commit.set()
+
+    monkeypatch.setattr(stage, "_execute_batch", batch_then_signal)
+
+    def remove_after_first_commit():   # an event of the run, not a timer: its first batch is committed
+        if first_commit.wait(timeout=600) and running.is_set():
+            cluster.remove_node(worker, allow_graceful=False)
+            removed_mid_run.append(running.is_set())
+
+    running.set()
+    killer = threading.Thread(target=remove_after_first_commit)
     killer.start()
-    t0 = time.time()
-    report = execute(lost_lake, selection="all", program_ids=ids, limits=LIMITS, batch_programs=1000,
-                     engine="ray", ray_address=cluster.address)
-    killer.join()
-    assert time.time() - t0 > 2.0, "the run ended before the node was removed: nothing was tested"
+    try:
+        report = execute(lost_lake, selection="all", program_ids=ids, limits=LIMITS, batch_programs=1000,
+                         engine="ray", ray_address=cluster.address)
+    finally:
+        running.clear()
+        first_commit.set()
+        killer.join()
+    assert removed_mid_run == [True], "the run ended before the node was removed: nothing was tested"
     assert report.lost_nodes == 1 and report.retried_batches >= 1
     rows = q(lost_lake, "SELECT count(*), count(DISTINCT (program_id, test_id)) FROM silver.executions")[0]
     assert rows[0] == rows[1] == len(local)
