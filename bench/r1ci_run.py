@@ -56,7 +56,7 @@ def main() -> None:
     t0 = time.perf_counter()
     ingested = ingest_reasoning_gym(tasks, args.size, args.seed, lake=lake)
     t_ingest = time.perf_counter() - t0
-    print(f"ingested: " + ", ".join(f"{r.source}={r.problems}" for r in ingested), flush=True)
+    print("ingested: " + ", ".join(f"{r.source}={r.problems}" for r in ingested), flush=True)
     t0 = time.perf_counter()
     res = sample_rollouts(lake, model="smollm2", modes=args.modes.split(","), answers=args.answers, seed=args.seed,
                           max_calls=args.max_calls, cpu_s_per_call=10, wall_s_per_call=60,
@@ -131,7 +131,7 @@ def main() -> None:
         fig.tight_layout()
         png.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(png, dpi=100)
-        out["potential_histogram_png"] = str(png.relative_to(ROOT))
+        out["potential_histogram_png"] = str(png.relative_to(ROOT) if png.is_relative_to(ROOT) else png)
     except ImportError:
         out["potential_histogram_png"] = None
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
