@@ -232,6 +232,50 @@ def setup_worker_mounts(plan: dict) -> None:
 _SCRATCH: dict = {"mounted": False, "baseline": None}
 
 
+def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], needed: list[str]) -> str | None:
+    """Move this process into a sandbox of its own: new mount/pid/net/ipc/uts namespaces (a user namespace when
+    not root), a forked pid 1 inside them whose outer parent only waits, mirrors its exit status and then removes
+    the cgroup ``slot`` (the inside has no /sys), signals ignored, the slot joined, hostname ``sandbox``, the
+    minimal read-only root with ``needed`` bound in, not dumpable. Used by the zygote (programs) and the
+    interpreter-session host. Returns None, or why the sandbox could not be entered (the caller degrades)."""
+    import signal
+
+    try:
+        enter_namespaces(dict(mntns=True, pidns=True, netns=True, ipcns=True, utsns=True, userns=not root))
+    except OSError as exc:
+        return f"unshare: {exc}"
+    pid = os.fork()
+    if pid:  # outer waiter
+        for fd in close_in_waiter:
+            os.close(fd)
+        while True:
+            try:
+                _, st = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        if slot:
+            try:
+                slot.kill_all()
+                slot.remove()
+            except OSError:
+                pass
+        os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_IGN)
+    if slot:  # join the slot and open every cgroup file we poll, before /sys leaves our view
+        slot.adopt_self()
+        slot.prepare()
+    try:
+        __import__("socket").sethostname("sandbox")
+        setup_worker_mounts({"needed": needed})
+    except OSError as exc:
+        return f"worker mounts: {exc}"
+    prctl(PR_SET_DUMPABLE, 0)
+    return None
+
+
 def _scratch_state() -> tuple:
     """What a program could leave behind in /tmp and /dev/shm: any inode, any data block, a mode change."""
     out = []

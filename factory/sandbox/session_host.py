@@ -23,6 +23,8 @@ import struct
 import sys
 import time
 
+from factory.sandbox.zygote_io import read_exact
+
 HDR = struct.Struct(">I")
 IDLE_POLL_S = 1.0               # how often the host checks an idle session's CPU
 IDLE_CPU_S = 2.0                # CPU an idle session may use between cells before its interpreter is restarted
@@ -36,15 +38,6 @@ def send(fd: int, obj) -> None:
     while view:
         view = view[os.write(fd, view):]
 
-
-def read_exact(fd: int, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
 
 
 def recv(fd: int, timeout: float | None = None):
@@ -131,47 +124,14 @@ class Host:
         self.note = ""             # told with the next cell (the interpreter was restarted while idle)
 
     def _enter_ns(self) -> bool:
-        iso = self.iso
-        try:
-            iso.enter_namespaces(dict(mntns=True, pidns=True, netns=True, ipcns=True, utsns=True,
-                                      userns=not self.root))
-        except OSError as exc:
-            self.degraded.append(f"no namespaces (unshare: {exc})")
-            return False
-        pid = os.fork()
-        if pid:   # outer waiter: mirror the host's exit, then remove the slot (the host has no /sys)
-            os.close(self.ctl_in)
-            os.close(self.ctl_out)
-            while True:
-                try:
-                    _, st = os.waitpid(pid, 0)
-                    break
-                except InterruptedError:
-                    continue
-            if self.slot:
-                try:
-                    self.slot.kill_all()
-                    self.slot.remove()
-                except OSError:
-                    pass
-            os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
-        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-            signal.signal(sig, signal.SIG_IGN)
-        if self.slot:
-            self.slot.adopt_self()
-            self.slot.prepare()
-        try:
-            __import__("socket").sethostname("sandbox")
-            project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            needed = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
-                p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
-            iso.setup_worker_mounts({"needed": needed})
-        except OSError as exc:
-            self.degraded.append(f"worker mounts: {exc}")
-            return False
-        iso.prctl(iso.PR_SET_DUMPABLE, 0)
-        return True
+        """The session's own sandbox (isolate.enter_worker_sandbox); the project checkout is never bound in."""
+        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        needed = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
+            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
+        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
+        if why:
+            self.degraded.append(f"no namespaces ({why})" if why.startswith("unshare") else why)
+        return why is None
 
     def meta(self) -> dict:
         return {"cgroup": self.slot.version if self.slot else None, "namespaces": self.worker_ns,

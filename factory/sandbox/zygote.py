@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 import os
 import select
-import signal
 import sys
 import time
 import traceback
@@ -60,45 +59,9 @@ class Zygote:
         pid namespace with a read-only filesystem and a fresh /proc.  Per program only a fork, a
         fresh tmpfs /tmp and /dev/shm and a new IPC namespace are needed, and ``kill(-1)`` from
         pid 1 removes every process the program left behind.  Degrades (recorded) on failure."""
-        iso = self.isolate
-        self.ns_error = None
-        try:
-            iso.enter_namespaces(dict(mntns=True, pidns=True, netns=True, ipcns=True, utsns=True,
-                                      userns=not self.root))
-        except OSError as exc:
-            self.ns_error = f"unshare: {exc}"
-            return False
-        pid = os.fork()
-        if pid:  # outer waiter: mirror the zygote's exit status
-            os.close(self.ctl_in)
-            os.close(self.ctl_out)
-            while True:
-                try:
-                    _, st = os.waitpid(pid, 0)
-                    break
-                except InterruptedError:
-                    continue
-            if self.slot:  # the zygote's own view has no /sys: the slot is removed from out here
-                try:
-                    self.slot.kill_all()
-                    self.slot.remove()
-                except OSError:
-                    pass
-            os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
-        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-            signal.signal(sig, signal.SIG_IGN)
-        if self.slot:  # join the slot and open every cgroup file we poll, before /sys leaves our view
-            self.slot.adopt_self()
-            self.slot.prepare()
-        try:
-            __import__("socket").sethostname("sandbox")
-            iso.setup_worker_mounts({"needed": self._needed_paths()})
-        except OSError as exc:
-            self.ns_error = f"worker mounts: {exc}"
-            return False
-        iso.prctl(iso.PR_SET_DUMPABLE, 0)
-        return True
+        self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out),
+                                                          self._needed_paths())
+        return self.ns_error is None
 
     @staticmethod
     def _needed_paths() -> list[str]:
