@@ -15,7 +15,8 @@ from factory.stages.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
-PROGRAMS = 100
+PROGRAMS = 200
+WORK_CPU_S = 0.3    # CPU seconds each program spends: the run's length scales with the load, not the machine's speed
 COMMIT_EVERY = 10.0
 
 
@@ -30,7 +31,8 @@ def test_sigint_loses_at_most_commit_every_seconds(tmp_path):
     src = tmp_path / "slow.jsonl"
     src.write_text("".join(json.dumps({
         "id": f"s{i}", "q": f"Return {i} after some work.", "t": [f"assert f() == {i}"],
-        "s": f"def f():\n    n = 0\n    for _ in range(400_000):\n        n += 1\n    return {i}\n"}) + "\n"
+        "s": f"import time\n\ndef f():\n    t0 = time.process_time()\n    while time.process_time() - t0 < {WORK_CPU_S}:\n"
+             f"        pass\n    return {i}\n"}) + "\n"
         for i in range(PROGRAMS)))
     lake = init_lake(tmp_path / "lake")
     ingest_source("jsonl", [src], lake=lake, mapping={"id": "id", "question": "q", "tests": "t", "solution": "s"})
