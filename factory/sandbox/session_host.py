@@ -23,6 +23,7 @@ import struct
 import sys
 import time
 
+from factory.sandbox.spawn import arrange_fds
 from factory.sandbox.zygote_io import read_exact
 
 HDR = struct.Struct(">I")
@@ -152,11 +153,7 @@ class Host:
                 if self.slot:
                     self.slot.attach(os.getpid())
                 null = os.open("/dev/null", os.O_RDWR)
-                want = {0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w}
-                high = {t: os.dup(s) for t, s in want.items()}
-                for t, s in high.items():
-                    os.dup2(s, t)
-                os.closerange(5, 1 << 16)
+                arrange_fds({0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
                 with open("/proc/self/oom_score_adj", "w") as f:
                     f.write("1000")
                 self._isolate_child()
