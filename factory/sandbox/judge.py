@@ -328,8 +328,31 @@ def _bind_free_names(source: str) -> str:
     return "".join(lines[:at]) + line + "".join(lines[at:])
 
 
+def warm_pytest() -> bool:
+    """Import pytest and its built-in plugins with third-party plugin autoload off (the zygote calls this before
+    its first pytest job, so every judge it forks starts warm). Autoload would import every pytest plugin the
+    host has installed into each judge (~1 CPU s charged to the test's budget with a dozen plugins, and plugins
+    such as pytest-randomly reseed the tests' random data): a verdict must not depend on the host's plugins."""
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        import importlib
+
+        import _pytest.config
+        import pytest  # noqa: F401
+        for name in _pytest.config.default_plugins:
+            try:
+                importlib.import_module(f"_pytest.{name}")
+            except Exception:  # noqa: BLE001 - a builtin plugin of another pytest version
+                pass
+        return True
+    except Exception:  # noqa: BLE001 - no pytest here: the judge reports the import error per test
+        return False
+
+
 def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
-    """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there)."""
+    """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there), with only
+    pytest's built-in plugins (see :func:`warm_pytest`)."""
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     sys.dont_write_bytecode = True
     mod = _SolutionModule(PROGRAM_MODULE)
     object.__setattr__(mod, "_judge_ns", ns)

@@ -39,6 +39,7 @@ class Zygote:
         self.isolate = isolate
         self.ctl_in, self.ctl_out, self.limits = ctl_in, ctl_out, limits
         self.kept = None   # the kept judge (KeptJudge), when one is running
+        self.pytest_warm = False   # pytest imported here once, on the first pytest job
         self.root = os.geteuid() == 0
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         self.slot, cg_notes = cgroup.make_slot(slot_name, limits) if self.root else (None, ["not root"])
@@ -167,6 +168,9 @@ class Zygote:
         if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) and 0 < cpu_s <= MAX_JOB_CPU_S:
             self.limits = dict(base, cpu_s=float(cpu_s))   # this job's calibrated time limit
         prog = extra = None
+        if hdr["mode"] == "pytest" and not self.pytest_warm:   # before any test's meter starts
+            from .judge import warm_pytest
+            self.pytest_warm = warm_pytest()
         try:
             if hdr.get("lang"):   # another language: compiled once (in the sandbox), run per test
                 prog, extra = compiled.build(self, idx, hdr, memfd)
