@@ -102,9 +102,8 @@ NO_OVERRIDE = ProblemJudging()
 
 
 def _has_table(con, name: str) -> bool:
-    schema, table = name.split(".")
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
-                            [schema, table]).fetchone()[0])
+    from factory.lake.query import table_exists
+    return table_exists(con, name)
 
 
 def load_judging(con, time_limits: bool = True) -> dict[str, ProblemJudging]:

@@ -100,7 +100,7 @@ class StageRun:
         self.noop = False  # set by a stage that found nothing to do: rolled back, no snapshot, no run row
         self.commit_retries = 0  # run_stage: attempts lost to DuckLake transaction conflicts before this one
         self.schema_changes: list[str] = []  # columns added to the lake on open (see sync_schema)
-        self._live_columns = existing_columns(con)
+        self.known_tables: set[str] | None = None   # tables the lake has (read on first write unless known)
 
     # -- bookkeeping -------------------------------------------------------------------------------------
     def _count(self, table: str, key: str, n: int) -> None:
@@ -111,7 +111,9 @@ class StageRun:
         spec = self.catalog[table]
         if spec.kind != "table":
             raise FactoryError(f"{table} is a {spec.kind}; only tables can be written")
-        if table not in self._live_columns:
+        if self.known_tables is None:
+            self.known_tables = set(existing_columns(self.con))
+        if table not in self.known_tables:
             raise FactoryError(f"{table} is declared but missing from the lake: run `factory init`")
         return spec
 
@@ -342,6 +344,48 @@ def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
     return done
 
 
+SCHEMA_MARK = "schema_synced.json"   # in the lake folder: {catalog fingerprint, DuckLake schema_version}
+
+
+def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    try:
+        return con.execute(f"SELECT max(schema_version) FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_snapshot"
+                           ).fetchone()[0]
+    except Exception:  # noqa: BLE001 - another catalog layout: always sync
+        return None
+
+
+def schema_in_sync(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: Catalog) -> bool:
+    """Whether the lake's schema is the one a run of this catalog already synced (same catalog fingerprint, and
+    DuckLake's schema_version unchanged since): then :func:`sync_schema` would change nothing and is skipped (it
+    reads every table's columns and comments: ~0.5 s per stage run). Any DDL by anyone bumps schema_version."""
+    if not catalog.fingerprint:
+        return False
+    try:
+        mark = json.loads((lake_dir / SCHEMA_MARK).read_text())
+    except (OSError, ValueError):
+        return False
+    version = _schema_version(con)
+    return version is not None and mark == {"catalog": catalog.fingerprint, "schema_version": version}
+
+
+def mark_schema_synced(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: Catalog) -> None:
+    """Record that the lake (at its current schema_version) matches ``catalog`` (best effort: a read-only lake
+    folder only means the next run syncs again)."""
+    version = _schema_version(con)
+    if version is None or not catalog.fingerprint:
+        return
+    declared = {s.name for s in catalog.tables.values() if s.kind == "table" and not s.sql}
+    if declared - set(existing_columns(con)):   # a schema the lake lacks (`factory init` creates it): not in sync
+        return
+    try:
+        tmp = lake_dir / f".{SCHEMA_MARK}.{os.getpid()}"
+        tmp.write_text(json.dumps({"catalog": catalog.fingerprint, "schema_version": version}))
+        os.replace(tmp, lake_dir / SCHEMA_MARK)
+    except OSError:
+        pass
+
+
 @contextmanager
 def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
               catalog: Catalog | None = None, create: bool = False) -> Iterator[StageRun]:
@@ -360,20 +404,27 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
         con = connect(lake_dir, create=create)
         try:
             con.execute("BEGIN")
-            changes = sync_schema(con, catalog, create=create)
+            synced = not create and schema_in_sync(con, lake_dir, catalog)
+            changes = [] if synced else sync_schema(con, catalog, create=create)
             run = StageRun(con, stage, config, catalog)
+            if synced:   # the lake has every table the catalog declares (checked when it was marked)
+                run.known_tables = {s.name for s in catalog.tables.values() if s.kind == "table" and not s.sql}
             run.schema_changes = changes
             run.summary = "; ".join(changes) or None
             try:
                 yield run
                 if run.noop:
                     con.execute("ROLLBACK")
+                    if not synced and not changes:
+                        mark_schema_synced(con, lake_dir, catalog)
                     return
                 con.register("_run_row", pa.Table.from_pylist([run.run_row("success", run.summary)]))
                 con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _run_row")
                 con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
                             [run.commit_message(), run.commit_info()])
                 con.execute("COMMIT")
+                if not synced:
+                    mark_schema_synced(con, lake_dir, catalog)
             except BaseException as exc:
                 try:
                     con.execute("ROLLBACK")

@@ -21,6 +21,17 @@ def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
     return f"hash({column}) % {int(n)} = {int(i)}"
 
 
+def table_exists(con, name: str) -> bool:
+    """Whether the lake has table/view ``schema.name`` (a lake made before it was declared may not)."""
+    schema, table = name.split(".")
+    if not (schema.isidentifier() and table.isidentifier()):
+        raise ValueError(f"not a table name: {name!r}")
+    # duckdb_columns(): duckdb_tables() estimates every DuckLake table's size (~0.1-0.2 s); literals, not
+    # parameters (a parameterised query makes DuckDB 1.5.5 import pandas)
+    return bool(con.execute(f"SELECT 1 FROM duckdb_columns() WHERE database_name = '{LAKE_ALIAS}' AND "
+                            f"schema_name = '{schema}' AND table_name = '{table}' LIMIT 1").fetchall())
+
+
 def check_known(con, kind: str, names, sql: str, hint: str) -> None:
     """Every name of a filter (``--source``, ``--model``) must exist in the lake: a typo is an error listing the
     valid names, never an empty selection that exits 0. ``sql`` selects the valid names."""

@@ -161,9 +161,8 @@ def print_funnel(rows: list[dict], file=None) -> None:
 
 def latest_check(con) -> dict | None:
     """The most recent health check of the lake, or None (never checked, or a lake from before the table)."""
-    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' "
-                         "AND table_name = 'health_checks'").fetchone()[0]
-    if not exists:
+    from factory.lake.query import table_exists
+    if not table_exists(con, "ops.health_checks"):
         return None
     row = con.execute("SELECT healthy, reasons, fingerprint_hash, created_at, run_id FROM ops.health_checks "
                       "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
