@@ -92,9 +92,9 @@ def _lake_for_the_run(lake: str | None):
 
 def _check_sources(args) -> None:
     """A stage's --source names sources the lake holds: a typo is an error listing them, never an empty selection
-    (`ingest` takes a dataset kind instead, checked by ingest)."""
+    (`ingest` takes a dataset kind instead, checked by ingest; `execute` checks them on its own read of the lake)."""
     sources = getattr(args, "source", None)
-    if sources and args.command != "ingest":
+    if sources and args.command not in ("ingest", "execute"):
         from factory.lake.query import check_sources
         check_sources(getattr(args, "lake", None), sources)
 

@@ -127,6 +127,8 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
     and lacks any of its rules in silver.checkers (an unchanged lake: no run at all). Returns the reports."""
     from factory.lake import connect
 
+    if sources and not any(shipped_folder(s) for s in sources):   # nothing shipped for them: no lake read
+        return {}
     con = connect(lake, read_only=True)
     try:
         present = [r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()]

@@ -77,8 +77,12 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
-def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport) -> None:
-    """Compute missing expected values of call tests by running each problem's reference program."""
+def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport,
+                          con=None) -> bool:
+    """Compute missing expected values of call tests by running each problem's reference program. With ``con``
+    (a read-only connection of the caller's) the check for missing values reads through it; when there are some,
+    that connection is closed before the commit (a SQLite catalog takes one writer and no open reader), and the
+    return value is True."""
     import pyarrow as pa
 
     from factory.judging.jobs import program_job
@@ -87,7 +91,8 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     from factory.sandbox import SANDBOX_VERSION, clean_text
     from factory.sandbox.rows import is_json
 
-    con = connect(lake, read_only=True)
+    own = con is None
+    con = connect(lake, read_only=True) if own else con
     src_clause = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""
     pending = con.execute(f"""
         SELECT t.*, p.program_id, p.code, p.language, pb.entry_point, pb.test_preamble
@@ -97,9 +102,11 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
         WHERE t.kind = 'call' AND t.expected IS NULL {src_clause}
         QUALIFY row_number() OVER (PARTITION BY t.test_id ORDER BY p.program_id) = 1
         ORDER BY t.problem_id, t.ordinal""", sources or []).to_arrow_table().to_pylist()
-    con.close()
     if not pending:
-        return
+        if own:
+            con.close()
+        return False
+    con.close()   # the commit below needs the catalog: a caller's connection is closed too (returns True)
     by_program: dict[str, list[dict]] = defaultdict(list)
     for row in pending:
         by_program[row["program_id"]].append(row)
@@ -124,6 +131,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
         report.expected_failed += sum(1 for r in rows if r["expected"] is None)
         run.summary = f"expected outputs: {report.expected_filled} computed, {report.expected_failed} reference failures"
     report.runs.append(run.run_id)
+    return True
 
 
 def execute(lake=None, *, selection: str = "reference", sources: list[str] | None = None, model: str | None = None,
@@ -166,9 +174,10 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         from factory.judging.attach import apply_shipped_rules
         apply_shipped_rules(lake, sources)
     with _pool(engine, limits, workers, ray_address) as pool:
+        con = connect(lake, read_only=True)   # one read of the lake before the run (each connection ~0.1 s)
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
-            fill_expected_outputs(lake, pool, sources, report)
-        con = connect(lake, read_only=True)
+            if fill_expected_outputs(lake, pool, sources, report, con=con):
+                con = connect(lake, read_only=True)
         check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
                     "run `factory ingest` first")
         check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs",
