@@ -171,7 +171,7 @@ class SandboxPool:
     """
 
     def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),
-                 max_batch: int = 16, pin_cpus: bool = True):
+                 max_batch: int = 16, pin_cpus: bool = True, wait: bool = True):
         self.limits, self.max_batch = limits, max(1, max_batch)
         self.limits_json = json.dumps(limits.as_dict(), sort_keys=True)
         n = workers or os.cpu_count() or 1
@@ -187,14 +187,24 @@ class SandboxPool:
                 w.start()
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
-        threads = [threading.Thread(target=boot, args=(w,)) for w in self.workers]
+        threads = [threading.Thread(target=boot, args=(w,), daemon=True) for w in self.workers]
         for t in threads:
             t.start()
+        self._booting, self._boot_errors = threads, errors
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until every worker has started (``wait=False`` returns from the constructor while they boot, so a
+        caller's own start-up work overlaps theirs); a worker that failed to start raises here."""
+        threads, self._booting = self._booting, []
         for t in threads:
             t.join()
-        if errors:
-            self.close()
-            raise errors[0]
+        if self._boot_errors:
+            error = self._boot_errors[0]
+            self._boot_errors = []
+            self._close_workers()
+            raise error
 
     def _run_checkers(self, w: Worker, pending: list) -> None:
         """Second pass on the same worker: each problem checker decides its pending verdicts (in the sandbox)."""
@@ -216,12 +226,14 @@ class SandboxPool:
 
     @property
     def meta_json(self) -> str:
+        self.wait_ready()
         return self.workers[0].meta_json
 
     def run(self, jobs: Iterable[Job], progress: bool = False, yield_done: bool = False) -> Iterator[Verdict]:
         """Verdicts as they finish. ``jobs`` is consumed lazily (an endless generator makes a long-lived
         stream). ``yield_done=True`` also yields :class:`JobDone` after the last verdict of each job, so a
         caller routing verdicts of many concurrent requests knows when one job is complete."""
+        self.wait_ready()
         tasks: queue.Queue = queue.Queue(maxsize=4 * self.max_batch * len(self.workers))
         results: queue.Queue = queue.Queue()
         stop = threading.Event()
@@ -337,6 +349,12 @@ class SandboxPool:
                 bar.close()
 
     def close(self) -> None:
+        threads, self._booting = self._booting, []
+        for t in threads:   # a worker still booting is stopped once it has started
+            t.join()
+        self._close_workers()
+
+    def _close_workers(self) -> None:
         for w in self.workers:
             w.stop()
 

@@ -170,10 +170,10 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         where += " AND list_contains(?, p.program_id)"
         params.append(program_ids)
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
-    if shipped_rules and (shard is None or shard[0] == 0):   # the rules the factory ships judge by default
-        from factory.judging.attach import apply_shipped_rules
-        apply_shipped_rules(lake, sources)
     with _pool(engine, limits, workers, ray_address) as pool:
+        if shipped_rules and (shard is None or shard[0] == 0):   # the rules the factory ships judge by default
+            from factory.judging.attach import apply_shipped_rules
+            apply_shipped_rules(lake, sources)
         con = connect(lake, read_only=True)   # one read of the lake before the run (each connection ~0.1 s)
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             if fill_expected_outputs(lake, pool, sources, report, con=con):
@@ -225,9 +225,9 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
 
 
 def _pool(engine: str, limits: Limits, workers: int | None, ray_address: str | None):
-    if engine == "local":
+    if engine == "local":   # workers boot while the lake is read (the first run() waits for them)
         from factory.sandbox import SandboxPool
-        return SandboxPool(limits, workers)
+        return SandboxPool(limits, workers, wait=False)
     if engine == "ray":
         _check_ray_address(ray_address)
         try:
