@@ -40,6 +40,7 @@ import os
 import threading
 
 from factory.generation.sample import extract_for_tests
+from factory.lake.templating import DEFAULTS as TRANSFORM_DEFAULTS
 from factory.judging.cache import CacheStats, MemoryCache, enabled as cache_enabled, run_cached
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, languages
 from factory.sandbox.rows import merge_verdicts, tests_reward
@@ -47,7 +48,7 @@ from factory.sandbox.rows import merge_verdicts, tests_reward
 _STREAMS: dict = {}              # Limits -> JobStream: one warm pool per limit set, shared by every thread
 _STREAMS_PID = os.getpid()        # a forked child never touches its parent's workers (their pipes, pump thread)
 _LOCK = threading.Lock()
-DEFAULT_LIMITS = Limits(cpu_s=2.0, wall_min_s=6.0)
+DEFAULT_LIMITS = Limits(cpu_s=float(TRANSFORM_DEFAULTS["reward_cpu_s"]), wall_min_s=6.0)
 _VERIFIER_URL: str | None = None
 INFRA_POLICIES = ("zero", "raise")
 log = logging.getLogger("factory.reward")

@@ -56,6 +56,10 @@ DEFAULTS: dict = {
     # epoch filter) are recipe rules: recipes/<paper>.yaml owns each threshold with its source (sql/rules/)
     "quality_min_valid_votes": recipe_param("skywork-or1", "min_valid_votes"),   # gold.problem_quality.keep
     # preference pairs (AceCoder): chosen >= 0.8, chosen - rejected >= 0.4, rejected > 0
+    # the reward's CPU budget per test (factory.reward.DEFAULT_LIMITS reads it) and the headroom an export gives a
+    # problem whose reference needs more than 1/reference_cpu_factor of it on some test (see gold.rl_problems)
+    "reward_cpu_s": 2.0,
+    "reference_cpu_factor": 4.0,           # EvalPlus's rule: limit = factor x the reference's CPU time
     "pair_min_chosen": 0.8,
     "pair_min_diff": 0.4,
     "pair_min_rejected": 0.0,

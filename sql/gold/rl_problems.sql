@@ -27,6 +27,15 @@ WITH usable_tests AS (
            CASE WHEN ck.policy = 'float' THEN ck.rtol END AS rtol
     FROM usable_tests AS u
     LEFT JOIN silver.checkers AS ck USING (problem_id)
+), reference_cpu AS (
+    -- the CPU time a passing reference needs on its slowest test: where {{ reference_cpu_factor }}x that exceeds
+    -- the reward's default budget ({{ reward_cpu_s }} s per test), the export carries the larger limit, so a
+    -- trainer's slower or busier machine does not time the reference (and correct policies) out
+    SELECT pr.problem_id, max(e.cpu_ms) / 1000.0 AS slowest_s
+    FROM gold.latest_executions AS e
+    JOIN silver.programs AS pr USING (program_id)
+    WHERE pr.origin = 'reference' AND e.status = 'pass' AND e.cpu_ms IS NOT NULL
+    GROUP BY pr.problem_id
 ), packed AS (
     SELECT
         problem_id,
@@ -49,7 +58,8 @@ SELECT
     CASE WHEN t.n_public_tests > 0 THEN t.public_tests::VARCHAR END AS public_tests, t.n_public_tests,
     d.pass_rate, d.potential, d.curriculum_stage,
     CASE WHEN ck.policy = 'program' THEN ck.code END AS checker,
-    tl.cpu_s
+    coalesce(tl.cpu_s, CASE WHEN {{ reference_cpu_factor }} * rc.slowest_s > {{ reward_cpu_s }}
+                            THEN least(600.0, round({{ reference_cpu_factor }} * rc.slowest_s, 3)) END) AS cpu_s
 FROM silver.problems AS p
 JOIN gold.clean_problems AS c USING (problem_id)
 JOIN gold.problem_prompts AS pp USING (problem_id)
@@ -57,3 +67,4 @@ JOIN packed AS t USING (problem_id)
 LEFT JOIN gold.difficulty AS d USING (problem_id)
 LEFT JOIN silver.checkers AS ck USING (problem_id)
 LEFT JOIN silver.time_limits AS tl USING (problem_id)
+LEFT JOIN reference_cpu AS rc USING (problem_id)
