@@ -111,8 +111,8 @@ class StageRun:
         spec = self.catalog[table]
         if spec.kind != "table":
             raise FactoryError(f"{table} is a {spec.kind}; only tables can be written")
-        if self.known_tables is None:
-            self.known_tables = set(existing_columns(self.con))
+        if self.known_tables is None or table not in self.known_tables:   # e.g. a table materialized from SQL
+            self.known_tables = set(existing_columns(self.con)) | (self.known_tables or set())
         if table not in self.known_tables:
             raise FactoryError(f"{table} is declared but missing from the lake: run `factory init`")
         return spec
