@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
+from factory.dedup import shingle  # noqa: E402
 from factory.dedup.shingle import shingle_hash32, shingle_strings, tokenize  # noqa: E402
 from factory.dedup.verify import verify_pairs  # noqa: E402
 
@@ -81,6 +82,7 @@ def bench_signatures(n_texts: int, params: MinHashParams) -> dict:
     texts = [allt[i] for i in np.random.default_rng(0).permutation(len(allt))[:n_texts]]
     grams = [[s.encode() for s in shingle_strings(tokenize(t), params.ngram)] for t in texts]
     n_sh = sum(len(g) for g in grams)
+    signatures(texts[:20], params)  # warm-up: one-off imports (pyarrow.compute) out of the timing
     t = time.perf_counter()
     sig = signatures(texts, params)
     ours = time.perf_counter() - t
@@ -125,24 +127,28 @@ def run_size(n: int, dup_rate: float, params: MinHashParams) -> dict:
     con = duckdb.connect()
     con.execute("SET threads = 2")
     con.execute("SET memory_limit = '6GB'")
-    r = {"n_docs": n, "generate_s": gen_s}
-    t = time.perf_counter()
-    bands = compute_bands(ids, texts, params, batch=20000)
-    r["minhash_s"] = time.perf_counter() - t
+    r = {"n_docs": n, "generate_s": gen_s, "threads": shingle.cores()}
+
+    def stage(name, f, *a):
+        ru0, w = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        out = f(*a)
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        r[f"{name}_s"] = time.perf_counter() - w  # wall
+        r[f"{name}_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)  # all threads
+        r[f"{name}_load_avg"] = os.getloadavg()[0]
+        return out
+
+    bands = stage("minhash", compute_bands, ids, texts, params, 20000)
     r["band_rows"] = bands.num_rows
-    t = time.perf_counter()
-    cand = candidate_pairs(bands, con)
-    r["lsh_s"] = time.perf_counter() - t
+    cand = stage("lsh", candidate_pairs, bands, con)
     r["n_candidates"] = cand.num_rows
-    t = time.perf_counter()
-    pairs = verify_pairs(cand, ids, texts, params.ngram, params.threshold)
-    r["verify_s"] = time.perf_counter() - t
+    pairs = stage("verify", verify_pairs, cand, ids, texts, params.ngram, params.threshold)
     r["n_verified"] = pairs.num_rows
-    t = time.perf_counter()
-    cl = clusters(pairs, pa.table({"doc_id": ids}))
-    r["cluster_s"] = time.perf_counter() - t
+    cl = stage("cluster", clusters, pairs, pa.table({"doc_id": ids}))
     r["n_removed"] = int(cl.num_rows - sum(cl["is_keeper"].to_numpy(zero_copy_only=False)))
     r["lsh_plus_cluster_s"] = r["lsh_s"] + r["verify_s"] + r["cluster_s"]
+    r["dedup_s"] = r["minhash_s"] + r["lsh_plus_cluster_s"]  # MinHash + LSH + verify + cluster, wall
+    r["dedup_cpu_s"] = sum(r[f"{k}_cpu_s"] for k in ("minhash", "lsh", "verify", "cluster"))
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return r
 
@@ -183,7 +189,8 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = {"params": params.as_dict(), "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    res = {"params": params.as_dict(), "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+           "load_avg_start": os.getloadavg()}
     res["signatures"] = s = bench_signatures(args.sig_texts, params)
     print(f"signatures: {s['n_texts']} texts {s['n_shingles']} shingles | ours {s['ours_s']:.3f}s "
           f"({s['ours_shingles_per_s'] / 1e6:.2f} M shingles/s) | update() loop sha1 {s['datasketch_update_loop_sha1_s']:.2f}s "
@@ -191,15 +198,18 @@ def main() -> None:
           f"| bulk x{s['speedup_vs_bulk_sha1']:.1f} | identical {s['bit_identical_docs']}/{s['n_texts']}")
     res["recall_curve"] = recall_figure(params, out.parent / "recall_curve.png")
     res["sizes"] = []
-    print(f"{'docs':>9} {'minhash_s':>9} {'lsh_s':>7} {'verify_s':>8} {'cluster_s':>9} {'cands':>9} {'pairs':>8} {'peak_MB':>8}")
+    print(f"{'docs':>9} {'minhash_s':>9} {'lsh_s':>7} {'verify_s':>8} {'cluster_s':>9} {'total_s':>8} {'cpu_s':>7} "
+          f"{'load':>5} {'cands':>9} {'pairs':>8} {'peak_MB':>8}")
     for n in [int(x) for x in args.sizes.split(",") if x]:
         p = subprocess.run([sys.executable, __file__, "--one", str(n), "--dup-rate", str(args.dup_rate)],
                            capture_output=True, text=True, check=True)
         r = json.loads(p.stdout.strip().splitlines()[-1])
         res["sizes"].append(r)
         print(f"{n:>9} {r['minhash_s']:>9.1f} {r['lsh_s']:>7.2f} {r['verify_s']:>8.2f} {r['cluster_s']:>9.2f} "
+              f"{r['dedup_s']:>8.1f} {r['dedup_cpu_s']:>7.1f} {r['cluster_load_avg']:>5.1f} "
               f"{r['n_candidates']:>9} {r['n_verified']:>8} {r['peak_rss_mb']:>8.0f}")
         out.write_text(json.dumps(res, indent=2))
+    res["load_avg_end"] = os.getloadavg()
     out.write_text(json.dumps(res, indent=2))
     print(f"wrote {out}")
 

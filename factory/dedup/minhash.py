@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .shingle import RECIPE, _H0, _K, WordHasher, fmix64, shingle_hashes, shingle_strings, tokenize
+from .shingle import (RECIPE, _H0, _K, WordHasher, fmix64, parallel_map, shingle_hashes_serial,
+                      shingle_strings, tokenize)
 
 try:  # only recorded, never required
     from importlib.metadata import version as _v
@@ -146,10 +147,16 @@ def signatures(
     """
     if params.hashfunc == "sha1_32":
         offsets, h32 = _sha1_32_hashes(texts, params.ngram)
-    else:
-        offsets, h64 = shingle_hashes(texts, params.ngram, hasher)
-        h32 = (h64 & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    return minhash_from_hashes(offsets, h32, params)
+        return minhash_from_hashes(offsets, h32, params)
+    hasher = hasher if hasher is not None else WordHasher()
+    parts = parallel_map(lambda part: _words_signatures(part, params, hasher), texts)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _words_signatures(texts: Sequence[str | None], params: MinHashParams, hasher: WordHasher) -> np.ndarray:
+    # repeats of a shingle leave every minimum unchanged, so the per-text sort/de-dup is skipped
+    offsets, h64 = shingle_hashes_serial(texts, params.ngram, hasher, unique=False)
+    return minhash_from_hashes(offsets, h64.astype(np.uint32), params)  # low 32 bits
 
 
 def band_hashes(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
