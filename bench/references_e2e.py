@@ -25,12 +25,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 BIN = Path(sys.executable).parent
+# a user's default: bytecode cached in __pycache__ (PYTHONDONTWRITEBYTECODE, set on some CI images, would make both
+# tools recompile every module they import on every run)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
     """(wall s, CPU s of the process tree, exit code)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -50,9 +53,9 @@ def human_eval(work: Path) -> tuple[float, float]:
 def factory(work: Path) -> tuple[float, float]:
     lake = work / "lake"
     shutil.rmtree(lake, ignore_errors=True)
-    subprocess.run([str(BIN / "factory"), "init", "--lake", str(lake)], check=True, capture_output=True)
+    subprocess.run([str(BIN / "factory"), "init", "--lake", str(lake)], check=True, capture_output=True, env=ENV)
     subprocess.run([str(BIN / "factory"), "ingest", "--lake", str(lake), "humaneval", "--data-dir", str(DATA)],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=ENV)
     wall, cpu, _ = timed([str(BIN / "factory"), "execute", "--lake", str(lake), "--select", "reference",
                           "--source", "humaneval", "--no-cache", "--cpu-s", "3"], work)
     return wall, cpu

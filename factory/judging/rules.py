@@ -101,22 +101,26 @@ class ProblemJudging:
 NO_OVERRIDE = ProblemJudging()
 
 
-def _has_table(con, name: str) -> bool:
-    from factory.lake.query import table_exists
-    return table_exists(con, name)
+def _rows_if_table(con, sql: str) -> list[tuple]:
+    """Rows of ``sql``, or none when its table is missing (a lake made before the table was declared): asking is
+    cheaper than listing the lake's tables first (duckdb_columns() reads every table's metadata)."""
+    import duckdb
+
+    try:
+        return con.execute(sql).fetchall()
+    except duckdb.CatalogException:
+        return []
 
 
 def load_judging(con, time_limits: bool = True) -> dict[str, ProblemJudging]:
     """problem_id -> its overrides, for problems that have a checker or (``time_limits``) a calibrated limit.
     A lake made before these tables existed simply has none."""
     checkers, limits = {}, {}
-    if _has_table(con, "silver.checkers"):
-        for pid, policy, atol, rtol, code, chash in con.execute(
-                "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers").fetchall():
-            checkers[pid] = (policy, atol, rtol, code, chash)
-    if time_limits and _has_table(con, "silver.time_limits"):
-        limits = dict(con.execute("SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL")
-                      .fetchall())
+    for pid, policy, atol, rtol, code, chash in _rows_if_table(
+            con, "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers"):
+        checkers[pid] = (policy, atol, rtol, code, chash)
+    if time_limits:
+        limits = dict(_rows_if_table(con, "SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL"))
     out = {}
     for pid in checkers.keys() | limits.keys():
         policy, atol, rtol, code, chash = checkers.get(pid, (None,) * 5)

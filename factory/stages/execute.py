@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -147,8 +148,9 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     hashes to i mod n, so n drivers on n machines split one selection and commit into one lake.
 
     Batches are sized by time, not count: the first holds FIRST_BATCH programs, each next one as many as the
-    measured rate finishes in half of ``commit_every_s`` (at most ``batch_programs``), so results are committed
-    at least every ``commit_every_s`` seconds of work and an interrupt loses at most that.
+    measured rate finishes in half of ``commit_every_s`` (at most ``batch_programs``); a commit holds the batches
+    that finish within half of ``commit_every_s`` (a small run is one commit), so results are committed at least
+    every ``commit_every_s`` seconds of work and an interrupt loses at most that.
 
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
@@ -205,12 +207,18 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         progress = Progress(total, "execute", "test")
         try:
             start, size = 0, min(batch_programs, FIRST_BATCH)
-            while start < len(programs):
-                batch = programs[start:start + size]
-                began = time.monotonic()
-                _execute_batch(lake, pool, batch, limits, selection, sources, report, progress, judging, keys)
-                start += len(batch)
-                size = next_batch_size(len(batch), time.monotonic() - began, commit_every_s, batch_programs)
+            while start < len(programs):   # one commit per loop: the batches that fit in half of commit_every_s
+                with _execute_run(lake, limits, selection, sources, report) as run:
+                    opened = time.monotonic()
+                    while start < len(programs):
+                        batch = programs[start:start + size]
+                        began = time.monotonic()
+                        _execute_batch(run, pool, batch, limits, report, progress, judging, keys)
+                        start += len(batch)
+                        size = next_batch_size(len(batch), time.monotonic() - began, commit_every_s, batch_programs)
+                        if time.monotonic() - opened >= commit_every_s / 2:
+                            break
+                report.runs.append(run.run_id)
             progress.close()
             report.retried_batches = getattr(pool, "retried_batches", 0)
             report.lost_nodes = len(getattr(pool, "lost_nodes", []))
@@ -218,8 +226,8 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             progress.close()
             reraise_as_interrupted(exc, lambda signal: (
                 f"execute stopped by {signal}: {len(report.runs)} batch(es) committed before it "
-                f"({report.programs} of {len(programs)} programs, {report.verdicts} verdicts); the batch in flight "
-                "was rolled back. Run the same command again to resume: programs with verdicts are skipped."))
+                f"({report.programs} of {len(programs)} programs, {report.verdicts} verdicts); the work since the "
+                "last commit was rolled back. Run the same command again to resume: programs with verdicts are skipped."))
             raise
     return report
 
@@ -297,64 +305,81 @@ def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, pr
         progress.update(len(served) - len({(v.program_id, v.test_id.split("::", 1)[0])
                                             for v in ran if v.test_id is not None}))
     stats.add(batch)
-    run.summary_cache = batch.summary()
+    if getattr(run, "cache_stats", None) is None:   # one commit may hold several batches
+        run.cache_stats = CacheStats()
+    run.cache_stats.add(batch)
+    run.summary_cache = run.cache_stats.summary()
     return out
 
 
-def _execute_batch(lake, pool: SandboxPool, batch: list[dict], limits: Limits, selection: str,
-                   sources: list[str] | None, report: ExecuteReport, progress: Progress | None = None,
-                   judging: dict[str, ProblemJudging] | None = None,
+@contextmanager
+def _execute_run(lake, limits: Limits, selection: str, sources: list[str] | None, report: ExecuteReport):
+    """One commit of `factory execute`: the transaction its batches write into (the run's config lists how many
+    programs it holds and which judging keys they used, filled in by :func:`_execute_batch`)."""
+    from factory.lake.commit import config_hash, stage_run
+    from factory.sandbox import SANDBOX_VERSION
+
+    config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
+              "sandbox_version": SANDBOX_VERSION, "programs": 0, "judging": []}
+    with stage_run("execute", config, lake=lake) as run:
+        run.counts = {"programs": 0, "verdicts": 0}
+        yield run
+        run.config_hash = config_hash(run.config)
+        run.summary = f"{run.counts['programs']} programs, {run.counts['verdicts']} verdicts"
+        if getattr(run, "summary_cache", None):
+            run.summary += f"; {run.summary_cache}"
+
+
+def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, report: ExecuteReport,
+                   progress: Progress | None = None, judging: dict[str, ProblemJudging] | None = None,
                    keys: tuple[list[str], list[str]] = ([], [])) -> None:
+    """Run one batch of programs and write its verdicts into ``run``'s transaction (committed with the run)."""
     from factory.judging.jobs import executions_table, program_job
     from factory.judging.rules import KEYS_SQL, NO_OVERRIDE
-    from factory.lake.commit import stage_run, utcnow
-    from factory.sandbox import SANDBOX_VERSION
+    from factory.lake.commit import utcnow
     from factory.sandbox.rows import merge_verdicts, verdict_row
 
     judging = judging or {}
     rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
     key = {pid: r.limits_hash(limits) for pid, r in rule.items()}   # each program's verdict key, computed once
-    config = {"selection": selection, "sources": sources, "limits": limits.as_dict(),
-              "sandbox_version": SANDBOX_VERSION, "programs": len(batch),
-              "judging": sorted({key[p["program_id"]] for p in batch if p["problem_id"] in judging})}
-    with stage_run("execute", config, lake=lake) as run:
-        ids = [p["program_id"] for p in batch]
-        tests = run.con.execute(f"""
-            WITH keys AS ({KEYS_SQL})
-            SELECT p.program_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
-            FROM silver.programs p JOIN silver.tests t USING (problem_id)
-            LEFT JOIN keys k ON k.problem_id = p.problem_id
-            WHERE list_contains(?, p.program_id)
-              AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
-              AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
-                              AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?))
-            ORDER BY p.program_id, t.ordinal""", [*keys, ids, limits.hash()]
-        ).to_arrow_table().to_pylist()
-        by_program: dict[str, list[dict]] = defaultdict(list)
-        for t in tests:
-            by_program[t["program_id"]].append(t)
-        jobs = [program_job(p, by_program[p["program_id"]], rule[p["program_id"]])
-                for p in batch if by_program[p["program_id"]]]
-        report.skipped_no_tests += len(batch) - len(jobs)
-        merged = merge_verdicts(_cached_verdicts(run, pool, jobs, limits, progress, report.cache))
-        now = utcnow()
-        rows = []
-        for (program_id, test_id), (v, in_process) in merged.items():
-            row = verdict_row(program_id, test_id, v, in_process, key[program_id], now)
-            report.status_counts[row["status"]] += 1
-            rows.append(row)
-        expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}
-        missing = expected_pairs - set(merged)
-        if missing:
-            raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
-                               f"e.g. {sorted(missing)[0]}")
-        run.write("silver.executions", executions_table(rows))
-        report.programs += len(jobs)
-        report.verdicts += len(rows)
-        run.summary = f"{len(jobs)} programs, {len(rows)} verdicts"
-        if getattr(run, "summary_cache", None):
-            run.summary += f"; {run.summary_cache}"
-    report.runs.append(run.run_id)
+    run.config["programs"] += len(batch)
+    run.config["judging"] = sorted(set(run.config["judging"]) |
+                                   {key[p["program_id"]] for p in batch if p["problem_id"] in judging})
+    ids = [p["program_id"] for p in batch]
+    tests = run.con.execute(f"""
+        WITH keys AS ({KEYS_SQL})
+        SELECT p.program_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
+        FROM silver.programs p JOIN silver.tests t USING (problem_id)
+        LEFT JOIN keys k ON k.problem_id = p.problem_id
+        WHERE list_contains(?, p.program_id)
+          AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
+                          AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?))
+        ORDER BY p.program_id, t.ordinal""", [*keys, ids, limits.hash()]
+    ).to_arrow_table().to_pylist()
+    by_program: dict[str, list[dict]] = defaultdict(list)
+    for t in tests:
+        by_program[t["program_id"]].append(t)
+    jobs = [program_job(p, by_program[p["program_id"]], rule[p["program_id"]])
+            for p in batch if by_program[p["program_id"]]]
+    report.skipped_no_tests += len(batch) - len(jobs)
+    merged = merge_verdicts(_cached_verdicts(run, pool, jobs, limits, progress, report.cache))
+    now = utcnow()
+    rows = []
+    for (program_id, test_id), (v, in_process) in merged.items():
+        row = verdict_row(program_id, test_id, v, in_process, key[program_id], now)
+        report.status_counts[row["status"]] += 1
+        rows.append(row)
+    expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}
+    missing = expected_pairs - set(merged)
+    if missing:
+        raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
+                           f"e.g. {sorted(missing)[0]}")
+    run.write("silver.executions", executions_table(rows))
+    report.programs += len(jobs)
+    report.verdicts += len(rows)
+    run.counts["programs"] += len(jobs)
+    run.counts["verdicts"] += len(rows)
 
 
 def add_samples(lake, samples_path: Path, model: str, source: str | None = None) -> list[str]:

@@ -37,7 +37,7 @@ def test_two_sharded_writers_commit_into_one_postgres_lake(postgres, tmp_path):
     assert cli("mutate", "--lake", str(lake), "--max-per-program", "1").returncode == 0
 
     args = ["execute", "--lake", str(lake), "--select", "all", "--cpu-s", "0.5", "--batch-programs", "40",
-            "--workers", "1", "--no-expected"]
+            "--commit-every", "1", "--workers", "1", "--no-expected"]   # commits at least every second of work
     procs = [subprocess.Popen([sys.executable, "-m", "factory.cli", *args, "--shard", f"{i}/2"], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
