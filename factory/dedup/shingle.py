@@ -292,6 +292,15 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_PREFIX = "factory-dedup"
 
 
+def _drop_pool_in_child() -> None:  # a forked child has none of the parent's pool threads: start afresh
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_pool_in_child)
+
+
 def cores() -> int:
     """Threads for large inputs: the CPUs this process may run on, capped by ``$FACTORY_DEDUP_THREADS``."""
     try:

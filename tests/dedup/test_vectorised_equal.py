@@ -171,3 +171,20 @@ def test_thread_cap_from_environment(monkeypatch):
     assert shingle.cores() == 1
     monkeypatch.setenv("FACTORY_DEDUP_THREADS", "not-a-number")
     assert shingle.cores() >= 1
+
+
+def test_pool_works_in_a_forked_child(shared_data, monkeypatch):
+    import multiprocessing as mp
+
+    monkeypatch.setattr(shingle, "cores", lambda: 2)
+    texts = _texts(shared_data) * 3
+    want = shingle_hashes(texts, 3)[1]  # the parent's pool now has threads
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_child_hash_count, (texts,)).get(timeout=60)
+    assert got == int(want.size)
+
+
+def _child_hash_count(texts) -> int:
+    shingle.cores = lambda: 2  # the child must use a pool of its own, not the parent's dead threads
+    return int(shingle_hashes(texts, 3)[1].size)
