@@ -23,7 +23,7 @@ import struct
 import sys
 import time
 
-from factory.sandbox.spawn import arrange_fds
+from factory.sandbox.spawn import arrange_fds, run_child
 from factory.sandbox.zygote_io import read_exact
 
 HDR = struct.Struct(">I")
@@ -140,6 +140,20 @@ class Host:
                 "uid": self.plan.get("sandbox_uid"), "seccomp": True, "degraded": self.degraded}
 
     # ---- the interpreter process
+    def _interpreter_child(self, out_w: int, err_w: int, cmd_r: int, rep_w: int) -> None:
+        os.setsid()
+        if self.slot:
+            self.slot.attach(os.getpid())
+        null = os.open("/dev/null", os.O_RDWR)
+        arrange_fds({0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+        self._isolate_child()
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stdin = open(0, "r", closefd=False)
+        interpreter_main(3, 4, self.cfg["result_chars"])
+
     def start_interpreter(self) -> None:
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -147,29 +161,7 @@ class Host:
         err_r, err_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            code = 111
-            try:
-                os.setsid()
-                if self.slot:
-                    self.slot.attach(os.getpid())
-                null = os.open("/dev/null", os.O_RDWR)
-                arrange_fds({0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
-                with open("/proc/self/oom_score_adj", "w") as f:
-                    f.write("1000")
-                self._isolate_child()
-                sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-                sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-                sys.stdin = open(0, "r", closefd=False)
-                interpreter_main(3, 4, self.cfg["result_chars"])
-                code = 0
-            except BaseException:  # noqa: BLE001
-                import traceback
-                try:
-                    os.write(2, traceback.format_exc()[-2000:].encode())
-                except OSError:
-                    pass
-            finally:
-                os._exit(code)
+            run_child(lambda: self._interpreter_child(out_w, err_w, cmd_r, rep_w))
         for fd in (cmd_r, rep_w, out_w, err_w):
             os.close(fd)
         for fd in (rep_r, out_r, err_r):

@@ -28,30 +28,13 @@ def arrange_fds(mapping: dict[int, int]) -> None:
                 pass
 
 
-def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict, n_tests: int) -> int:
-    """Fork one sandboxed child.  ``role``: 'judge' | 'candidate' | 'script' | 'inproc' | 'probe'.
-    ``blob``: (offset, length) of this child's part of the job in ``memfd``; ``body(data)`` runs after
-    isolation.  Never returns in the child."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 111
+def run_child(body, failure_code: int = 111):
+    """The end of every forked sandbox child: run ``body()``; on any exception write the traceback's tail to fd 2
+    (the parent reads it as the child's stderr); always ``os._exit`` (exit code 0, else ``failure_code``) - a forked
+    child never returns into its parent's code or runs its atexit handlers."""
+    code = failure_code
     try:
-        os.setsid()
-        data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
-        if z.slot:
-            z.slot.attach(os.getpid())
-        null = os.open("/dev/null", os.O_RDWR)
-        fds = {0: null, 1: null, 2: null, **fds}
-        arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
-        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(adj, b"1000")  # the OOM killer takes the biggest sandboxed process, never the zygote
-        os.close(adj)
-        z.isolate.setup_program(plan, z.limits, n_tests, None, role)
-        if role == "probe":
-            os.write(3, JHDR.pack(b"I", 0, 0))
-        else:
-            body(data)
+        body()
         code = 0
     except BaseException:  # noqa: BLE001
         try:
@@ -60,6 +43,36 @@ def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, bod
             pass
     finally:
         os._exit(code)
+
+
+def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict, n_tests: int) -> int:
+    """Fork one sandboxed child.  ``role``: 'judge' | 'candidate' | 'script' | 'inproc' | 'probe'.
+    ``blob``: (offset, length) of this child's part of the job in ``memfd``; ``body(data)`` runs after
+    isolation.  Never returns in the child."""
+    pid = os.fork()
+    if pid:
+        return pid
+    run_child(lambda: _child(z, role, fds, blob, memfd, body, plan, n_tests))
+
+
+def _child(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict,
+           n_tests: int) -> None:
+    """The forked child: its part of the job, its descriptors, its isolation, then ``body``."""
+    os.setsid()
+    data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
+    if z.slot:
+        z.slot.attach(os.getpid())
+    null = os.open("/dev/null", os.O_RDWR)
+    fds = {0: null, 1: null, 2: null, **fds}
+    arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
+    adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+    os.write(adj, b"1000")  # the OOM killer takes the biggest sandboxed process, never the zygote
+    os.close(adj)
+    z.isolate.setup_program(plan, z.limits, n_tests, None, role)
+    if role == "probe":
+        os.write(3, JHDR.pack(b"I", 0, 0))
+    else:
+        body(data)
 
 
 def judge_body(start: int, limits: dict):
