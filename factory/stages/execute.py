@@ -225,7 +225,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         except BaseException as exc:
             progress.close()
             reraise_as_interrupted(exc, lambda signal: (
-                f"execute stopped by {signal}: {len(report.runs)} batch(es) committed before it "
+                f"execute stopped by {signal}: {len(report.runs)} commit(s) before it "
                 f"({report.programs} of {len(programs)} programs, {report.verdicts} verdicts); the work since the "
                 "last commit was rolled back. Run the same command again to resume: programs with verdicts are skipped."))
             raise
