@@ -177,7 +177,7 @@ class LakeCache:
             return {}
         rows = self.run.con.execute(
             f"SELECT cache_key, program_sha, suite_sha, limits_hash, judge_version, verdicts "
-            f"FROM {LAKE_ALIAS}.{TABLE} WHERE list_contains(?, cache_key)", [list(wanted)]).fetchall()
+            f"FROM {LAKE_ALIAS}.{TABLE} WHERE cache_key IN (SELECT unnest(?::VARCHAR[]))", [list(wanted)]).fetchall()
         out = {}
         for key, *parts, verdicts in rows:
             if tuple(parts) == wanted[key].parts():    # every key part, not just the digest

@@ -120,14 +120,14 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
                 actual[v.test_id] = expected
     with stage_run("expected", {"sources": sources, "sandbox_version": SANDBOX_VERSION}, lake=lake) as run:
         ids = list({r["test_id"] for r in pending})
-        table = run.con.execute("SELECT * FROM silver.tests WHERE list_contains(?, test_id)", [ids]).to_arrow_table()
+        table = run.con.execute("SELECT * FROM silver.tests WHERE test_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).to_arrow_table()
         rows = table.to_pylist()
         for r in rows:
             r["expected"] = actual.get(r["test_id"])
-        run.delete("silver.tests", "list_contains(?, test_id)", [ids])
+        run.delete("silver.tests", "test_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
         run.write("silver.tests", pa.Table.from_pylist(rows, schema=table.schema).drop_columns(["run_id"]))
         # verdicts recorded for these tests were judged against another (or no) expected value: stale
-        run.delete("silver.executions", "list_contains(?, test_id)", [ids])
+        run.delete("silver.executions", "test_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
         report.expected_filled += sum(1 for r in rows if r["expected"] is not None)
         report.expected_failed += sum(1 for r in rows if r["expected"] is None)
         run.summary = f"expected outputs: {report.expected_filled} computed, {report.expected_failed} reference failures"
@@ -169,7 +169,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     report.cache = _cache_stats(cache)
     where, params = _where(selection, sources, model)
     if program_ids is not None:
-        where += " AND list_contains(?, p.program_id)"
+        where += " AND p.program_id IN (SELECT unnest(?::VARCHAR[]))"
         params.append(program_ids)
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
     with _pool(engine, limits, workers, ray_address) as pool:
@@ -351,7 +351,7 @@ def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, re
         SELECT p.program_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
         FROM silver.programs p JOIN silver.tests t USING (problem_id)
         LEFT JOIN keys k ON k.problem_id = p.problem_id
-        WHERE list_contains(?, p.program_id)
+        WHERE p.program_id IN (SELECT unnest(?::VARCHAR[]))
           AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
           AND NOT EXISTS (SELECT 1 FROM silver.executions e WHERE e.program_id = p.program_id
                           AND e.test_id = t.test_id AND e.limits_hash = coalesce(k.limits_hash, ?))
@@ -505,7 +505,7 @@ def cmd_execute(args) -> None:
         con = connect(args.lake, read_only=True)
         rows = con.execute("""SELECT count(*), count(*) FILTER (WHERE all_passed) FROM (
             SELECT program_id, bool_and(status = 'pass') AS all_passed FROM gold.latest_executions
-            WHERE list_contains(?, program_id) GROUP BY program_id)""", [program_ids]).fetchone()
+            WHERE program_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY program_id)""", [program_ids]).fetchone()
         con.close()
         print(f"samples: {rows[0]} scored, {rows[1]} pass all tests (pass@1 = {rows[1] / max(rows[0], 1):.3f})")
 
