@@ -24,7 +24,7 @@ def slow_lake(tmp_path):
     src = tmp_path / "slow.jsonl"
     src.write_text("".join(json.dumps({
         "id": f"s{i}", "q": f"Return {i} after some work.", "t": [f"assert f() == {i}"],
-        "s": f"def f():\n    n = 0\n    for _ in range(2_500_000):\n        n += 1\n    return {i}\n"}) + "\n"
+        "s": f"def f():\n    n = 0\n    for _ in range(4_000_000):\n        n += 1\n    return {i}\n"}) + "\n"
         for i in range(PROGRAMS)))
     lake = init_lake(tmp_path / "lake")
     ingest_source("jsonl", [src], lake=lake, mapping={"id": "id", "question": "q", "tests": "t", "solution": "s"})
