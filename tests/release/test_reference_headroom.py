@@ -19,7 +19,7 @@ from factory.stages.ingest import ingest_source
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
-SLOW_LOOPS = 25_000_000   # ~0.9-1.5 CPU s of pure-Python work per call on this kind of machine
+SLOW_LOOPS = 40_000_000   # ~1.5-2.4 CPU s of pure-Python work per call here: > 0.5 s on a machine 3x faster
 
 
 def _rows(n_slow: int) -> list[dict]:
@@ -28,7 +28,8 @@ def _rows(n_slow: int) -> list[dict]:
         body = (f"    n = 0\n    for _ in range({SLOW_LOOPS}):\n        n += 1\n    return x + {i}\n" if i < n_slow
                 else f"    return x + {i}\n")
         rows.append({"id": f"h{i}", "q": f"Return x plus {i}, the slow way or not ({i}).",
-                     "t": [f"assert f({k}) == {k + i}" for k in range(3)], "s": f"def f(x):\n{body}"})
+                     "t": [f"assert f({k}) == {k + i}" for k in range(1 if i < n_slow else 3)],
+                     "s": f"def f(x):\n{body}"})
     return rows
 
 
@@ -47,7 +48,7 @@ def test_slow_references_carry_headroom_fast_ones_the_default(tmp_path):
     assert budget == reward.DEFAULT_LIMITS.cpu_s
     for sid, seconds in slowest.items():
         if factor * seconds > budget:
-            assert limits[sid] == round(factor * seconds, 3), (sid, seconds, limits[sid])
+            assert limits[sid] is not None and abs(limits[sid] - factor * seconds) < 0.002, (sid, seconds, limits[sid])
         else:
             assert limits[sid] is None, (sid, seconds, limits[sid])
     assert limits["h5"] is None and any(limits[s] for s in ("h0", "h1")), (limits, slowest)

