@@ -88,6 +88,10 @@ class Catalog:
                 f"(declared: {', '.join(sorted(self.tables))})"
             ) from None
 
+    def stored_tables(self) -> list[TableSpec]:
+        """Tables the stages write rows into (not views, not tables materialized from a SQL file)."""
+        return [t for t in self.tables.values() if t.kind == "table" and not t.sql]
+
     def transforms(self) -> list[TableSpec]:
         """Entries backed by a SQL file, in dependency order."""
         return topo_sort([t for t in self.tables.values() if t.sql], self)

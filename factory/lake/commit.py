@@ -294,9 +294,7 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
     if create:
         for schema in catalog.schemas:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE_ALIAS}.{schema}")
-    for spec in catalog.tables.values():
-        if spec.kind != "table" or spec.sql:
-            continue
+    for spec in catalog.stored_tables():
         if spec.name not in live:
             if create or spec.schema in live_schemas:   # a table declared after the lake was made: add it
                 con.execute(spec.create_table_sql(LAKE_ALIAS))
@@ -306,7 +304,7 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
             if col.name not in live[spec.name]:
                 con.execute(spec.add_column_sql(col, LAKE_ALIAS))
                 changes.append(f"added {spec.name}.{col.name}")
-    if describe(con, [s for s in catalog.tables.values() if s.kind == "table" and not s.sql]):
+    if describe(con, catalog.stored_tables()):
         changes.append("column comments")
     return changes
 
@@ -375,8 +373,7 @@ def mark_schema_synced(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: 
     version = _schema_version(con)
     if version is None or not catalog.fingerprint:
         return
-    declared = {s.name for s in catalog.tables.values() if s.kind == "table" and not s.sql}
-    if declared - set(existing_columns(con)):   # a schema the lake lacks (`factory init` creates it): not in sync
+    if {s.name for s in catalog.stored_tables()} - set(existing_columns(con)):   # a schema the lake lacks (`factory init` creates it): not in sync
         return
     try:
         tmp = lake_dir / f".{SCHEMA_MARK}.{os.getpid()}"
@@ -408,7 +405,7 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
             changes = [] if synced else sync_schema(con, catalog, create=create)
             run = StageRun(con, stage, config, catalog)
             if synced:   # the lake has every table the catalog declares (checked when it was marked)
-                run.known_tables = {s.name for s in catalog.tables.values() if s.kind == "table" and not s.sql}
+                run.known_tables = {s.name for s in catalog.stored_tables()}
             run.schema_changes = changes
             run.summary = "; ".join(changes) or None
             try:
