@@ -118,18 +118,29 @@ def _linked(path: Path, name: str) -> Path:
     return target
 
 
+# name -> (pip package module, DuckDB's internal name) of the extensions a lake loads only when it needs them
+OPTIONAL_EXTENSIONS = {"postgres": ("duckdb_extension_postgres", "postgres_scanner"),
+                       "httpfs": ("duckdb_extension_httpfs", "httpfs")}
+
+
+def optional_extension_file(name: str) -> Path | None:
+    """The loadable file of optional extension ``name`` from its pip package (linked under DuckDB's internal
+    name), or None when the package is not installed."""
+    module, internal = OPTIONAL_EXTENSIONS[name]
+    path = _packaged_extension(module, f"{name}.duckdb_extension")
+    return _linked(path, internal) if path else None
+
+
 def optional_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Load postgres / httpfs: from their pip packages (offline) if installed, else INSTALL (online)."""
     import duckdb
 
-    module, internal = {"postgres": ("duckdb_extension_postgres", "postgres_scanner"),
-                        "httpfs": ("duckdb_extension_httpfs", "httpfs")}[name]
-    path = _packaged_extension(module, f"{name}.duckdb_extension")
+    module = OPTIONAL_EXTENSIONS[name][0]
+    path = optional_extension_file(name)
     try:
         if path:
-            linked = _linked(path, internal)
-            con.execute(f"LOAD '{linked}'")
-            _note_verified(con, linked)
+            con.execute(f"LOAD '{path}'")
+            _note_verified(con, path)
         else:
             con.execute(f"INSTALL {name}")
             con.execute(f"LOAD {name}")
@@ -279,14 +290,12 @@ def _extension_files(cfg: dict) -> list:
     if not paths:
         return []
     files = list(paths.values())
-    for needed, module, name, internal in (
-            (cfg["catalog"].startswith("postgres:"), "duckdb_extension_postgres", "postgres", "postgres_scanner"),
-            ("://" in cfg["data_path"], "duckdb_extension_httpfs", "httpfs", "httpfs")):
+    for name, needed in (("postgres", cfg["catalog"].startswith("postgres:")), ("httpfs", "://" in cfg["data_path"])):
         if needed:
-            path = _packaged_extension(module, f"{name}.duckdb_extension")
+            path = optional_extension_file(name)
             if path is None:
                 return []
-            files.append(_extension_cache() / f"{internal}.duckdb_extension")
+            files.append(path)
     return files
 
 
