@@ -329,11 +329,9 @@ def _bind_free_names(source: str) -> str:
 
 
 def warm_pytest() -> bool:
-    """Import pytest and its built-in plugins with third-party plugin autoload off (the zygote calls this before
-    its first pytest job, so every judge it forks starts warm). Autoload would import every pytest plugin the
-    host has installed into each judge (~1 CPU s charged to the test's budget with a dozen plugins, and plugins
-    such as pytest-randomly reseed the tests' random data): a verdict must not depend on the host's plugins."""
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    """Import pytest and its built-in plugins (the zygote calls this before its first pytest job, so every judge it
+    forks starts warm). Importing loads no third-party plugin; :func:`_run_pytest` turns their autoload off. The
+    zygote's environment is left as it is: it is what the programs it forks inherit."""
     try:
         import importlib
 
@@ -351,7 +349,9 @@ def warm_pytest() -> bool:
 
 def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
     """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there), with only
-    pytest's built-in plugins (see :func:`warm_pytest`)."""
+    pytest's built-in plugins: autoload would import every pytest plugin the host has installed into each judge
+    (~1.2 CPU s charged to the test's budget with a dozen plugins, and plugins such as pytest-randomly reseed the
+    tests' random data) - a verdict must not depend on the host's plugins."""
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     sys.dont_write_bytecode = True
     mod = _SolutionModule(PROGRAM_MODULE)

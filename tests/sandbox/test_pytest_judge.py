@@ -56,3 +56,18 @@ def test_kodcode_reference_passes_within_a_cpu_second_per_test(shared_data):
     assert verdicts and all(v.status == "pass" for v in verdicts.values()), \
         [(k, v.status, v.cpu_ms, v.error_message) for k, v in verdicts.items()]
     assert max(v.cpu_ms for v in verdicts.values()) < limits.cpu_s * 1000
+
+
+def test_programs_after_a_pytest_job_see_the_sandbox_environment_only(pool, shared_data):
+    """Warming pytest in the zygote leaves its environment alone: the programs it forks afterwards get exactly the
+    sandbox's environment, no pytest setting leaks into it."""
+    from factory.sandbox.isolate import SAFE_ENV
+    row = _kodcode(shared_data, "interleave_strings")
+    warm = Job("warm", row["response"], [TestSpec("t", "pytest", split_pytest(row["test_code"])[0])],
+               entry_point="interleave_strings")
+    probe = Job("env", "import os\ndef env_keys():\n    return sorted(os.environ)\n",
+                [TestSpec("e", "assert", f"assert env_keys() == {sorted(SAFE_ENV)!r}")], entry_point="env_keys")
+    verdicts = run(pool, [warm, probe])
+    assert {k: v.status for k, v in verdicts.items()} == {("warm", "t::test_interleave_strings"): "pass",
+                                                           ("env", "e"): "pass"}, \
+        [(k, v.status, v.error_message) for k, v in verdicts.items()]
