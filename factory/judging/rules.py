@@ -103,7 +103,9 @@ NO_OVERRIDE = ProblemJudging()
 
 def _rows_if_table(con, sql: str) -> list[tuple]:
     """Rows of ``sql``, or none when its table is missing (a lake made before the table was declared): asking is
-    cheaper than listing the lake's tables first (duckdb_columns() reads every table's metadata)."""
+    cheaper than listing the lake's tables first (duckdb_columns() reads every table's metadata). Only on a
+    connection outside a transaction (a failed statement would abort it): inside one, use
+    :func:`factory.lake.query.table_exists`."""
     import duckdb
 
     try:

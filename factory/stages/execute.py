@@ -305,10 +305,7 @@ def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, pr
         progress.update(len(served) - len({(v.program_id, v.test_id.split("::", 1)[0])
                                             for v in ran if v.test_id is not None}))
     stats.add(batch)
-    if getattr(run, "cache_stats", None) is None:   # one commit may hold several batches
-        run.cache_stats = CacheStats()
-    run.cache_stats.add(batch)
-    run.summary_cache = run.cache_stats.summary()
+    run.cache_stats.add(batch)   # one commit may hold several batches
     return out
 
 
@@ -316,6 +313,7 @@ def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, pr
 def _execute_run(lake, limits: Limits, selection: str, sources: list[str] | None, report: ExecuteReport):
     """One commit of `factory execute`: the transaction its batches write into (the run's config lists how many
     programs it holds and which judging keys they used, filled in by :func:`_execute_batch`)."""
+    from factory.judging.cache import CacheStats
     from factory.lake.commit import config_hash, stage_run
     from factory.sandbox import SANDBOX_VERSION
 
@@ -323,11 +321,13 @@ def _execute_run(lake, limits: Limits, selection: str, sources: list[str] | None
               "sandbox_version": SANDBOX_VERSION, "programs": 0, "judging": []}
     with stage_run("execute", config, lake=lake) as run:
         run.counts = {"programs": 0, "verdicts": 0}
+        run.cache_stats = CacheStats()   # this commit's share of report.cache (when the cache is on)
         yield run
         run.config_hash = config_hash(run.config)
         run.summary = f"{run.counts['programs']} programs, {run.counts['verdicts']} verdicts"
-        if getattr(run, "summary_cache", None):
-            run.summary += f"; {run.summary_cache}"
+        cached = run.cache_stats.summary() if report.cache is not None else ""
+        if cached:
+            run.summary += f"; {cached}"
 
 
 def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, report: ExecuteReport,
