@@ -44,10 +44,26 @@ def load_model(model: str | Path, dtype=None):
     p = Path(model)
     kw = {"gguf_file": p.name} if p.suffix == ".gguf" else {}
     src = str(p.parent) if kw else str(p)
-    tok = AutoTokenizer.from_pretrained(src, **kw)
-    mdl = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **kw) if dtype else \
-        AutoModelForCausalLM.from_pretrained(src, **kw)
+    try:
+        tok = AutoTokenizer.from_pretrained(src, **kw)
+        mdl = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **kw) if dtype else \
+            AutoModelForCausalLM.from_pretrained(src, **kw)
+    except OSError as exc:   # offline and not in the HF cache, a typo, a missing file: the factory's one line
+        raise unloadable_model(str(model), exc) from None
     return mdl, tok
+
+
+def unloadable_model(model: str, exc: BaseException):
+    """The factory's one-line error for a model transformers cannot load, naming the ways out."""
+    from factory.errors import FactoryError
+
+    cause = " ".join(str(exc).split())[:160]
+    return FactoryError(
+        f"cannot load model {model!r} with the transformers backend: not a local model directory or .gguf file, "
+        f"and not in the Hugging Face cache ({cause}). Ways out: bring its samples (`factory execute --samples "
+        f"FILE --model {model}`: a recipe's sample step with that many samples per problem is then current), "
+        "sample through a server (`--backend openai --base-url http://HOST:PORT/v1`; in a recipe `--set "
+        "backend=openai --set base_url=...`), or pass a local path (a model directory or .gguf file)")
 
 
 class TransformersBackend(Backend):

@@ -57,10 +57,22 @@ def cmd_run(args) -> None:
                      release=not args.no_release, date=args.date, skip=args.skip, data_dir=args.data_dir,
                      export_dir=args.export_dir)
     print("steps: " + "; ".join(f"{s['step']} {s['status']}" for s in out["steps"]))
+    print(steps_resources(out["steps"]))
     stages = ", ".join(f"{k} {v}" for k, v in out["stages"].items())
     print(f"recipe {out['recipe']}: kept {out['kept']} of {out['candidates']} candidates"
           + (f"; stages: {stages}" if stages else "")
           + (f"; releases: {', '.join(out['releases'])}" if out["releases"] else ""))
+
+
+def steps_resources(steps: list[dict]) -> str:
+    """Each step's status, wall time and peak RSS (this process, since the step began) as an aligned table."""
+    head = f"{'step':<16} {'status':<8} {'seconds':>9} {'peak RSS MB':>12}"
+    lines = [head, "-" * len(head)]
+    for s in steps:
+        lines.append(f"{s['step'][:16]:<16} {s['status']:<8} {s['seconds']:>9.1f} {s.get('peak_rss_mb', 0):>12}")
+    lines.append(f"{'total':<16} {'':<8} {sum(s['seconds'] for s in steps):>9.1f} "
+                 f"{max((s.get('peak_rss_mb', 0) for s in steps), default=0):>12}")
+    return "\n".join(lines)
 
 
 def cmd_diff(args) -> None:

@@ -138,7 +138,8 @@ def _decontam(ctx, step):
 
     p = step.params
     rep = run_decontam(ctx.lake, benchmarks=p.get("benchmarks"), n=int(p.get("n", 9)),
-                       max_benchmark_df=p.get("max_benchmark_df"))
+                       max_benchmark_df=p.get("max_benchmark_df"), rule=p.get("rule", "evidence"),
+                       min_matches=int(p.get("min_matches", 1)))
     return {"summary": _short({k: rep.get(k) for k in ("checked", "contaminated_by_source", "contaminated_by_method")}
                               if isinstance(rep, dict) else rep)}
 
@@ -182,20 +183,51 @@ SAMPLE_KEYS = ("backend", "model", "n", "temperature", "top_p", "max_tokens", "s
                "budget_tokens", "budget_calls")
 
 
-def _sample(ctx, step):
-    from factory.stages.sample import run_sample
+def _sample_model(params: dict) -> str | None:
+    """The model id a sample step stores its programs under (silver.programs.model)."""
+    model = params.get("model")
+    if not model and params.get("backend", "transformers") in ("transformers", "hf"):
+        from factory.generation.hf_backend import DEFAULT_MODEL
+        return DEFAULT_MODEL
+    return model
 
-    p = dict(step.params)
+
+def sample_coverage(ctx, step) -> dict:
+    """What the lake already holds for a sample step: {model, n, selected, missing}: ``missing`` lists the selected
+    problems (the recipe's candidates, the first ``limit`` of them when set) with fewer than ``n`` programs of the
+    step's model (silver.programs, origin 'sample': sampled here or brought with `factory execute --samples`)."""
+    from factory.lake import connect
+
+    p = step.params
     extra = sorted(set(p) - set(SAMPLE_KEYS))
     if extra:
         raise FactoryError(f"step {step.name}: unknown sample parameters {extra}; known: {', '.join(SAMPLE_KEYS)}")
-    limit = p.pop("limit", None)
+    model, n, limit = _sample_model(p), int(p.get("n", 4)), p.get("limit")
     ids = _candidates(ctx)[: int(limit)] if limit else _candidates(ctx)
+    con = connect(ctx.lake, read_only=True)
+    try:
+        have = dict(con.execute(
+            "SELECT problem_id, count(*) FROM silver.programs WHERE origin = 'sample' AND model = ? "
+            "AND problem_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY problem_id", [model, ids]).fetchall())
+    finally:
+        con.close()
+    return {"model": model, "n": n, "selected": len(ids), "missing": [i for i in ids if have.get(i, 0) < n]}
+
+
+def _sample(ctx, step):
+    from factory.stages.sample import run_sample
+
+    cover = sample_coverage(ctx, step)
+    p = dict(step.params)
+    p.pop("limit", None)
     backend = p.pop("backend", "transformers")
+    ids = cover["missing"]   # problems that already hold n samples of the model are not sampled again
     rep = run_sample(ctx.lake, backend=backend, problem_ids=ids, **p)
-    return {"summary": f"model {p.get('model')}: {rep['programs']} new programs for {rep['problems']} problems "
+    kept = cover["selected"] - len(ids)
+    return {"summary": f"model {cover['model']}: {rep['programs']} new programs for {rep['problems']} problems "
                        f"({rep['new_calls']} new calls, {rep['cached_calls']} from silver.llm_calls); "
-                       f"extraction {rep['statuses']}"}
+                       f"extraction {rep['statuses']}"
+                       + (f"; {kept} problems already had {cover['n']} samples in the lake" if kept else "")}
 
 
 def _execute(ctx, step):
@@ -222,7 +254,7 @@ def _curate(ctx, step):
 
 
 def _filter(ctx, step):
-    from factory.stages.recipe.run import decide, rules_table
+    from factory.stages.recipe.decide import decide, rules_table
 
     ctx.decided = decide(ctx.recipe, ctx.lake)
     ctx.log(rules_table(ctx.decided["rules"]))
@@ -235,7 +267,7 @@ def _decided_record(d: dict) -> dict:
 
 
 def _release(ctx, step):
-    from factory.stages.recipe.run import cut_releases
+    from factory.stages.recipe.decide import cut_releases
 
     if not ctx.release:
         return {"status": "skipped", "summary": "--no-release"}
@@ -290,6 +322,42 @@ def _short(obj) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+# -- time and memory per step ------------------------------------------------------------------------------
+def reset_peak_rss() -> None:
+    """Start a new peak-RSS window for this process (Linux: writing 5 to /proc/self/clear_refs resets VmHWM), so
+    each step reports its own peak, not the run's so far. Elsewhere the peak stays the process's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> int:
+    """This process's peak resident set since the last :func:`reset_peak_rss` (VmHWM), in MiB."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
+
+
+def children_peak_rss_mb() -> int:
+    """The largest peak RSS of any finished child process so far (sandbox workers, judges), in MiB."""
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
+
+
 # -- the walk -----------------------------------------------------------------------------------------------
 def _previous(con, stage: str, chash: str) -> dict | None:
     """The newest ran/current record of this stage with this configuration (any recipe)."""
@@ -321,6 +389,7 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
             chash = step_config_hash(step, bound)
             external = _data_state(ctx, step) if step.stage == "ingest" else None
             t0 = time.perf_counter()
+            reset_peak_rss()
             state: dict = {}
             if step.name in skip:
                 rec = {"status": "skipped", "summary": skip[step.name]}
@@ -341,11 +410,20 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                     ctx.decided = json.loads(prev["summary"])
                     ctx.log(f"step {step.name}: current (same recipe and lake state) - kept {ctx.decided['kept']} "
                             f"of {ctx.decided['candidates']}")
-                    from factory.stages.recipe.run import rules_table
+                    from factory.stages.recipe.decide import rules_table
                     ctx.log(rules_table(ctx.decided["rules"]))
+                covered = None
+                if not current and step.stage == "sample":
+                    cover = sample_coverage(ctx, step)
+                    if not cover["missing"]:
+                        current = True
+                        covered = (f"model {cover['model']} already has >= {cover['n']} samples for each of the "
+                                   f"{cover['selected']} selected problems in the lake: not sampled again")
+                        prev = {"summary": covered}
+                        ctx.log(f"step {step.name}: current - {covered}")
                 if current:
                     rec = {"status": "current", "summary": prev["summary"]}
-                    if step.stage != "filter":
+                    if step.stage != "filter" and covered is None:
                         ctx.log(f"step {step.name}: current (same configuration and lake state since its last "
                                 "run), not run again")
                 else:
@@ -359,7 +437,10 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                         con.close()
                     if step.stage != "filter":
                         ctx.log(f"step {step.name}: {rec['status']} - {rec.get('summary', '')}")
-            rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2))
+            rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2),
+                       peak_rss_mb=peak_rss_mb())
+            ctx.log(f"step {step.name}: {rec['status']} in {rec['seconds']:.1f} s, peak RSS {rec['peak_rss_mb']} MB "
+                    f"(sandbox processes: {children_peak_rss_mb()} MB)")
             records.append(rec)
             rows.append({"pipeline_run_id": run_id, "recipe": recipe.name, "position": pos, "step": step.name,
                          "stage": step.stage, "status": rec["status"], "config_hash": chash,
