@@ -1,0 +1,244 @@
+"""`factory ingest hf-* --path hf://datasets/ORG/NAME[@REV][/SUBDIR]` (or a folder in the Hub layout): streamed.
+
+Records are read row group by row group (:mod:`factory.ingest.hub.stream`), converted one at a time and written
+to the lake in batches of about ``flush_bytes`` inside ONE stage transaction: a failure anywhere writes nothing,
+and memory holds one read batch plus one write batch whatever the dataset's size. Test payloads are stored once
+(silver.tests); bronze keeps every other field verbatim and, for the columns that carry tests and programs, their
+sha256 and size (``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the run's
+config and the release card), file and row locate the original bytes.
+
+Problem and test ids hash each test's sha256 instead of its text, so a 20 MB input is never serialised again to
+be hashed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from factory.errors import FactoryError, InputError
+from factory.ingest.adapters import ADAPTER_VERSION, ADAPTERS, file_split
+from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, SkipRecord, for_repo
+from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_folder, resolve_url
+from factory.ingest.hub.stream import BATCH_BYTES, iter_records
+from factory.ingest.normalize import stable_hash
+from factory.ingest.visibility import statement_text, visibility
+
+FLUSH_BYTES = 64 << 20   # write the buffered rows once they hold about this many bytes of text
+ELIDE_CHARS = 4096       # a bulky column's string longer than this is replaced by its digest in bronze
+_TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
+
+
+def text_digest(text: str | None) -> str | None:
+    """sha256 of a string's UTF-8 bytes, encoded 1 MiB at a time (no second full-size copy)."""
+    if text is None:
+        return None
+    h = hashlib.sha256()
+    step = 1 << 20
+    for i in range(0, len(text), step):
+        h.update(text[i:i + step].encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _elide(value):
+    """A bulky column for bronze: long strings -> {"$elided": sha256, "chars": n}; nested values keep their shape."""
+    if isinstance(value, str):
+        return value if len(value) <= ELIDE_CHARS else {"$elided": "sha256:" + text_digest(value), "chars": len(value)}
+    if isinstance(value, list):
+        return [_elide(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _elide(v) for k, v in value.items()}
+    return value
+
+
+def resolve_target(adapter_name: str, target: str) -> tuple[Resolved, str, str | None]:
+    """(files and revision, default source label, config) for an hf:// URL or a Hub-layout folder."""
+    spec = HUB_DATASETS[adapter_name]
+    if is_hub_url(target):
+        ref = parse_url(target)
+        if ref.repo_id.lower() != spec.repo_id.lower():
+            others = for_repo(ref.repo_id)
+            raise FactoryError(f"{adapter_name} reads {spec.repo_id}, not {ref.repo_id}"
+                               + (f"; use {', '.join(others)}" if others else ""))
+        patterns, label = spec.files_for(ref.subdir)
+        return resolve_url(target, patterns), label, ref.subdir
+    folder = Path(target)
+    if folder.is_dir() and folder.name in spec.configs and not any(folder.glob(".git")):
+        # DATASET/taco: a config folder of a Hub-layout checkout -> that config of its parent
+        patterns, label = spec.files_for(folder.name)
+        return resolve_folder(folder.parent, patterns), label, folder.name
+    patterns, label = spec.files_for(None)
+    return resolve_folder(folder, patterns), label, None
+
+
+def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None = None, replace: bool = False,
+               flush_bytes: int = FLUSH_BYTES, batch_bytes: int = BATCH_BYTES, solutions_per_language: int = 8):
+    """Ingest one Hub dataset (config) as one source; same revision and adapter again is a no-op."""
+    import pyarrow as pa
+
+    from factory.lake.commit import stage_run
+    from factory.stages.ingest import IngestResult, validate
+
+    if adapter_name not in HUB_DATASETS:
+        repo = parse_url(str(paths[0])).repo_id if paths and is_hub_url(str(paths[0])) else None
+        hint = for_repo(repo) if repo else []
+        raise FactoryError(f"{paths[0]} is a Hub dataset; the {adapter_name!r} adapter reads local files. "
+                           + (f"Use {', '.join(hint)}." if hint else
+                              f"Hub adapters: {', '.join(sorted(HUB_DATASETS))} (docs/hub.md)."))
+    if not paths or len(paths) != 1:
+        raise FactoryError(f"{adapter_name} takes one --path: hf://datasets/{HUB_DATASETS[adapter_name].repo_id}"
+                           "[@REVISION][/SUBDIR] or a folder in that layout")
+    spec = HUB_DATASETS[adapter_name]
+    resolved, label, config = resolve_target(adapter_name, str(paths[0]))
+    source = source or label
+    rel_files = [resolved.relative(f) for f in resolved.files]
+    sha = hashlib.sha256(json.dumps([resolved.revision, rel_files, adapter_name, ADAPTER_VERSION, HUB_VERSION,
+                                     solutions_per_language]).encode()).hexdigest()
+    where = resolved.url.split("@")[0] if is_hub_url(resolved.url) else str(Path(resolved.url).resolve())
+    run_config = {"source": source, "adapter": adapter_name, "url": resolved.url, "location": where,
+                  "repo_id": resolved.repo_id or spec.repo_id, "config": config, "revision": resolved.revision,
+                  "files": rel_files, "sha256": sha, "files_sha256": sha}
+    convert = ADAPTERS[adapter_name].convert
+    license_ = ADAPTERS[adapter_name].license
+    with stage_run("ingest", run_config, lake=lake) as run:
+        previous = run.con.execute("SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?",
+                                   [source]).fetchall()
+        if previous == [(sha,)]:
+            run.noop = True
+            from factory.stages.ingest import _counts, _file_splits
+            return IngestResult(source, "unchanged", *_counts(run, source), run_id=None,
+                                file_splits=_file_splits(run, source))
+        replacing = bool(previous)
+        if replacing and not replace:
+            _check_same_location(run, source, where)
+        old = "SELECT problem_id FROM silver.problems WHERE source = ?"
+        run.delete("silver.programs", f"problem_id IN ({old}) AND run_id LIKE 'ingest-%'", [source])
+        run.delete("silver.tests", f"problem_id IN ({old})", [source])
+        run.delete("silver.problems", "source = ?", [source])
+        run.delete("bronze.raw_records", "source = ?", [source])
+
+        schemas = {t: run.catalog[t].arrow_schema() for t in _TABLES}
+        buffers: dict[str, list[dict]] = {t: [] for t in _TABLES}
+        buffered = [0]
+        counts = {t: 0 for t in _TABLES}
+        stats = {"skipped": {}, "first_skip": None, "duplicates": 0, "flushes": 0, "bytes_read": 0}
+        file_splits: dict = {}
+
+        def flush():
+            for t in _TABLES:
+                if buffers[t]:
+                    counts[t] += run.write(t, pa.Table.from_pylist(buffers[t], schema=schemas[t]))
+                    buffers[t].clear()
+            buffered[0] = 0
+            stats["flushes"] += 1
+
+        seen: set[str] = set()
+        now = run.started_at
+        for path, rel in zip(resolved.files, rel_files):
+            stats["bytes_read"] += path.stat().st_size
+            named = file_split(path)
+            opts = {"file_split": named, "file_rel": rel, "config": config,
+                    "solutions_per_language": solutions_per_language}
+            splits = file_splits.setdefault(rel, {})
+            for line, rec in iter_records(path, batch_bytes):
+                ctx = (f"{resolved.url}/{rel}" if is_hub_url(resolved.url) else str(path), line)
+                try:
+                    norm = convert(rec, ctx, opts)
+                except SkipRecord as why:
+                    reason = str(why)
+                    stats["skipped"][reason] = stats["skipped"].get(reason, 0) + 1
+                    stats["first_skip"] = stats["first_skip"] or f"{rel}:{line} ({reason})"
+                    norm = None
+                if norm is not None:
+                    validate(norm, ctx)
+                    if named == "test" or (named and norm.split is None):
+                        norm.split = named
+                payload = json.dumps({k: (_elide(v) if k in spec.bulky else v) for k, v in rec.items()},
+                                     ensure_ascii=False, default=str)
+                del rec
+                buffers["bronze.raw_records"].append({
+                    "source": source, "source_id": norm.source_id if norm else f"{rel}:{line}", "payload": payload,
+                    "file": rel, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run.run_id,
+                    "source_revision": resolved.revision})
+                buffered[0] += len(payload)
+                if norm is None:
+                    continue
+                digests = [(t.kind, text_digest(t.code), text_digest(t.input), text_digest(t.expected))
+                           for t in norm.tests]
+                problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code, digests)
+                if problem_id in seen:   # an exact copy of an earlier record: bronze only
+                    stats["duplicates"] += 1
+                    continue
+                seen.add(problem_id)
+                key = norm.split or "unsplit"
+                splits[key] = splits.get(key, 0) + 1
+                statement = statement_text(norm.question, norm.starter_code)
+                buffers["silver.problems"].append({
+                    "problem_id": problem_id, "source": source, "source_id": norm.source_id,
+                    "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
+                    "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
+                    "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
+                    "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
+                                           default=str),
+                    "created_at": now, "run_id": run.run_id})
+                buffered[0] += len(norm.question)
+                for ordinal, (t, d) in enumerate(zip(norm.tests, digests)):
+                    buffers["silver.tests"].append({
+                        "test_id": stable_hash(problem_id, ordinal, t.kind, d[1], d[2]),
+                        "problem_id": problem_id, "ordinal": ordinal, "kind": t.kind, "code": t.code,
+                        "input": t.input, "expected": t.expected, "comparison": t.comparison, "atol": t.atol,
+                        "origin": "dataset", "subset": t.subset,
+                        "visibility": visibility(statement, t.kind, t.code, t.input, t.expected),
+                        "run_id": run.run_id})
+                    buffered[0] += len(t.code or "") + len(t.input or "") + len(t.expected or "")
+                program_ids = set()
+                for p in norm.programs:
+                    pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
+                    if pid in program_ids:
+                        continue
+                    program_ids.add(pid)
+                    buffers["silver.programs"].append({
+                        "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
+                        "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
+                        "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
+                        "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
+                        "created_at": now, "run_id": run.run_id, "language": p.language})
+                    buffered[0] += len(p.code) + len(p.raw_completion or "")
+                del norm
+                if buffered[0] >= flush_bytes:
+                    flush()
+        flush()
+        if counts["silver.problems"] == 0:
+            raise InputError(f"no problem with usable tests (skipped: {stats['skipped']})", file=resolved.url)
+        run.delete("silver.programs", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
+        run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
+                   "OR test_id NOT IN (SELECT test_id FROM silver.tests)")
+        skipped = sum(stats["skipped"].values())
+        run.summary = (("replaced " if replacing else "") + f"{source} @ {resolved.revision}: "
+                       + ", ".join(f"{t}={n}" for t, n in counts.items())
+                       + (f"; {stats['duplicates']} exact duplicate records kept in bronze only" if stats["duplicates"]
+                          else "")
+                       + (f"; {skipped} records without usable tests kept in bronze only ("
+                          + ", ".join(f"{k}: {v}" for k, v in sorted(stats["skipped"].items()))
+                          + f"; first {stats['first_skip']})" if skipped else "")
+                       + f"; {stats['bytes_read']} source bytes in {stats['flushes']} writes")
+        result = IngestResult(source, "replaced" if replacing else "ingested", counts["silver.problems"],
+                              counts["silver.tests"], counts["silver.programs"], counts["bronze.raw_records"],
+                              run.run_id, stats["duplicates"], file_splits)
+        result.revision = resolved.revision
+        result.skipped = dict(stats["skipped"])
+        result.bytes_read = stats["bytes_read"]
+        return result
+
+
+def _check_same_location(run, source: str, where: str) -> None:
+    """A source from another dataset / folder is replaced only with --replace (a new revision of the same one is
+    an update and replaces it)."""
+    row = run.con.execute(
+        "SELECT json_extract_string(config, '$.location'), json_extract(config, '$.files')::VARCHAR FROM ops.runs "
+        "WHERE stage = 'ingest' AND status = 'success' AND json_extract_string(config, '$.source') = ? "
+        "ORDER BY finished_at DESC LIMIT 1", [source]).fetchone()
+    if row is None or row[0] == where:
+        return
+    raise FactoryError(f"source {source!r} was ingested from {row[0] or row[1]}; ingesting {where} would replace it. "
+                       "Pass --replace to replace the source, or --name NEW to ingest it as another source")
