@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 
 SUBSET = "hidden"
+ORIGIN_ANY_ORDER = "any_order"      # silver.checkers origin of the order-insensitive comparison this stage attaches
 
 
 def register(sub, add_lake) -> None:
-    p = sub.add_parser("hidden-tests", help="generated hidden call tests for problems whose tests are all visible "
+    p = sub.add_parser("hidden-tests", help="generated hidden tests for problems whose tests are all visible "
                                             "in the prompt (expected values from the reference)")
     add_lake(p)
     p.add_argument("--source", action="append", help="only problems of these sources (repeatable)")
@@ -53,8 +54,9 @@ def cmd_hidden_tests(args) -> None:
                               rounds=args.rounds, per_round=args.per_round,
                               limits=Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb), workers=args.workers)
     print(f"{report['tests_added']} hidden tests added to {report['problems_with_tests']} of {report['problems']} "
-          f"public-only problems ({report['no_seed']} without literal example calls to start from); "
-          f"by source: {json.dumps(report['by_source'])}")
+          f"public-only problems ({report['no_seed']} without literal example calls to start from, "
+          f"{report['skipped']} skipped: {json.dumps(report['skipped_by_reason'])}); "
+          f"any order: {json.dumps(report['any_order'])}; by source: {json.dumps(report['by_source'])}")
     print("run `factory curate` to take them into gold.rl_problems")
 
 
@@ -64,18 +66,49 @@ class _Target:
         self.seeds: list = []
         self.seen: set = set()
         self.max_chars = 200
-        self.kept: list = []            # (serialized input, expected)
+        self.kept: list = []            # (args, serialized input, serialized expected)
         self.need = 0
+        self.mode = "call"              # how kept tests are stored: call | check (trees/lists) | pytest
+        self.kinds: list = []           # per parameter: None | "tree" | "list"
+        self.out_kind = "value"         # how the result compares: value | tree | list
+        self.names: list = []
+        self.answers: list = []         # (args, expected value) of the examples
+        self.examples_none = False      # an example expects None
+        self.any_order: str | None = None
+        self.unique: str | None = None  # the statement guarantees one answer per input
+        self.depth = 0                  # order-insensitive comparison depth finally used (0: exact)
+        self.judging = None             # ProblemJudging of the final tests
 
 
-def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Target], int]:
+def _stub(entry_point: str, value) -> str | None:
+    """A program whose entry point returns ``value`` whatever it is given (the feed-back check)."""
+    import re
+
+    from factory.testgen.pytest_style import literal
+    lit = literal(value)
+    if lit is None:
+        return None
+    m = re.fullmatch(r"(\w+)\(\)\.(\w+)", entry_point)
+    if m:
+        return f"class {m.group(1)}:\n    def {m.group(2)}(self, *args, **kwargs):\n        return {lit}\n"
+    if re.fullmatch(r"[A-Za-z_]\w*", entry_point):
+        return f"def {entry_point}(*args, **kwargs):\n    return {lit}\n"
+    return None
+
+
+def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) -> tuple[list[_Target], int]:
     """Public-only problems (no hidden test yet beyond earlier runs of this stage) whose reference passes all
-    its tests, with seeds; and how many had no usable seed."""
-    from factory.testgen.input_mutation import inferred_contract, literal_calls, parameter_names, positional
+    its tests, with seeds; and how many had no usable seed. Problems the stage must not generate for are counted
+    in ``skipped`` by reason."""
     from factory.generation.sanitize import entry_point_parts
     from factory.ingest.visibility import statement_text
-    from factory.sandbox import deserialize_value, serialize_value
     from factory.lake.templating import DEFAULT_BENCHMARKS
+    from factory.sandbox import deserialize_value, serialize_value
+    from factory.testgen import pytest_style
+    from factory.testgen.any_order import any_order_phrase, several_answers_phrase, unique_answer_phrase
+    from factory.testgen.constraints import Checker, answer_bound
+    from factory.testgen.input_mutation import inferred_contract, parameter_names, positional
+    from factory.testgen.nodes import example_calls
     # training-side problems only: a benchmark or a test split keeps the tests it was published with
     where = (f"AND coalesce(pb.split, 'train') <> 'test' AND pb.source NOT IN "
              f"({', '.join(repr(b) for b in DEFAULT_BENCHMARKS)})")
@@ -113,10 +146,10 @@ def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Ta
     code = dict(con.execute("SELECT program_id, code FROM silver.programs WHERE list_contains(?, program_id)",
                             [[t.ref_id for t in targets]]).fetchall())
     tests: dict[str, list] = {}
-    for problem_id, kind, text, inp in con.execute(
-            "SELECT problem_id, kind, code, input FROM silver.tests WHERE list_contains(?, problem_id) "
+    for problem_id, kind, text, inp, exp in con.execute(
+            "SELECT problem_id, kind, code, input, expected FROM silver.tests WHERE list_contains(?, problem_id) "
             "ORDER BY problem_id, ordinal", [ids]).fetchall():
-        tests.setdefault(problem_id, []).append((kind, text, inp))
+        tests.setdefault(problem_id, []).append((kind, text, inp, exp))
     out, no_seed = [], 0
     for t in targets:
         t.ref_code = code[t.ref_id]
@@ -124,123 +157,354 @@ def _targets(con, sources: list[str] | None, per_problem: int) -> tuple[list[_Ta
         t.need = per_problem - t.generated
         t.next_ordinal = t.max_ordinal + 1
         func = entry_point_parts(t.entry_point)[1]
-        names_ = parameter_names(t.ref_code, func) if func else None
-        for kind, text, inp in tests.get(t.problem_id, []):
+        t.names = parameter_names(t.ref_code, func) if func else None
+        kinds: dict = {}
+        for kind, text, inp, exp in tests.get(t.problem_id, []):
             if kind == "call" and inp is not None:
                 t.seen.add(inp)
                 args = deserialize_value(inp)
                 if isinstance(args, list):
                     t.seeds.append(args)
-            elif kind == "check" and names_ is not None:
-                for args, kwargs in literal_calls(text):
-                    call = positional(args, kwargs, names_)
+                    if exp is not None:
+                        t.answers.append((args, deserialize_value(exp)))
+            elif kind == "check" and t.names is not None:
+                for ex in example_calls(text):
+                    call = positional(ex.args, ex.kwargs, t.names)
+                    if call is None:
+                        continue
+                    for key, k in ex.arg_kinds.items():
+                        kinds[key if isinstance(key, int) else t.names.index(key) if key in t.names else -1] = k
+                    if ex.out_kind != "value":
+                        t.out_kind = ex.out_kind
+                    t.seeds.append(call)
+                    t.seen.add(serialize_value(call))
+                    t.answers.append((call, ex.expected))
+            elif kind == "pytest" and func:
+                t.mode = "pytest"
+                for args, kwargs, expected in pytest_style.literal_calls(text, func):
+                    call = positional(args, kwargs, t.names) if t.names is not None else (None if kwargs else args)
                     if call is not None:
                         t.seeds.append(call)
                         t.seen.add(serialize_value(call))
+                        t.answers.append((call, expected))
+        if t.names is not None:
+            t.kinds = [kinds.get(i) for i in range(len(t.names))]
+        if any(t.kinds) or t.out_kind != "value":
+            t.mode = "check"
         if not t.seeds:
             no_seed += 1
             continue
+        several = several_answers_phrase(t.question)
+        t.any_order = any_order_phrase(t.question)
+        t.unique = unique_answer_phrase(t.question)
+        if several is not None and t.out_kind == "value":
+            skipped["several_answers"] += 1   # no comparison with one expected value can judge them
+            continue
+        if t.answers and t.out_kind == "value" and all(a is None for _, a in t.answers):
+            skipped["returns_nothing"] += 1   # in-place problems: a return value of None tests nothing
+            continue
+        t.examples_none = any(a is None for _, a in t.answers)
         t.max_chars = min(max(200, 4 * max(len(serialize_value(s)) for s in t.seeds)), 20000)
         t.contract = inferred_contract(t.seeds)   # only the examples' seeds define it, not generated inputs
+        kind_of = dict(zip(t.names or [], t.kinds))
+        t.constraints = Checker(t.question, t.names, kind_of).fit(t.seeds)
+        t.answer_bound = answer_bound(t.question)
+        t.bst = [i for i, k in enumerate(t.kinds) if k == "tree"] \
+            if "binary search tree" in (t.question or "").lower() else []
         out.append(t)
     return out, no_seed
+
+
+def _transform(t):
+    from factory.testgen.nodes import canonical
+    if not any(t.kinds):
+        return None
+    return lambda args: [canonical(k, a) for k, a in zip(t.kinds + [None] * len(args), args)]
+
+
+def _valid_input(t, args, stats) -> bool:
+    from factory.testgen.nodes import is_bst
+    if not t.contract(args):
+        stats["outside_examples_contract"] += 1
+        return False
+    if t.constraints.violated(args) or any(not is_bst(args[i]) for i in t.bst if i < len(args)):
+        stats["outside_constraints"] += 1
+        return False
+    return True
+
+
+def _reference_job(t, specs):
+    from factory.sandbox import Job
+    from factory.testgen.nodes import call_wrapper
+    if t.mode == "check":
+        return Job(program_id=t.ref_id, code=t.ref_code + call_wrapper(t.entry_point, t.kinds),
+                   tests=specs, entry_point="_hidden_call", preamble=t.preamble)
+    return Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point, preamble=t.preamble)
+
+
+def _render(t, args, exp_text: str, test_name: str) -> tuple[str, str | None, str | None, str | None]:
+    """(kind, code, input, expected) of the stored test (code None: the value cannot be written faithfully)."""
+    from factory.sandbox import deserialize_value, serialize_value
+    from factory.testgen import pytest_style
+    from factory.generation.sanitize import entry_point_parts
+    from factory.testgen.nodes import render_check
+    if t.mode == "call":
+        return "call", None, serialize_value(args), exp_text
+    value = deserialize_value(exp_text)
+    if t.mode == "check":
+        if t.out_kind != "value" and value is None:
+            value = []
+        if pytest_style.literal(value) is None and value is not None:
+            return "check", None, None, None
+        return "check", render_check(t.names, t.kinds, args, value, t.out_kind, any_order=t.depth > 0), None, None
+    code = pytest_style.render(entry_point_parts(t.entry_point)[1], test_name, args, value, any_order=t.depth > 0)
+    return "pytest", code, None, None
 
 
 def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict) -> None:
     import random
 
-    from factory.testgen.input_mutation import generate_inputs
     from factory.ingest.visibility import visibility
-    from factory.sandbox import Job, TestSpec, clean_text
-    from factory.sandbox.rows import is_json
-
-    def job(t, specs):
-        return Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point, preamble=t.preamble)
+    from factory.sandbox import TestSpec, clean_text, deserialize_value
+    from factory.sandbox.rows import is_json, merge_verdicts
+    from factory.testgen.input_mutation import generate_inputs
 
     cands = {}
     for t in active:
         rng = random.Random(f"hidden-tests|{seed}|{t.problem_id}|{rnd}")
-        made = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars)
-        cands[t.problem_id] = [(text, args) for text, args in made if t.contract(args)]
-        stats[t.source]["candidates"] += len(made)
-        stats[t.source]["outside_examples_contract"] += len(made) - len(cands[t.problem_id])
-    jobs = [job(t, [TestSpec(f"c{i}", "call", input=text) for i, (text, _) in enumerate(cands[t.problem_id])])
+        made = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars, transform=_transform(t))
+        st = stats[t.source]
+        st["candidates"] += len(made)
+        cands[t.problem_id] = [(text, args) for text, args in made if _valid_input(t, args, st)]
+    jobs = [_reference_job(t, [TestSpec(f"c{i}", "call", input=text) for i, (text, _) in enumerate(cands[t.problem_id])])
             for t in active if cands[t.problem_id]]
     expected = {}
     for v in pool.run(jobs):
         actual = clean_text(v.actual) if v.status == "no_expected" and v.actual is not None else None
-        if actual is not None and is_json(actual) and '"$o"' not in actual:
+        if actual is not None and is_json(actual) and '"$o"' not in actual and '"$m"' not in actual:
             expected[(v.program_id, v.test_id)] = actual
+    ambiguous = _ambiguous(pool, active, cands, expected)
     jobs, ok = [], {}
     for t in active:
         good = []
+        st = stats[t.source]
         for i, (text, args) in enumerate(cands[t.problem_id]):
             exp = expected.get((t.ref_id, f"c{i}"))
+            value = deserialize_value(exp) if exp is not None else None
             if exp is None:
-                stats[t.source]["reference_rejected"] += 1
-            elif visibility(t.statement, "call", None, text, exp) != "hidden":
-                stats[t.source]["visible_rejected"] += 1
-            else:
-                good.append((f"c{i}", text, exp))
-                t.seeds.append(args)            # valid inputs seed later rounds
+                st["reference_failed"] += 1            # raised, timed out, or returned no plain value
+                continue
+            if (t.problem_id, i) in ambiguous:
+                st["ambiguous_answer"] += 1            # "exactly one solution" does not hold for this input
+                continue
+            if value is None and t.out_kind == "value" and not t.examples_none:
+                st["reference_returned_none"] += 1     # e.g. two-sum on an input with no answer
+                continue
+            if t.answer_bound is not None and isinstance(value, int) and not isinstance(value, bool) \
+                    and not -t.answer_bound <= value < t.answer_bound:
+                st["answer_out_of_range"] += 1         # "the answer fits in a 32-bit integer"
+                continue
+            kind, code, inp, out = _render(t, args, exp, f"test_hidden_r{rnd}_{i}")
+            if kind != "call" and code is None:
+                st["not_writable"] += 1
+                continue
+            if visibility(t.statement, kind, code, inp, out) != "hidden":
+                st["visible_rejected"] += 1
+                continue
+            good.append((f"c{i}", args, text, exp, TestSpec(f"c{i}", kind, code=code, input=inp, expected=out)))
+            t.seeds.append(args)            # valid inputs seed later rounds
         ok[t.problem_id] = good
         if good:
-            jobs.append(job(t, [TestSpec(cid, "call", input=text, expected=exp) for cid, text, exp in good]))
-    status = {(v.program_id, v.test_id): v.status for v in pool.run(jobs)}
+            from factory.sandbox import Job
+            jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=[g[4] for g in good],
+                            entry_point=t.entry_point, preamble=t.preamble))
+    status = {k: v.status for k, (v, _) in merge_verdicts(list(pool.run(jobs))).items()} if jobs else {}
     for t in active:
-        for cid, text, exp in ok[t.problem_id]:
+        for cid, args, text, exp, _spec in ok[t.problem_id]:
             if len(t.kept) >= t.need:
                 break
             if status.get((t.ref_id, cid)) == "pass":
-                t.kept.append((text, exp))
+                t.kept.append((args, text, exp))
             else:
                 stats[t.source]["cross_check_failed"] += 1
 
 
+def _ambiguous(pool, active: list, cands: dict, expected: dict) -> set:
+    """(problem, candidate) pairs that break a stated unique-answer guarantee: where the answer names indices
+    of a list argument (two-sum), the reference also runs on that list reversed, and the pair of answers must
+    name the same elements (an input with two solutions gives the first one found from each end)."""
+    from factory.sandbox import TestSpec, deserialize_value, serialize_value
+    from factory.testgen.any_order import index_answer
+    jobs, where = [], {}
+    for t in active:
+        if not t.unique or not t.answers or any(index_answer(a, args) is None for args, a in t.answers):
+            continue
+        specs = []
+        for i, (_text, args) in enumerate(cands[t.problem_id]):
+            exp = expected.get((t.ref_id, f"c{i}"))
+            pos = index_answer(deserialize_value(exp), args) if exp is not None else None
+            if pos is None:
+                continue
+            flipped = list(args)
+            flipped[pos] = list(reversed(args[pos]))
+            specs.append(TestSpec(f"u{i}", "call", input=serialize_value(flipped)))
+            where[(t.ref_id, f"u{i}")] = (t.problem_id, i, len(args[pos]), sorted(deserialize_value(exp)))
+        if specs:
+            jobs.append(_reference_job(t, specs))
+    bad = {(pid, i) for (pid, i, _n, _a) in where.values()}
+    for v in pool.run(jobs) if jobs else []:
+        info = where.get((v.program_id, v.test_id))
+        if info is None or v.status != "no_expected" or v.actual is None:
+            continue
+        pid, i, n, answer = info
+        try:
+            other = deserialize_value(v.actual)
+            if isinstance(other, list) and sorted(n - 1 - x for x in other) == answer:
+                bad.discard((pid, i))
+        except (TypeError, ValueError, KeyError):
+            pass
+    return bad
+
+
+def _decide_any_order(pool, targets: list, checker_rows: dict, judging: dict, stats: dict, summary: dict) -> None:
+    """For each target whose statement says "in any order": the comparison depth the reference's answers allow
+    (:func:`factory.testgen.any_order.relaxation`), verified by feeding a permuted reference answer back through
+    the judge (must pass) and a wrong one (must fail); the relaxed comparison is attached only when both hold."""
+    from factory.judging.rules import ProblemJudging, checker_hash
+    from factory.sandbox import Job, TestSpec, deserialize_value
+    from factory.sandbox.rows import merge_verdicts
+    from factory.testgen.any_order import checker_source, permuted, relaxation, wrong
+    jobs, plan = [], {}
+    for t in targets:
+        if t.any_order is None or not t.kept:
+            continue
+        summary["detected"] += 1
+        answers = list(t.answers) + [(args, deserialize_value(exp)) for args, _, exp in t.kept]
+        depth, why = relaxation(answers) if t.out_kind == "value" else (0, "the answer is a tree/list node")
+        if depth and t.mode != "call":
+            depth = 1                               # check/pytest tests relax the top level only
+        if depth and t.problem_id in judging and judging[t.problem_id].policy is not None:
+            depth, why = 0, "the problem has its own judging rule"
+        t.why = why
+        if not depth:
+            summary["exact"] += 1
+            continue
+        t.depth = depth
+        if t.mode == "call":
+            code = checker_source(depth)
+            base = judging.get(t.problem_id) or ProblemJudging()
+            t.judging = ProblemJudging("program", None, None, code, checker_hash("program", None, None, code), base.cpu_s)
+        probes = [(args, text, exp) for args, text, exp in t.kept
+                  if isinstance(deserialize_value(exp), list) and len(deserialize_value(exp)) >= 2][:3]
+        plan[t.problem_id] = len(probes)
+        for j, (args, text, exp) in enumerate(probes):
+            value = deserialize_value(exp)
+            kind, code, inp, out = _render(t, args, exp, f"test_probe_{j}")
+            for tag, answer, want in (("perm", permuted(value, depth), "pass"), ("wrong", wrong(value), "fail")):
+                stub = _stub(t.entry_point, answer)
+                if stub is None:
+                    plan[t.problem_id] = -1
+                    continue
+                spec = TestSpec(f"{tag}{j}", kind, code=code, input=inp, expected=out)
+                if t.judging is not None:
+                    spec = t.judging.apply(spec)
+                jobs.append((t.problem_id, want, Job(program_id=f"probe|{t.problem_id}|{tag}{j}", code=stub,
+                                                     tests=[spec], entry_point=t.entry_point, preamble=t.preamble)))
+    results = merge_verdicts(list(pool.run([j for _, _, j in jobs]))) if jobs else {}
+    verified = {pid: n > 0 for pid, n in plan.items()}
+    for pid, want, job in jobs:
+        got = results.get((job.program_id, job.tests[0].test_id))
+        if got is None or (got[0].status == "pass") != (want == "pass"):
+            verified[pid] = False
+    for t in targets:
+        if t.depth == 0:
+            continue
+        if not verified.get(t.problem_id):
+            summary["unverified"] += 1
+            t.depth, t.judging = 0, None
+            continue
+        summary["relaxed"] += 1
+        stats[t.source]["any_order_relaxed"] += 1
+        if t.mode == "call":
+            checker_rows[t.problem_id] = {
+                "problem_id": t.problem_id, "policy": "program", "atol": None, "rtol": None, "code": t.judging.code,
+                "origin": ORIGIN_ANY_ORDER, "detail": f"{t.any_order} ({t.why}; verified by permuted answers)"[:400],
+                "checker_hash": t.judging.checker_hash}
+
+
+def _existing_judging(con, ids: list[str]) -> dict:
+    from factory.judging.rules import ProblemJudging
+    from factory.lake.query import table_exists
+    out = {}
+    if table_exists(con, "silver.checkers"):
+        for pid, policy, atol, rtol, code, chash in con.execute(
+                "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers "
+                "WHERE list_contains(?, problem_id)", [ids]).fetchall():
+            out[pid] = ProblemJudging(policy, atol, rtol, code, chash)
+    if table_exists(con, "silver.time_limits"):
+        for pid, cpu_s in con.execute("SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL "
+                                      "AND list_contains(?, problem_id)", [ids]).fetchall():
+            j = out.get(pid) or ProblemJudging()
+            out[pid] = ProblemJudging(j.policy, j.atol, j.rtol, j.code, j.checker_hash, cpu_s)
+    return out
+
+
 def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: int = 8, seed: int = 0,
                      rounds: int = 3, per_round: int = 16, limits=None, workers: int | None = None) -> dict:
-    """Generate up to ``per_problem`` hidden call tests for each public-only problem; returns a summary per
-    source (also the run's ops.runs message)."""
+    """Generate up to ``per_problem`` hidden tests for each public-only problem; returns a summary per source
+    (also the run's ops.runs message)."""
     from collections import defaultdict
 
     from factory.errors import FactoryError
     from factory.ingest.normalize import stable_hash
+    from factory.judging.rules import ProblemJudging
     from factory.lake.commit import stage_run, utcnow
-    from factory.sandbox import Job, Limits, SandboxPool, TestSpec
+    from factory.sandbox import Job, Limits, SandboxPool
     from factory.sandbox.rows import merge_verdicts, verdict_row
     if per_problem < 1 or rounds < 1 or per_round < 1:
         raise FactoryError(f"per_problem, rounds and per_round must be >= 1 (got {per_problem}, {rounds}, "
                            f"{per_round})")
     limits = limits or Limits()
     config = {"sources": sources, "per_problem": per_problem, "seed": seed, "rounds": rounds,
-              "per_round": per_round, "limits": limits.as_dict()}
+              "per_round": per_round, "limits": limits.as_dict(), "version": 2}
     with stage_run("hidden-tests", config, lake=lake) as run:
-        targets, no_seed = _targets(run.con, sources, per_problem)
+        skipped: dict = defaultdict(int)
+        targets, no_seed = _targets(run.con, sources, per_problem, skipped)
         stats: dict = defaultdict(lambda: defaultdict(int))
+        any_order: dict = defaultdict(int)
         for t in targets:
             stats[t.source]["problems"] += 1
-        test_rows, exec_rows = [], []
+            stats[t.source][f"mode_{t.mode}"] += 1
+        test_rows, exec_rows, checker_rows = [], [], {}
         if targets:
             from factory.judging.jobs import executions_table
+            judging = _existing_judging(run.con, [t.problem_id for t in targets])
             with SandboxPool(limits, workers) as pool:
                 for rnd in range(rounds):
                     active = [t for t in targets if len(t.kept) < t.need]
                     if not active:
                         break
                     _round(pool, active, seed, rnd, per_round, stats)
-                jobs, new = [], {}
+                _decide_any_order(pool, targets, checker_rows, judging, stats, any_order)
+                jobs, new, key = [], {}, {}
                 for t in targets:
+                    rule = t.judging or judging.get(t.problem_id) or ProblemJudging()
+                    key[t.problem_id] = rule.limits_hash(limits)
                     specs = []
-                    for text, exp in t.kept:
+                    for args, text, exp in t.kept:
                         ordinal = t.next_ordinal
                         t.next_ordinal += 1
-                        test_id = stable_hash(t.problem_id, ordinal, "call", None, text)
+                        kind, code, inp, out = _render(t, args, exp, f"test_hidden_{ordinal}")
+                        if kind != "call" and code is None:
+                            continue
+                        test_id = stable_hash(t.problem_id, ordinal, kind, code, inp)
                         new[test_id] = {"test_id": test_id, "problem_id": t.problem_id, "ordinal": ordinal,
-                                        "kind": "call", "code": None, "input": text, "expected": exp,
+                                        "kind": kind, "code": code, "input": inp, "expected": out,
                                         "comparison": "exact", "atol": None, "origin": "augment",
                                         "subset": SUBSET, "visibility": "hidden"}
-                        specs.append(TestSpec(test_id, "call", input=text, expected=exp))
-                    if specs:   # the verdicts that validate them: the reference under the run's limits
+                        from factory.sandbox import TestSpec
+                        specs.append(rule.apply(TestSpec(test_id, kind, code=code, input=inp, expected=out)))
+                    if specs:   # the verdicts that validate them: the reference under the run's limits and rule
                         jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point,
                                         preamble=t.preamble))
                 merged = merge_verdicts(list(pool.run(jobs))) if jobs else {}
@@ -253,7 +517,8 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
                     stats[source_of[row["problem_id"]]]["cross_check_failed"] += 1
                     continue
                 test_rows.append(row)
-                exec_rows.append(verdict_row(ref_of[row["problem_id"]], test_id, got[0], got[1], limits.hash(), now))
+                exec_rows.append(verdict_row(ref_of[row["problem_id"]], test_id, got[0], got[1],
+                                             key[row["problem_id"]], now))
                 stats[source_of[row["problem_id"]]]["tests_added"] += 1
             with_tests = {r["problem_id"] for r in test_rows}
             for pid in with_tests:
@@ -261,8 +526,20 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
             run.write("silver.tests", test_rows)
             if exec_rows:
                 run.write("silver.executions", executions_table(exec_rows))
-        report = {"problems": len(targets) + no_seed, "no_seed": no_seed, "tests_added": len(test_rows),
-                  "problems_with_tests": len({r["problem_id"] for r in test_rows}),
+            rows = [dict(r, created_at=now) for pid, r in sorted(checker_rows.items()) if pid in with_tests]
+            if rows:
+                run.delete("silver.checkers", "list_contains(?, problem_id)", [[r["problem_id"] for r in rows]])
+                run.write("silver.checkers", rows)
+        rejected = defaultdict(int)
+        for st in stats.values():
+            for k in ("outside_examples_contract", "outside_constraints", "reference_failed",
+                      "reference_returned_none", "ambiguous_answer", "answer_out_of_range", "visible_rejected", "cross_check_failed",
+                      "not_writable"):
+                rejected[k] += st.get(k, 0)
+        report = {"problems": len(targets) + no_seed + sum(skipped.values()), "no_seed": no_seed,
+                  "skipped": sum(skipped.values()), "skipped_by_reason": dict(skipped),
+                  "tests_added": len(test_rows), "problems_with_tests": len({r["problem_id"] for r in test_rows}),
+                  "rejected_inputs": dict(rejected), "any_order": dict(any_order),
                   "by_source": {s: dict(v) for s, v in sorted(stats.items())}}
         run.summary = json.dumps(report, sort_keys=True)
     report["run_id"] = run.run_id

@@ -131,10 +131,11 @@ def mutate_args(args: list, rng: random.Random) -> list:
 
 
 def generate_inputs(seeds: list[list], n: int, rng: random.Random, seen: set[str], max_chars: int,
-                    tries_per_input: int = 20) -> list[tuple[str, list]]:
+                    tries_per_input: int = 20, transform=None) -> list[tuple[str, list]]:
     """Up to n new (serialized input, args) pairs, each a mutation of a seed; ``seen`` (serialized inputs
     already known) is extended with what is returned. Inputs longer than max_chars or holding values that do
-    not serialize (opaque) are skipped."""
+    not serialize (opaque) are skipped. ``transform`` (args -> args) makes a mutated input valid for its
+    kind before it is compared with what is known (a tree's level-order list made canonical)."""
     out: list[tuple[str, list]] = []
     if not seeds:
         return out
@@ -142,6 +143,8 @@ def generate_inputs(seeds: list[list], n: int, rng: random.Random, seen: set[str
         if len(out) >= n:
             break
         args = mutate_args(rng.choice(seeds), rng)
+        if transform is not None:
+            args = transform(args)
         text = serialize_value(args)
         if text in seen or len(text) > max_chars or '"$o"' in text:
             continue
