@@ -546,3 +546,7 @@ def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
     if adapter_name == "leetcode":
         return f"leetcode:{sid.strip().lower()}"
     return None
+
+
+# the hf-* adapters for datasets as published on the Hub (factory.ingest.hub; registered on import)
+from factory.ingest.hub import adapters as _hub_adapters  # noqa: E402,F401

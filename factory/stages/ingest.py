@@ -162,6 +162,9 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
 
     if adapter_name not in ADAPTERS:
         raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
+    if adapter_name.startswith("hf-") or any(str(p).startswith("hf://") for p in paths or []):
+        from factory.ingest.hub.ingest import ingest_hub   # Hub layouts, streamed (docs/hub.md)
+        return ingest_hub(adapter_name, list(paths or []), lake=lake, source=source, replace=replace)
     spec = ADAPTERS[adapter_name]
     if not paths:
         if adapter_name != "humaneval":
