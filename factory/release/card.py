@@ -73,6 +73,10 @@ def dataset_card(manifest: dict) -> str:
     for source, lics in manifest["source_licenses"].items():
         lines.append(f"| {source} | {'; '.join(lics)} |")
     lines.append("")
+    if manifest.get("source_revisions"):   # hf-* ingests: the exact Hub commit of each source's files
+        lines += ["## Hub revisions", "", "| source | revision |", "|---|---|"]
+        lines += [f"| {s} | {', '.join(f'`{r}`' for r in revs)} |" for s, revs in manifest["source_revisions"].items()]
+        lines.append("")
     return "\n".join(lines)
 
 

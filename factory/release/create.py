@@ -94,6 +94,16 @@ def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     return out
 
 
+def _source_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """source -> the Hub revisions its bronze rows came from (hf-* ingests, docs/hub.md); {} for other lakes."""
+    try:
+        rows = con.execute("SELECT source, list(DISTINCT source_revision ORDER BY source_revision) FROM "
+                           "bronze.raw_records WHERE source_revision IS NOT NULL GROUP BY source ORDER BY source").fetchall()
+    except duckdb.Error:   # a lake made before the column
+        return {}
+    return {source: revs for source, revs in rows}
+
+
 def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
     """The per-source funnel at the release's snapshot (None for a lake made before the exclusion views)."""
     from factory.recipes.funnel import curation_funnel
@@ -204,6 +214,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
         try:
             written = write_views(con, views, tmp, shard_rows, catalog, row_filters)
             licenses = _source_licenses(con)
+            revisions = _source_revisions(con)
             runs = _stage_runs(con)
             curation = _curation(con)
             reward = release_reward(con, recipe)
@@ -213,7 +224,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
             "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
-            "source_licenses": licenses, "stage_runs": runs, "curation": curation, "reward": reward,
+            "source_licenses": licenses, "source_revisions": revisions, "stage_runs": runs, "curation": curation, "reward": reward,
         }
         if recipe is not None:
             manifest["recipe"] = recipe

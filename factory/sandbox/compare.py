@@ -5,9 +5,10 @@
 * :func:`call_equal` -- EvalPlus-style: exact first, then if the expected value is a float or a
   sequence of floats, ``|out - exp| <= atol + rtol * |exp|`` elementwise (``atol`` defaults to
   1e-6 when not given, ``rtol`` to 1e-7).
-* :func:`stdio_equal` -- stdout policies: ``exact`` (line-exact after normalising ``\\r\\n``,
-  right-stripping every line and dropping trailing blank lines), ``token`` (whitespace tokens),
-  ``float`` (testlib's rules, below), ``casefold`` (tokens, case-insensitive).
+* :func:`stdio_equal` -- stdout policies, on the BYTES the program wrote (never a lossy decoding; whitespace is
+  ASCII whitespace, as in testlib): ``exact`` (line-exact after normalising ``\\r\\n``, right-stripping every
+  line and dropping trailing blank lines), ``token`` (whitespace tokens), ``float`` (testlib's rules, below),
+  ``casefold`` (tokens, case-insensitive, on each token's lossless decoding).
 
 ``float`` follows testlib's conventions (``rcmp``/``doubleCompare``): tokens are whitespace-separated and their
 counts must match; where the *expected* token is an integer (``-?[0-9]+``) the output token must be exactly that
@@ -102,11 +103,29 @@ def call_equal(out, exp, atol: float | None = None, rtol: float | None = None) -
     return all(_close(o, e, atol, rtol) for o, e in zip(out, exp))
 
 
-def _lines(text: str) -> list[str]:
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+def as_bytes(text) -> bytes:
+    """What a program wrote, as bytes: ``bytes`` unchanged; text encoded back losslessly (a decoding with
+    ``surrogateescape`` returns to the exact bytes; other lone surrogates are kept as their UTF-8 forms)."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+_WS = b" \t\n\r\x0b\x0c"   # a contest judge's whitespace: ASCII only (NBSP, U+2003, NEL are characters)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = [ln.rstrip(_WS) for ln in data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")]
     while lines and not lines[-1]:
         lines.pop()
     return lines
+
+
+def _text(token: bytes) -> str:
+    return token.decode("utf-8", "surrogateescape")   # lossless: an invalid byte is a character of its own
 
 
 _INT_TOKEN = re.compile(r"[+-]?[0-9]+")
@@ -130,17 +149,21 @@ def float_token_equal(actual: str, expected: str, atol: float, rtol: float) -> b
 
 
 @total
-def stdio_equal(actual: str, expected: str, comparison: str = "exact",
+def stdio_equal(actual, expected, comparison: str = "exact",
                 atol: float | None = None, rtol: float | None = None) -> bool:
+    """``actual`` (the bytes the program wrote, or text) against ``expected``: compared as bytes, never through a
+    lossy decoding (a program printing the byte 0xFF does not match an expected U+FFFD); whitespace is ASCII
+    whitespace; ``casefold`` folds the case of each token's lossless decoding."""
+    a, e = as_bytes(actual), as_bytes(expected)
     if comparison == "exact":
-        return _lines(actual) == _lines(expected)
-    ta, te = actual.split(), expected.split()
+        return _lines(a) == _lines(e)
+    ta, te = a.split(), e.split()   # bytes.split(): ASCII whitespace only
     if comparison == "token":
         return ta == te
     if comparison == "casefold":
-        return [t.casefold() for t in ta] == [t.casefold() for t in te]
+        return len(ta) == len(te) and all(_text(x).casefold() == _text(y).casefold() for x, y in zip(ta, te))
     if comparison == "float":
         at = 1e-6 if atol is None else atol
         rt = 1e-6 if rtol is None else rtol
-        return len(ta) == len(te) and all(float_token_equal(a, b, at, rt) for a, b in zip(ta, te))
+        return len(ta) == len(te) and all(float_token_equal(_text(x), _text(y), at, rt) for x, y in zip(ta, te))
     return False   # an unknown policy accepts nothing (TestSpec validation names the field)

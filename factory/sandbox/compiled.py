@@ -33,13 +33,20 @@ def _copy(src: int, dst: int, n: int, src_off: int = 0) -> None:
         done += got
 
 
-def exec_body(argv: list[str]):
+def exec_body(argv: list[str], stack: int | None = None):
+    """Exec ``argv`` in the sandboxed child; ``stack``: RLIMIT_STACK for the new program (its main thread's
+    stack grows up to it; capped at the hard limit)."""
     def body(_data: bytes) -> None:
         from .candidate import default_signals
+        import resource
         import signal
         default_signals()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if stack:
+            hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+            want = stack if hard == resource.RLIM_INFINITY else min(stack, hard)
+            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
         os.execv(argv[0], argv)
     return body
 
@@ -47,9 +54,9 @@ def exec_body(argv: list[str]):
 class Program:
     """A built program: its artifact files in memfds (name, memfd, size) and the command that runs it."""
 
-    def __init__(self, files: list[tuple[str, int, int]], argv: list[str]):
+    def __init__(self, files: list[tuple[str, int, int]], argv: list[str], stack: int | None = None):
         self.files, self.argv = files, argv
-        self.body = exec_body(argv)
+        self.body = exec_body(argv, stack)
 
     def place(self) -> None:
         """Into the current (fresh) /tmp: root-owned, read-only; the program cannot change it for a later test
@@ -131,6 +138,7 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
     try:
         cargv = L.compile_argv(spec, int(z.limits["memory_mb"]))
         rargv = L.run_argv(spec, int(z.limits["memory_mb"]))
+        stack = L.stack_bytes(spec, int(z.limits["memory_mb"]))
     except L.ToolchainMissing as exc:
         return None, {"outcome": "infra", "emsg": str(exc), "etype": "ToolchainMissing"}
     blob = tuple(hdr["cand"])
@@ -171,7 +179,7 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
             except OSError as exc:
                 return None, {"outcome": "compile_error", "why": "artifact", "emsg": str(exc)[:300],
                               "compile_ms": compile_ms}
-            return Program(files, rargv), {"compile_ms": compile_ms}
+            return Program(files, rargv, stack), {"compile_ms": compile_ms}
         if reason == "parent":
             return None, {"outcome": "infra", "emsg": "pool closed"}
         why = reason or ("memory" if info.get("oom") else "exit")

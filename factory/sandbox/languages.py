@@ -177,22 +177,92 @@ def toolchain_paths() -> list:
     return out
 
 
-_JAVA_PUBLIC = re.compile(r"\bpublic\s+(?:(?:final|abstract|strictfp)\s+)*(?:class|interface|enum|record)\s+"
-                          r"([A-Za-z_$][\w$]*)")
-_JAVA_CLASS = re.compile(r"\bclass\s+([A-Za-z_$][\w$]*)")
-_JAVA_MAIN = re.compile(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(")
+def java_code_only(source: str) -> str:
+    """``source`` with its comments, string, character and text-block literals blanked (same length, newlines
+    kept): what is left is the code, in which declarations can be looked for without being fooled by
+    ``// A public class Pair would be overkill`` or ``"class Main"``."""
+    out, i, n = list(source), 0, len(source)
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, min(b, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = source[i]
+        if source.startswith("//", i):
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif source.startswith('"""', i):
+            j = i + 3
+            while j < n and not source.startswith('"""', j):
+                j += 2 if source[j] == "\\" else 1
+            j = min(n, j + 3)
+            blank(i, j)
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(n, j + 1)
+            blank(i, j)
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+_MODS = r"(?:(?:public|protected|private|static|final|abstract|strictfp|sealed|non-sealed|synchronized|native)\s+" \
+        r"|@[A-Za-z_$][\w$.]*(?:\s*\([^)]*\))?\s*)*"
+_JAVA_TYPE = re.compile(r"(?<![\w$.])(" + _MODS + r")(class|interface|enum|record)\s+([A-Za-z_$][\w$]*)")
+_JAVA_MAIN = re.compile(r"(?<![\w$.])(" + _MODS + r")void\s+main\s*\(")
+
+
+def _body_end(code: str, start: int) -> int:
+    """Where the brace block opening at or after ``start`` closes (len(code) when it does not)."""
+    i = code.find("{", start)
+    if i < 0:
+        return len(code)
+    depth = 0
+    for k in range(i, len(code)):
+        if code[k] == "{":
+            depth += 1
+        elif code[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return k
+    return len(code)
 
 
 def java_names(source: str) -> tuple[str, str]:
-    """(source file name, main class) of a Java program: the file is named for its public class (javac requires
-    it); the main class is the public class, else the first class declaring ``static void main``, else Main."""
-    public = _JAVA_PUBLIC.search(source)
-    main = public.group(1) if public else None
-    if main is None:
-        m = _JAVA_MAIN.search(source)
-        classes = list(_JAVA_CLASS.finditer(source[:m.start()])) if m else []
-        main = classes[-1].group(1) if classes else "Main"
-    return f"{public.group(1) if public else main}.java", main
+    """(source file name, main class) of a Java program, read from its code (comments and literals are not
+    code): the file is named for its public top-level type (javac requires it); the main class is the top-level
+    type that declares a ``static void main(`` (modifiers in any order: ``public static``, ``static public``,
+    ``final``, annotations), the public one where several do; else the public type; else ``Main``."""
+    code = java_code_only(source)
+    top = []   # (name, is public, body start, body end) of top-level types
+    for m in _JAVA_TYPE.finditer(code):
+        if code.count("{", 0, m.start()) - code.count("}", 0, m.start()) != 0:
+            continue   # nested in another type
+        top.append((m.group(3), re.search(r"\bpublic\b", m.group(1)) is not None, m.end(), _body_end(code, m.end())))
+    public = next((t[0] for t in top if t[1]), None)
+    with_main = []
+    for m in _JAVA_MAIN.finditer(code):
+        if not re.search(r"\bstatic\b", m.group(1)):
+            continue
+        owner = next((t for t in top if t[2] <= m.start() < t[3]), None)
+        if owner is not None and owner not in with_main:
+            with_main.append(owner)
+    main = next((t[0] for t in with_main if t[1]), None) or (with_main[0][0] if with_main else None) \
+        or public or "Main"
+    return f"{public or main}.java", main
 
 
 def program_spec(lang: str, source: str) -> dict:
@@ -220,15 +290,33 @@ def compile_argv(spec: dict, memory_mb: int) -> list[str] | None:
     return None
 
 
+MAX_STACK_MB = 1024   # HotSpot's largest -Xss (ThreadStackSize is at most 1 GiB); the same cap for C++/Rust
+MIN_STACK_MB = 64
+
+
+def stack_mb(memory_mb: int, lang: str) -> int:
+    """The stack a compiled program's main thread gets: as large as its memory limit, as contest judges give
+    (CodeContests' C++ answers recurse 10^6 deep), at least 64 MiB and at most 1 GiB (glibc gives every thread
+    a stack of RLIMIT_STACK: beyond the machine's memory, kernel overcommit would refuse new threads). Only
+    what the program touches is memory (charged to its cgroup like any other page)."""
+    return max(MIN_STACK_MB, min(int(memory_mb), MAX_STACK_MB))
+
+
+def stack_bytes(spec: dict, memory_mb: int) -> int | None:
+    """RLIMIT_STACK to set before exec (C++, Rust: the main thread's stack grows up to it); None: leave it."""
+    return stack_mb(memory_mb, spec["name"]) << 20 if spec["name"] in ("cpp", "rust") else None
+
+
 def run_argv(spec: dict, memory_mb: int) -> list[str]:
     """The command that runs the placed artifact of one program (inside the sandbox)."""
     lang, tc = spec["name"], require(spec["name"])
     if lang in ("cpp", "rust"):
         return [f"{BIN_DIR}/main"]
-    if lang == "java":
+    if lang == "java":   # assertions on (-ea), as SandboxFusion and contest judges run Java
         heap = max(32, int(memory_mb * 0.6))
-        return [tc["bin"]["java"], f"-Xmx{heap}m", "-Xss64m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-                "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", BIN_DIR, spec["main"]]
+        return [tc["bin"]["java"], f"-Xmx{heap}m", f"-Xss{stack_mb(memory_mb, lang)}m", "-ea",
+                "-XX:+UseSerialGC", "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", BIN_DIR,
+                spec["main"]]
     return [tc["bin"]["node"], f"--max-old-space-size={max(32, int(memory_mb * 0.6))}", f"{BIN_DIR}/main.js"]
 
 

@@ -66,6 +66,8 @@ class Worker:
             for key in ("cand", "judge"):
                 shifted[key] = (hdr[key][0] + base, hdr[key][1])
             shifted["inputs"] = [(o + base, n) for o, n in hdr.get("inputs", [])]
+            if hdr.get("files"):
+                shifted["files"] = [(p, o + base, n) for p, o, n in hdr["files"]]
             hdrs.append(shifted)
             parts.append(blob)
             base += len(blob)

@@ -55,14 +55,20 @@ class CellResult:
     status: str
     cpu_s: float
     wall_s: float
+    # rich display data of the cell, Jupyter style: one {mime type: data} per item (a matplotlib figure:
+    # text/plain + image/png base64; a value with _repr_html_: text/plain + text/html; display(obj))
+    display: tuple = ()
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def as_dict(self) -> dict:
-        return {"stdout": self.stdout, "stderr": self.stderr, "result": self.result, "error": self.error,
-                "status": self.status, "cpu_s": self.cpu_s, "wall_s": self.wall_s}
+        out = {"stdout": self.stdout, "stderr": self.stderr, "result": self.result, "error": self.error,
+               "status": self.status, "cpu_s": self.cpu_s, "wall_s": self.wall_s}
+        if any(set(d) - {"text/plain"} for d in self.display):   # rich data (a value alone is `result`)
+            out["display"] = list(self.display)
+        return out
 
 
 class SessionError(RuntimeError):
@@ -233,7 +239,7 @@ class InterpreterSession:
                 self._shutdown()
                 return _closed(why)
             return CellResult(reply["stdout"], reply["stderr"], reply["result"], reply["error"], reply["status"],
-                              float(reply["cpu_s"]), float(reply["wall_s"]))
+                              float(reply["cpu_s"]), float(reply["wall_s"]), tuple(reply.get("display") or ()))
 
     def idle_s(self) -> float:
         return time.monotonic() - self.last_used

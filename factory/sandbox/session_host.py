@@ -54,6 +54,101 @@ def recv(fd: int, timeout: float | None = None):
     return None if data is None else json.loads(data)
 
 
+# --------------------------------------------------------------------------- rich display (untrusted side)
+INLINE_BACKEND = "_factory_inline_backend"   # matplotlib's backend in a session: figures become display data
+MAX_DISPLAY_CHARS = 2 << 20                  # base64/HTML characters of one cell's display data together
+_DISPLAYS: list = []                         # the current cell's display data (mime type -> data)
+_BACKEND_SRC = """
+from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas
+
+
+def show(*args, **kwargs):
+    _flush()
+"""
+
+
+def _display_budget_left() -> int:
+    return MAX_DISPLAY_CHARS - sum(len(v) for d in _DISPLAYS for v in d.values() if isinstance(v, str))
+
+
+def _add_display(bundle: dict) -> None:
+    size = sum(len(v) for v in bundle.values() if isinstance(v, str))
+    if size <= _display_budget_left():
+        _DISPLAYS.append(bundle)
+    else:
+        _DISPLAYS.append({"text/plain": f"[display data of {size} characters over the cell's cap of "
+                                        f"{MAX_DISPLAY_CHARS}]"})
+
+
+def _flush_figures() -> None:
+    """Every open matplotlib figure as display data (``image/png`` base64 + ``text/plain``), then closed: what
+    Jupyter's inline backend does at ``plt.show()`` and at the end of a cell."""
+    import base64
+    import io
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None or INLINE_BACKEND not in str(pyplot.get_backend()):
+        return
+    from matplotlib._pylab_helpers import Gcf
+    for manager in Gcf.get_all_fig_managers():
+        fig = manager.canvas.figure
+        try:
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", bbox_inches="tight")
+            _add_display({"text/plain": repr(fig), "image/png": base64.b64encode(buf.getvalue()).decode()})
+        except Exception as exc:  # noqa: BLE001 - a figure that cannot render is the cell's problem, said so
+            _add_display({"text/plain": f"[figure could not be rendered: {type(exc).__name__}: {exc}]"})
+    pyplot.close("all")
+
+
+def _value_bundle(value) -> dict:
+    """A value's display data: ``text/plain`` (its repr), and ``text/html`` where it has ``_repr_html_``
+    (pandas DataFrames, styled tables)."""
+    bundle = {"text/plain": repr(value)}
+    html = getattr(value, "_repr_html_", None)
+    if callable(html) and not isinstance(value, type):
+        try:
+            got = html()
+            if isinstance(got, str):
+                bundle["text/html"] = got
+        except Exception:  # noqa: BLE001
+            pass
+    return bundle
+
+
+def display(*objs) -> None:
+    """IPython's ``display(obj)`` in a session: each object's display data (a figure: its PNG)."""
+    for obj in objs:
+        if type(obj).__name__ == "Figure" and hasattr(obj, "savefig"):
+            import base64
+            import io
+            buf = io.BytesIO()
+            obj.savefig(buf, format="png", bbox_inches="tight")
+            _add_display({"text/plain": repr(obj), "image/png": base64.b64encode(buf.getvalue()).decode()})
+        else:
+            _add_display(_value_bundle(obj))
+
+
+def install_display() -> None:
+    """matplotlib draws with :data:`INLINE_BACKEND` (Agg, whose ``show()`` turns the figures into display data),
+    an in-memory module found by a finder of our own: the sandbox has no project files to import from."""
+    import importlib.abc
+    import importlib.util
+
+    class Inline(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            return importlib.util.spec_from_loader(name, self) if name == INLINE_BACKEND else None
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            module.__dict__["_flush"] = _flush_figures
+            exec(_BACKEND_SRC, module.__dict__)
+
+    sys.meta_path.append(Inline())
+    os.environ["MPLBACKEND"] = f"module://{INLINE_BACKEND}"
+
+
 # --------------------------------------------------------------------------- the interpreter (untrusted side)
 def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
     """Runs in the sandboxed child: cells in one namespace, notebook style (the last expression's repr)."""
@@ -62,7 +157,8 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
     import linecache
     import traceback
 
-    ns = {"__name__": "__main__", "__builtins__": builtins}
+    ns = {"__name__": "__main__", "__builtins__": builtins, "display": display}
+    install_display()
     n = 0
     while True:
         msg = recv(cmd_fd)
@@ -73,6 +169,7 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
         code = msg["code"]
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         result = error = None
+        _DISPLAYS.clear()
         try:
             tree = ast.parse(code, name, "exec")
             last = None
@@ -83,7 +180,12 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
                 value = eval(compile(last, name, "eval"), ns)
                 if value is not None:
                     ns["_"] = value
-                    result = repr(value)
+                    bundle = _value_bundle(value)   # Jupyter's execute_result: after what the cell displayed
+                    result = bundle["text/plain"]
+                    if len(result) > result_cap:
+                        bundle["text/plain"] = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
+                    _add_display(bundle)
+            _flush_figures()   # figures the cell drew and did not show: displayed, as Jupyter's inline backend
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of a cell end the cell only
             tb = exc.__traceback__
             while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
@@ -98,7 +200,7 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
             result = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
         if error is not None and len(error) > result_cap:
             error = error[:result_cap // 2] + "\n...\n" + error[-result_cap // 2:]
-        send(reply_fd, {"result": result, "error": error})
+        send(reply_fd, {"result": result, "error": error, "display": list(_DISPLAYS)})
 
 
 # --------------------------------------------------------------------------- the host (trusted, pid 1)
@@ -316,6 +418,7 @@ class Host:
                     status = "done"
         cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
         error = result = None
+        display = []
         if status == "done" and parsed is None:
             for key in ("out", "err"):
                 self._drain(key, out, total, cap)
@@ -328,6 +431,9 @@ class Host:
             self.kill_strays()
             result = parsed.get("result") if isinstance(parsed.get("result"), str) else None
             error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
+            display = [{k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, str)}
+                       for d in (parsed.get("display") or []) if isinstance(d, dict)] \
+                if isinstance(parsed.get("display"), list) else []
             status = "error" if error else "ok"
         else:
             for key in ("out", "err"):
@@ -349,7 +455,7 @@ class Host:
                 s += f"\n[output truncated: {total[key]} bytes written, {cap} kept]\n"
             text[key] = s
         return {"stdout": text["out"], "stderr": text["err"], "result": result, "error": error, "status": status,
-                "cpu_s": round(cpu, 6), "wall_s": round(wall, 6), "restarted": restarted}
+                "cpu_s": round(cpu, 6), "wall_s": round(wall, 6), "restarted": restarted, "display": display}
 
     def _stale_reply(self) -> bool:
         try:

@@ -9,6 +9,7 @@ import select
 import signal
 import time
 
+from .compiled import _copy
 from .meter import Meter, budgets, check_limits
 from .spawn import (candidate_body, drop_kept_judge, has_exited, inproc_body, judge_body, kept_judge,
                     kill_candidates, kill_everything, reap, script_body, spawn)
@@ -30,15 +31,32 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
                 raise OSError("short copy of a test input")
             copied += got
         os.lseek(stdin, 0, 0)
+    plan = z.plan
+    if hdr.get("files") and not plan.get("worker_ns"):
+        os.close(stdin)
+        results[i] = {"outcome": "infra", "emsg": "files need the sandbox's namespaces (a /tmp of the program's "
+                                                  "own), which are not available here (degraded sandbox)",
+                      "cpu_ms": 0.0, "wall_ms": 0.0, "peak_kb": None}
+        return pos + 1
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    plan = z.plan
     if plan.get("worker_ns"):
         z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
+    if prog is not None:
+        prog.place()
+    if hdr.get("files"):
+        try:
+            place_files(hdr["files"], memfd, plan.get("sandbox_uid"))
+        except OSError as exc:   # nothing ran: the scratch is discarded, the test is the service's failure
+            for fd in (stdin, out_r, out_w, err_r, err_w):
+                os.close(fd)
+            z.isolate.program_scratch(0, False)
+            results[i] = {"outcome": "infra", "emsg": f"files could not be placed: {exc}"[:300],
+                          "cpu_ms": 0.0, "wall_ms": 0.0, "peak_kb": None}
+            return pos + 1
     if prog is None:
         pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, tuple(hdr["cand"]), memfd, script_body, plan, 1)
     else:
-        prog.place()
         pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, None, -1, prog.body, plan, 1)
     for fd in (stdin, out_w, err_w):
         os.close(fd)
@@ -97,6 +115,34 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
         info.update(outcome="stdio", status=statuses[pid], oom=oom, out_total=st["total"])
     results[i] = info
     return pos + 1
+
+
+def place_files(files: list, memfd: int, uid: int | None) -> None:
+    """The job's files into the program's fresh /tmp (its working directory), before the program starts:
+    ``(relative path, offset, length)`` in the job's memfd, copied kernel to kernel; files 0644 and directories
+    0755, owned by the program's uid (it may read and change them, as in SandboxFusion's temp directory). The
+    paths were checked by the service (relative, no ``..``); a path that still escapes or collides raises."""
+    for path, off, length in files:
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts or path.startswith("/"):
+            raise OSError(f"file path {path!r} is not a relative path inside the working directory")
+        d = "/tmp"
+        for name in parts[:-1]:
+            d = os.path.join(d, name)
+            if not os.path.lexists(d):
+                os.mkdir(d, 0o755)
+                if uid:
+                    os.chown(d, uid, uid)
+            elif os.path.islink(d) or not os.path.isdir(d):
+                raise OSError(f"file path {path!r}: {name!r} is not a directory")
+        fd = os.open(os.path.join(d, parts[-1]), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        try:
+            _copy(memfd, fd, length, off)   # kernel to kernel (sendfile: memfd and tmpfs are different mounts)
+            if uid:
+                os.fchown(fd, uid, uid)
+        finally:
+            os.close(fd)
 
 
 class Run:

@@ -85,6 +85,11 @@ class Job:
     language: str = "python"
     # CPU seconds for that compilation; None: languages.COMPILE_CPU_S
     compile_cpu_s: float | None = None
+    # a wall-clock limit per test, seconds (SandboxFusion's run_timeout); None: only the limits' wall backstop.
+    # The CPU budget (cpu_s / Limits.cpu_s) still applies beside it
+    wall_s: float | None = None
+    # stdio tests: files placed in the program's working directory before each test ({relative path: bytes})
+    files: dict | None = None
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""

@@ -61,8 +61,18 @@ class SubJob:
                 inputs.append((off, len(data)))
                 parts.append(data)
                 off += len(data)
+        files = []
+        if self.mode == "stdio" and self.job.files:   # placed beside the program before each test
+            for path, data in self.job.files.items():
+                files.append((path, off, len(data)))
+                parts.append(bytes(data))
+                off += len(data)
         hdr = {"mode": self.mode, "tests": [{"i": t["i"], "kind": t["kind"]} for t in self.payload_tests],
                "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
+        if files:
+            hdr["files"] = files
+        if self.job.wall_s is not None:
+            hdr["wall_s"] = float(self.job.wall_s)
         if self.job.cpu_s is not None:
             hdr["cpu_s"] = float(self.job.cpu_s)
         if not self.job.stop_at_timeout:
@@ -368,7 +378,7 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     if spec.checker:
         v.status, v.actual = PENDING, actual   # decided by the problem's checker (pool: .checker)
         return v
-    good = stdio_equal(actual, spec.expected, spec.comparison, spec.atol, spec.rtol)
+    good = stdio_equal(stdout_b, spec.expected, spec.comparison, spec.atol, spec.rtol)   # the bytes written
     v.status = "pass" if good else "fail"
     if not good:
         v.error_type = "WrongAnswer"

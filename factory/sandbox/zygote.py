@@ -167,6 +167,10 @@ class Zygote:
         cpu_s = hdr.get("cpu_s")
         if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) and 0 < cpu_s <= MAX_JOB_CPU_S:
             self.limits = dict(base, cpu_s=float(cpu_s))   # this job's calibrated time limit
+        wall_s = hdr.get("wall_s")
+        if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and 0 < wall_s <= MAX_JOB_CPU_S:
+            # a wall-clock limit of its own (SandboxFusion's run_timeout): the wall budget is exactly it
+            self.limits = dict(self.limits, wall_factor=0.0, wall_min_s=float(wall_s))
         prog = extra = None
         if hdr["mode"] == "pytest" and not self.pytest_warm:   # before any test's meter starts
             from .judge import warm_pytest

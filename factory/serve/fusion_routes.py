@@ -12,8 +12,9 @@ from starlette.routing import Route
 
 from factory.sandbox import Job
 
-from .protocol import (BadRequest, _get, _positive, check_language, parse_run_code, program_from_completion,
-                       request_limits, run_code_response, score, tests_from_provided, verdict_rows)
+from .protocol import (BadRequest, _get, _positive, check_language, memory_field, parse_run_code,
+                       program_from_completion, request_limits, run_code_response, score, tests_from_provided,
+                       verdict_rows)
 from .routing import NotStarted, RetryPlaces, Service, error_response
 
 START_MARGIN_S = 2.0        # a /run_code program must start this long before (its client's deadline - its run)
@@ -84,15 +85,17 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
         except ValueError as exc:
             raise BadRequest(f"'config.provided_data.reward': {exc}"[:300], "config.provided_data.reward") from None
         entry = extra.get("entry_point") or entry
-        limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"), memory_mb=extra.get("memory_limit_MB"),
+        limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"),
+                                memory_mb=memory_field(extra, "memory_limit_MB", caps),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
+        wall = config.get("run_timeout") if caps.run_timeout_clock == "wall" else None   # checked just above
         code, status, kind = program_from_completion(completion, entry, tests, lang)
         base = {"id": sub_id, "extracted_code": code or "", "full_code": code, "test_code": None,
                 "extracted_type": kind}
         if code is None:
             return JSONResponse({**base, "accepted": False, "tests": [],
                                  "extra": {"request_id": rid, "extraction": status}})
-        job = Job("submit", code, tests, entry_point=entry, preamble=preamble, language=lang)
+        job = Job("submit", code, tests, entry_point=entry, preamble=preamble, language=lang, wall_s=wall)
         ticket = (await svc.run_jobs([job], limits, request))["submit"]
         if ticket.error or any(v.status == "infra_error" for v in ticket.verdicts):
             why = ticket.error or next(f"{v.error_type}: {v.error_message}" for v in ticket.verdicts

@@ -46,6 +46,9 @@ class Caps:
     max_memory_mb: int = 8192
     max_output_bytes: int = 64 << 20
     max_items: int = 4096
+    # what SandboxFusion's run_timeout limits: "wall" (its meaning: wall-clock seconds, the CPU budget stays
+    # beside it as the factory's guard) or "cpu" (CPU seconds only: verdicts that do not depend on the load)
+    run_timeout_clock: str = "wall"
 
 
 def _json_type(value) -> str:
@@ -142,28 +145,93 @@ def check_language(body: dict, where: str = "", required: bool = False) -> str:
 
 # ---- SandboxFusion /run_code -------------------------------------------------------------------------------
 
+NO_LIMIT = -1                 # SandboxFusion's memory_limit_MB default: no limit (here: the server's cap)
+MAX_FILES = 256               # files of one request
+MAX_FILES_BYTES = 16 << 20    # their decoded bytes together
+MAX_FILE_PATH = 255
+MAX_FILE_DEPTH = 16
+RESERVED_DIRS = (".prog",)    # where a compiled program's artifact is placed
+
+
+def memory_field(body: dict, key: str, caps: Caps, where: str = ""):
+    """A memory_limit_MB value: -1 (SandboxFusion's default, "no limit") is the server's cap; None stays None."""
+    value = body.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == NO_LIMIT:
+        return caps.max_memory_mb
+    return value
+
+
+def parse_files(body: dict, where: str = "") -> dict[str, bytes]:
+    """SandboxFusion's ``files``: {relative path: base64 content} placed beside the program (its working
+    directory) before it runs; a null content is skipped, as there. Paths are relative, without ``..``, at most
+    255 characters and 16 levels; at most 256 files and 16 MiB decoded together; each is a 400 naming the file
+    otherwise."""
+    import base64
+    import binascii
+    files = _get(body, "files", dict, default={}, where=where)
+    name = f"{where}files"
+    out: dict[str, bytes] = {}
+    total = 0
+    if len(files) > MAX_FILES:
+        raise BadRequest(f"field '{name}' has {len(files)} files; this verifier places at most {MAX_FILES}", name)
+    for path, b64 in files.items():
+        field = f"{name}[{path!r}]"[:200]
+        if b64 is None:
+            continue
+        if not isinstance(b64, str):
+            raise BadRequest(f"field {field} must be a base64 string or null, got {_json_type(b64)}", name)
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if (not parts or path.startswith("/") or ".." in parts or "\0" in path or len(path) > MAX_FILE_PATH
+                or len(parts) > MAX_FILE_DEPTH or parts[0] in RESERVED_DIRS):
+            raise BadRequest(f"field {field}: a file path must be relative to the program's working directory, "
+                             f"without '..', at most {MAX_FILE_PATH} characters and {MAX_FILE_DEPTH} levels "
+                             f"(not under {', '.join(RESERVED_DIRS)})", name)
+        try:
+            data = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise BadRequest(f"field {field} is not valid base64", name) from None
+        total += len(data)
+        if total > MAX_FILES_BYTES:
+            raise BadRequest(f"field '{name}': the files are over this verifier's cap of {MAX_FILES_BYTES >> 20} "
+                             f"MiB together", name)
+        key = "/".join(parts)
+        if key in out or any(k.startswith(key + "/") or key.startswith(k + "/") for k in out):
+            raise BadRequest(f"field {field}: the path is given twice or is both a file and a directory", name)
+        out[key] = data
+    return out
+
+
+def refuse_fetch_files(body: dict, where: str = "") -> None:
+    if _get(body, "fetch_files", list, default=None):
+        raise BadRequest(f"field '{where}fetch_files' is not supported by this verifier: nothing a program writes "
+                         f"leaves its sandbox (its /tmp is discarded after the run; there is no network); send "
+                         f"an empty list", f"{where}fetch_files")
+
+
 def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     """RunCodeRequest: code, language (required, as in SandboxFusion), stdin, run_timeout, compile_timeout,
-    files, fetch_files, and verl's memory_limit_MB. The program runs as ``__main__`` with stdin; the verdict
-    carries stdout, stderr, exit code. The third value is how long the client waits for the answer
-    (compile_timeout + run_timeout + 10 s, verl's request timeout; SandboxFusion defaults 10 s each)."""
+    files, fetch_files, and memory_limit_MB (-1, SandboxFusion's default: no limit, i.e. the server's cap).
+    The program runs with stdin, in a working directory holding ``files``; the verdict carries stdout, stderr,
+    exit code. ``run_timeout`` is wall-clock seconds (SandboxFusion's meaning; the CPU budget stays beside it,
+    the response's ``factory.limit`` says which fired). The third value is how long the client waits for the
+    answer (compile_timeout + run_timeout + 10 s, verl's request timeout; SandboxFusion defaults 10 s each)."""
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object", None)
     code = _get(body, "code", str, required=True)
     lang = check_language(body, required=True)
     stdin = _get(body, "stdin", str, default="")
-    if _get(body, "files", dict, default=None):
-        raise BadRequest("field 'files' is not supported by this verifier (programs get no files)", "files")
-    if _get(body, "fetch_files", list, default=None):
-        raise BadRequest("field 'fetch_files' is not supported by this verifier (programs get no files)",
-                         "fetch_files")
+    files = parse_files(body)
+    refuse_fetch_files(body)
     run_timeout = _positive(body.get("run_timeout"), "run_timeout", caps.max_cpu_s)
     compile_timeout = _positive(body.get("compile_timeout"), "compile_timeout", 3600.0, zero_ok=True)
     key = "memory_limit_MB" if body.get("memory_limit_MB") is not None else "memory_limit_mb"
-    limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=body.get(key),
+    limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=memory_field(body, key, caps),
                             names=("run_timeout", key))
+    wall = None
+    if caps.run_timeout_clock == "wall":
+        wall = run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)],
-              language=lang, compile_cpu_s=compile_timeout or None)
+              language=lang, compile_cpu_s=compile_timeout or None, wall_s=wall, files=files or None)
     client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
                    + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
     return job, limits, client_wait
@@ -174,6 +242,20 @@ def _command_result(status: str, v, stdout: str | None) -> dict:
             "cpu_time": round((v.cpu_ms or 0) / 1000, 4) if v else None,
             "return_code": (v.exit_code if v.exit_code is not None else 1) if status == "Finished" else None,
             "stdout": stdout, "stderr": (v.stderr if v else None)}
+
+
+def limit_fired(v, ticket: Ticket) -> tuple[str, str]:
+    """Which limit ended a timed-out test: ``wall`` (the request's wall-clock run_timeout, or the wall
+    backstop), ``cpu`` (the CPU budget: the factory's own guard) or ``idle`` (no CPU used for the CPU budget +
+    1 s: a program blocked for good), and a phrase saying so."""
+    lim = ticket.job.limits_for(ticket.limits)
+    wall = ticket.job.wall_s if ticket.job.wall_s is not None else lim.wall_s
+    cpu_s, wall_s = (v.cpu_ms or 0) / 1000, (v.wall_ms or 0) / 1000
+    if cpu_s >= lim.cpu_s:
+        return "cpu", f"CPU time {cpu_s:.2f} s over the CPU budget of {lim.cpu_s:g} s"
+    if wall_s >= wall:
+        return "wall", f"wall clock {wall_s:.2f} s over the limit of {wall:g} s"
+    return "idle", f"no progress (CPU) for {lim.cpu_s:g} s + 1 s"
 
 
 def run_code_response(ticket: Ticket, request_id: str) -> dict:
@@ -202,7 +284,9 @@ def run_code_response(ticket: Ticket, request_id: str) -> dict:
         return {**base, "status": "Success", "message": "",
                 "run_result": _command_result("Finished", v, v.actual or ""), "factory": extra}
     if v.status == "timeout":
-        return {**base, "status": "Failed", "message": "time limit exceeded",
+        fired, what = limit_fired(v, ticket)
+        extra["limit"] = fired
+        return {**base, "status": "Failed", "message": f"time limit exceeded ({what})",
                 "run_result": _command_result("TimeLimitExceeded", v, v.stdout), "factory": extra}
     message = {"memory_limit": "memory limit exceeded", "output_limit": "output limit exceeded"}.get(
         v.status, v.error_message or "non-zero exit")

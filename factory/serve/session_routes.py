@@ -73,8 +73,8 @@ def jupyter_cell(r: CellResult) -> dict:
         ename, _, evalue = last.partition(": ")
         error = [{"ename": ename if ename.isidentifier() or "." in ename else "Error", "evalue": evalue or last,
                   "traceback": r.error.rstrip("\n").splitlines()}]
-    return {"stdout": r.stdout, "stderr": r.stderr, "display": [{"text/plain": r.result}] if r.result else [],
-            "error": error}
+    display = list(r.display) or ([{"text/plain": r.result}] if r.result else [])   # figures, display(), the value
+    return {"stdout": r.stdout, "stderr": r.stderr, "display": display, "error": error}
 
 
 def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Route]:

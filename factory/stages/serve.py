@@ -24,6 +24,9 @@ def register(sub, add_lake) -> None:
                    help="wall-clock backstop = max(this x CPU limit, 5 s); CPU time decides timeouts")
     p.add_argument("--max-cpu-s", type=float, default=60.0, help="largest per-request CPU limit accepted")
     p.add_argument("--max-memory-mb", type=int, default=8192, help="largest per-request memory limit accepted")
+    p.add_argument("--run-timeout-clock", choices=("wall", "cpu"), default="wall",
+                   help="what SandboxFusion's run_timeout limits: wall (its meaning: wall-clock seconds; the CPU "
+                        "budget stays beside it) or cpu (CPU seconds only: verdicts independent of the load)")
     p.add_argument("--max-items", type=int, default=4096, help="largest /v1/judge batch accepted")
     p.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body accepted (beyond: 413)")
     p.add_argument("--queue-timeout-s", type=float, default=None,
@@ -55,7 +58,8 @@ def cmd_serve(args) -> None:
         print(f"factory serve: http://{args.host}:{args.port}  ({engine.workers} sandbox workers{where}, queue bound "
               f"{engine.max_queue}); verl: reward.sandbox_fusion.url=http://{args.host}:{args.port}/run_code",
               file=sys.stderr, flush=True)
-    caps = Caps(max_cpu_s=args.max_cpu_s, max_memory_mb=args.max_memory_mb, max_items=args.max_items)
+    caps = Caps(max_cpu_s=args.max_cpu_s, max_memory_mb=args.max_memory_mb, max_items=args.max_items,
+                run_timeout_clock=args.run_timeout_clock)
     from factory.sandbox import Limits
 
     limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_factor=args.wall_factor, wall_min_s=5.0,
