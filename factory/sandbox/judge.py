@@ -16,7 +16,7 @@ import time
 
 from .rpc import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client,
                   JudgeNamespace, OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
-from .serialize import _dumps, serialize_value
+from .serialize import VALUE_IMPORTS, _dumps, serialize_value
 
 RES_FD, RPC_W, RPC_R = 3, 4, 5
 CTL_FD = 6                      # a kept judge's control socket (:func:`serve_kept`)
@@ -160,7 +160,7 @@ def serve_kept(limits: dict) -> None:
             os.dup2(fd, target)
             os.close(fd)
         retire = False
-        imports = PROGRAM_DRIVEN_IMPORTS[0]
+        imports = PROGRAM_DRIVEN_IMPORTS[0], VALUE_IMPORTS[0]
 
         def tidy() -> int:
             nonlocal retire
@@ -174,8 +174,9 @@ def serve_kept(limits: dict) -> None:
                 wrote = sorted(os.listdir("/tmp")) != tmp_listing
             except OSError:
                 wrote = True
-            # test code left files or a thread behind, or the program made the judge import a module
-            retire = wrote or threading.active_count() > 1 or PROGRAM_DRIVEN_IMPORTS[0] != imports
+            # test code left files or a thread behind, or the program made the judge import a module (one it
+            # named, or numpy / decimal ... to rebuild a value it returned)
+            retire = wrote or threading.active_count() > 1 or (PROGRAM_DRIVEN_IMPORTS[0], VALUE_IMPORTS[0]) != imports
             return int(retire)
 
         try:
@@ -255,7 +256,7 @@ class _Collector:
         self.asserted: set[str] = set()
 
     def pytest_assertion_pass(self, item, lineno, orig, expl):
-        self.asserted.add(item.nodeid.split("::", 1)[-1].split("[", 1)[0])
+        self.asserted.add(item.nodeid.split("::")[-1].split("[", 1)[0])   # a class's method: its own name
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or (report.outcome != "passed" and report.when == "setup") or (
@@ -277,6 +278,31 @@ class _Collector:
     def pytest_collectreport(self, report):
         if report.outcome == "failed":
             self.subs.append(["<collect>", "error", str(report.longreprtext)[-1500:]])
+
+
+def _local_tests_only():
+    """pytest plugin: in a test file, only functions and classes the file itself defines are collected. A name the
+    file imports (``from heapq import merge as test_merge``, ``from solution import TestData``) is not a test of
+    the file -- pytest would run it, or fail the whole file at collection (a generator function "test") -- and
+    nothing a program defines is ever run as a test."""
+    import inspect
+
+    import pytest
+
+    class LocalTestsOnly:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_pycollect_makeitem(self, collector, name, obj):
+            if not isinstance(collector, pytest.Module):
+                return None
+            try:
+                module = collector.obj.__name__
+            except Exception:  # noqa: BLE001
+                return None
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and getattr(obj, "__module__", None) == module:
+                return None   # defined here: pytest decides as usual
+            return []         # imported (or not a function / class): never a test item
+
+    return LocalTestsOnly()
 
 
 def _functions_with_asserts(source: str) -> set[str]:
@@ -357,6 +383,7 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
     mod = _SolutionModule(PROGRAM_MODULE)
     object.__setattr__(mod, "_judge_ns", ns)
     sys.modules[PROGRAM_MODULE] = mod
+    local_only = None
     workdir = "/tmp/judge"
     os.makedirs(workdir, exist_ok=True)
     os.chdir(workdir)
@@ -372,8 +399,9 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
         msg = {"ok": True}
         try:
             import pytest
+            local_only = local_only or _local_tests_only()
             rc = pytest.main([name, "-q", "-p", "no:cacheprovider", "--rootdir=.", "-c", "pytest.ini",
-                              "--noconftest", "-o", "addopts=", "--import-mode=prepend"], plugins=[col])
+                              "--noconftest", "-o", "addopts=", "--import-mode=prepend"], plugins=[col, local_only])
             msg["rc"] = int(rc)
         except CandidateGone:
             report(b"D", i)

@@ -13,14 +13,32 @@ Everything else is a *tagged* object, i.e. a JSON object with exactly one key st
 ``{"$b": "base64"}``    bytes; ``{"$ba": ...}`` bytearray
 ``{"$c": [re, im]}``    complex
 ``{"$d": [[k, v],..]}`` dict with non-str or ``$``-prefixed keys
-``{"$nd": [...]}``      numpy array (``tolist()``; deserializes to a list)
+``{"$nda": [dt, sh, x]}`` numpy array: dtype (``dtype.str``), shape, the elements flat (C order)
+``{"$npv": [dt, x]}``   numpy scalar (``np.float64``, ``np.int32``, ``np.bool_`` ...): dtype and value
+``{"$nd": [...]}``      numpy array, older format (nested ``tolist()``; read back as a list)
+``{"$dec": "1.10"}``    ``decimal.Decimal`` (its exact text); ``{"$fr": [n, d]}`` ``fractions.Fraction``
+``{"$dtm": iso}``       ``datetime.datetime``; ``$date`` / ``$time`` likewise; ``{"$td": [d, s, us]}`` timedelta
+``{"$od": [[k, v],..]}`` ``OrderedDict`` (in its order); ``$ctr`` ``Counter``; ``{"$dd": [f, [[k, v],..]]}``
+                        ``defaultdict`` (``f``: its factory when a builtin/collections type, else null)
+``{"$dq": [m, [...]]}``  ``collections.deque`` (``m``: maxlen or null); ``{"$rg": [a, b, c]}`` ``range``
 ``{"$m": [a, b, g]}``   ``re.Match``: span and matched text (deserializes to :class:`MatchValue`)
 ``{"$o": "TypeName"}``  opaque (unsupported type, cycle, too deep) -> never equal to anything
 =====================  ==============================================
 
 Serialization is purely structural: subclasses of builtins are read through the base-class slots
 and no user-defined method (``__eq__``, ``__iter__``, ``__repr__`` ...) is ever called, so a rigged
-object serializes as opaque (or as the plain value it really holds) and cannot fake equality.
+object serializes as opaque (or as the plain value it really holds) and cannot fake equality.  A
+subclass of a supported library type (a program's ``class V(np.ndarray)``, ``class C(Counter)``) is
+written as the library type's data, so it is rebuilt as the library type itself: no program-defined
+class crosses.
+
+Reading back is done by trusted code from plain data only: the RPC between judge and program
+(:mod:`.rpc`) rebuilds every tag as the real type -- numpy arrays and scalars with their dtype and
+shape (numpy is imported on first need; see :data:`VALUE_IMPORTS`), so a test's ``vector >= 0`` or
+``np.array_equal(result, expected)`` sees what it would see without a sandbox.  The parent's
+:func:`deserialize_value` (equality against a test's literal) reads numpy arrays as nested lists and
+numpy scalars as Python numbers, and needs no numpy.  A payload no trusted constructor accepts (a
+crafted dtype, a shape that does not match its elements) reads as :class:`Opaque`.
 """
 from __future__ import annotations
 
@@ -29,6 +47,7 @@ import sys
 import base64
 import json
 import math
+import re
 
 _MAX_DEPTH = 400
 _BIG_INT_BITS = 12000
@@ -111,14 +130,99 @@ def _float(x: float):
     return x
 
 
-def _numpy_tree(v, depth, stack):
-    np = __import__("sys").modules.get("numpy")
-    if np is None:
+_PLAIN = frozenset({list, tuple, dict, set, frozenset, bytes, bytearray, complex})
+_ND_KINDS = "biufcUSMmO"     # numpy dtype kinds that cross (no structured / void dtypes)
+_ND_MAX_BYTES = 1 << 26      # a rebuilt array's memory may not exceed this (a crafted '<U99999999' dtype)
+
+
+def _numpy_base(v, np):
+    """``v`` as numpy's own type: an ndarray subclass is viewed as a plain ndarray, a scalar subclass is read as
+    the numpy scalar type it derives from; nothing of the subclass is called."""
+    if isinstance(v, np.ndarray):
+        return v if type(v) is np.ndarray else np.ndarray.view(v, np.ndarray)
+    if type(v).__module__ == "numpy":
+        return np.asarray(v)
+    base = next(c for c in type(v).__mro__ if getattr(c, "__module__", None) == "numpy")
+    return np.asarray(base(np.generic.item(v)))
+
+
+def _numpy_tree(v, depth, stack, fallback):
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(v, (np.ndarray, np.generic)):
         return None
-    if isinstance(v, np.generic):
-        return _tree(v.item(), depth, stack)
-    if type(v) is np.ndarray:
-        return {"$nd": _tree(v.tolist(), depth, stack)}
+    scalar = not isinstance(v, np.ndarray)
+    try:
+        a = _numpy_base(v, np)
+        dt = a.dtype
+    except Exception:  # noqa: BLE001
+        return {"$o": _type_name(v)}
+    if dt.kind not in _ND_KINDS or dt.fields is not None or dt.subdtype is not None:
+        return {"$o": f"numpy:{dt.str}"}
+    flat = np.ndarray.reshape(a, -1)
+    if dt.kind in "Mm":   # datetime64 / timedelta64: their int64 counts (tolist() gives datetime objects or ints)
+        flat = flat.view("<i8")
+    items = [_tree(x, depth + 1, stack, fallback) for x in flat.tolist()]
+    if scalar:
+        return {"$npv": [dt.str, items[0]]}
+    return {"$nda": [dt.str, list(a.shape), items]}
+
+
+_DD_FACTORIES = ("int", "float", "str", "bytes", "bool", "complex", "list", "tuple", "dict", "set", "frozenset")
+_COLLECTION_FACTORIES = ("Counter", "OrderedDict", "deque", "defaultdict")
+
+
+def _factory_name(f, col) -> str | None:
+    import builtins
+    for name in _DD_FACTORIES:
+        if f is getattr(builtins, name):
+            return name
+    for name in _COLLECTION_FACTORIES:
+        if f is getattr(col, name):
+            return name
+    return None
+
+
+def _pairs(items, depth, stack, fallback) -> list:
+    return [[_tree(k, depth + 1, stack, fallback), _tree(x, depth + 1, stack, fallback)] for k, x in items]
+
+
+def _library_tree(v, depth, stack, fallback):
+    """Standard-library value types tests compare (collections, decimal, fractions, datetime, range); a subclass
+    is read through the library class, so it is written as the library type's data."""
+    mods = sys.modules
+    t = type(v)
+    if t is range:
+        return {"$rg": [v.start, v.stop, v.step]}
+    col = mods.get("collections")
+    if col is not None:
+        if isinstance(v, col.Counter):
+            return {"$ctr": _pairs(dict.items(v), depth, stack, fallback)}
+        if isinstance(v, col.OrderedDict):
+            return {"$od": _pairs(col.OrderedDict.items(v), depth, stack, fallback)}
+        if isinstance(v, col.defaultdict):
+            factory = _factory_name(col.defaultdict.default_factory.__get__(v), col)
+            return {"$dd": [factory, _pairs(dict.items(v), depth, stack, fallback)]}
+        if isinstance(v, col.deque):
+            return {"$dq": [col.deque.maxlen.__get__(v),
+                            [_tree(x, depth + 1, stack, fallback) for x in col.deque.__iter__(v)]]}
+    dec = mods.get("decimal")
+    if dec is not None and isinstance(v, dec.Decimal):
+        return {"$dec": dec.Decimal.__str__(v)}
+    fr = mods.get("fractions")
+    if fr is not None and isinstance(v, fr.Fraction):
+        return {"$fr": [_tree(int(fr.Fraction.numerator.__get__(v)), depth, stack),
+                        _tree(int(fr.Fraction.denominator.__get__(v)), depth, stack)]}
+    dt = mods.get("datetime")
+    if dt is not None:
+        if isinstance(v, dt.datetime):
+            return {"$dtm": dt.datetime.isoformat(v)}
+        if isinstance(v, dt.date):
+            return {"$date": dt.date.isoformat(v)}
+        if isinstance(v, dt.time):
+            return {"$time": dt.time.isoformat(v)}
+        if isinstance(v, dt.timedelta):
+            td = dt.timedelta
+            return {"$td": [td.days.__get__(v), td.seconds.__get__(v), td.microseconds.__get__(v)]}
     return None
 
 
@@ -135,6 +239,17 @@ def _tree(v, depth=0, stack=None, fallback=None):
         return {"$o": "too-deep"}
     if stack is None:
         stack = set()
+    if t not in _PLAIN and "numpy" in sys.modules:   # before int/float/str: np.float64 subclasses float
+        key = id(v)
+        if key in stack:
+            return {"$o": "cycle"}
+        stack.add(key)
+        try:
+            got = _numpy_tree(v, depth, stack, fallback)
+        finally:
+            stack.discard(key)
+        if got is not None:
+            return got
     if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
         return bool(v)
     if isinstance(v, int):
@@ -154,6 +269,10 @@ def _tree(v, depth=0, stack=None, fallback=None):
         return {"$o": "cycle"}
     stack.add(key)
     try:
+        if t not in _PLAIN:
+            got = _library_tree(v, depth, stack, fallback)
+            if got is not None:
+                return got
         if isinstance(v, list):
             return [_tree(x, depth + 1, stack, fallback) for x in list.__iter__(v)]
         if isinstance(v, tuple):
@@ -172,9 +291,7 @@ def _tree(v, depth=0, stack=None, fallback=None):
         if t is Opaque:
             truth = {True: "|truthy", False: "|falsy"}.get(v.truth, "")
             return {"$o": v.type_name + truth}
-        got = _numpy_tree(v, depth + 1, stack)
-        if got is None:
-            got = _match_tree(v, depth + 1, stack)
+        got = _match_tree(v, depth + 1, stack)
         if got is not None:
             return got
         if fallback is not None:
@@ -207,10 +324,157 @@ def _hashable(x):
         return Opaque("unhashable")
 
 
-def _untree(t, hook=None):
-    """Inverse of :func:`_tree`; ``hook(tag, payload)`` decodes tags this module does not know (RPC)."""
+VALUE_IMPORTS = [0]   # modules this process imported to rebuild a value it was sent (a kept judge retires on them)
+
+
+def _module(name: str):
+    mod = sys.modules.get(name)
+    if mod is None:
+        import importlib
+        mod = importlib.import_module(name)
+        VALUE_IMPORTS[0] += 1
+    return mod
+
+
+def _int(x) -> int:
+    if type(x) is dict and set(x) == {"$ih"}:
+        return int(x["$ih"], 16)
+    if type(x) is not int:
+        raise TypeError("not an int")
+    return x
+
+
+def _nest(flat: list, shape: list) -> list:
+    """``flat`` (C order) as nested lists of ``shape`` (what ``ndarray.tolist()`` gives)."""
+    if len(shape) <= 1:
+        return list(flat)
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _np_dtype(np, text):
+    dt = np.dtype(str(text))
+    if dt.kind not in _ND_KINDS or dt.fields is not None or dt.subdtype is not None:
+        raise ValueError(f"dtype {text!r} does not cross")
+    return dt
+
+
+_ND_DTYPE = re.compile(r"[<>|=]?[biufcUSMmO]\d{0,9}(\[\d{0,9}[A-Za-z]{1,2}\])?")
+_SCALAR_TAGS = ("$f", "$ih", "$c", "$b")
+
+
+def _element(x, hook, numpy: bool, dtype: str):
+    """One array element / scalar value: plain, except in an object array."""
+    if dtype.lstrip("<>|=")[:1] != "O" and isinstance(x, (list, dict)) and not (
+            type(x) is dict and len(x) == 1 and next(iter(x)) in _SCALAR_TAGS):
+        raise ValueError("a numpy element holds one plain value")
+    return _untree(x, hook, numpy)
+
+
+def _np_array(payload, hook, numpy: bool):
+    text, shape, flat = payload
+    if type(text) is not str or not _ND_DTYPE.fullmatch(text):
+        raise ValueError(f"dtype {text!r} does not cross")
+    shape = [_int(n) for n in shape]
+    if any(n < 0 for n in shape) or not isinstance(flat, list) or math.prod(shape) != len(flat) or len(shape) > 32:
+        raise ValueError("shape does not match the elements")
+    width = int(re.sub(r"\D", "", text.split("[")[0]) or 0)
+    if width * 4 * len(flat) > _ND_MAX_BYTES:
+        raise ValueError("array too large")
+    items = [_element(x, hook, numpy, text) for x in flat]
+    if not numpy:
+        return items[0] if not shape else _nest(items, shape)
+    np = _module("numpy")
+    dt = _np_dtype(np, text)
+    if dt.itemsize * len(items) > _ND_MAX_BYTES:
+        raise ValueError("array too large")
+    if dt.kind == "O":
+        a = np.empty(len(items), dtype=object)
+        for i, x in enumerate(items):
+            a[i] = x
+    elif dt.kind in "Mm":
+        a = np.array([_int(x) for x in items], dtype="<i8").view(dt)
+    else:
+        a = np.array(items, dtype=dt)
+        if a.shape != (len(items),):
+            raise ValueError("elements are not scalars")
+    return a.reshape(shape)
+
+
+def _np_scalar(payload, hook, numpy: bool):
+    text, x = payload
+    if type(text) is not str or not _ND_DTYPE.fullmatch(text) or text.lstrip("<>|=")[:1] == "O":
+        raise ValueError(f"dtype {text!r} is no numpy scalar's")
+    value = _element(x, hook, numpy, text)
+    if not numpy:
+        return value
+    np = _module("numpy")
+    dt = _np_dtype(np, text)
+    if dt.kind == "O" or dt.itemsize > _ND_MAX_BYTES:
+        raise ValueError("not a numpy scalar dtype")
+    if dt.kind in "Mm":
+        return np.array(_int(value), dtype="<i8").view(dt)[()]
+    return np.array(value, dtype=dt)[()]
+
+
+def _dd_factory(name):
+    if name is None:
+        return None
+    import builtins
+    if name in _DD_FACTORIES:
+        return getattr(builtins, name)
+    if name in _COLLECTION_FACTORIES:
+        return getattr(_module("collections"), name)
+    raise ValueError(f"unknown defaultdict factory {name!r}")
+
+
+def _library_value(k: str, x, hook, numpy: bool):
+    """The value of a library tag (``$nda``, ``$dec``, ``$od`` ...), built by trusted constructors only."""
+    def pairs(items):
+        return [(_hashable(_untree(a, hook, numpy)), _untree(b, hook, numpy)) for a, b in items]
+    if k == "$nda":
+        return _np_array(x, hook, numpy)
+    if k == "$npv":
+        return _np_scalar(x, hook, numpy)
+    if k == "$dec":
+        return _module("decimal").Decimal(str(x))
+    if k == "$fr":
+        return _module("fractions").Fraction(_int(x[0]), _int(x[1]))
+    if k in ("$dtm", "$date", "$time"):
+        dt = _module("datetime")
+        cls = {"$dtm": dt.datetime, "$date": dt.date, "$time": dt.time}[k]
+        if type(x) is not str or len(x) > 64:
+            raise ValueError("not an ISO date/time")
+        return cls.fromisoformat(x)
+    if k == "$td":
+        days, seconds, micro = (_int(n) for n in x)
+        return _module("datetime").timedelta(days=days, seconds=seconds, microseconds=micro)
+    if k == "$rg":
+        return range(*(_int(n) for n in x))
+    col = _module("collections")
+    if k == "$od":
+        return col.OrderedDict(pairs(x))
+    if k == "$ctr":
+        return col.Counter(dict(pairs(x)))
+    if k == "$dd":
+        return col.defaultdict(_dd_factory(x[0]), pairs(x[1]))
+    if k == "$dq":
+        maxlen = None if x[0] is None else _int(x[0])
+        return col.deque([_untree(e, hook, numpy) for e in x[1]], maxlen)
+    raise KeyError(k)
+
+
+_LIBRARY_TAGS = frozenset({"$nda", "$npv", "$dec", "$fr", "$dtm", "$date", "$time", "$td", "$rg", "$od", "$ctr",
+                           "$dd", "$dq"})
+
+
+def _untree(t, hook=None, numpy: bool = True):
+    """Inverse of :func:`_tree`; ``hook(tag, payload)`` decodes tags this module does not know (RPC).
+
+    ``numpy=False`` (the parent's comparisons) reads numpy arrays as nested lists and numpy scalars as Python
+    numbers instead of importing numpy."""
     if isinstance(t, list):
-        return [_untree(x, hook) for x in t]
+        return [_untree(x, hook, numpy) for x in t]
     if not isinstance(t, dict):
         return t
     if len(t) == 1:
@@ -221,28 +485,35 @@ def _untree(t, hook=None):
             if k == "$ih":
                 return int(x, 16)
             if k == "$t":
-                return tuple(_untree(e, hook) for e in x)
+                return tuple(_untree(e, hook, numpy) for e in x)
             if k == "$s":
-                return {_hashable(_untree(e, hook)) for e in x}
+                return {_hashable(_untree(e, hook, numpy)) for e in x}
             if k == "$fs":
-                return frozenset(_hashable(_untree(e, hook)) for e in x)
+                return frozenset(_hashable(_untree(e, hook, numpy)) for e in x)
             if k in ("$b", "$ba"):
                 raw = base64.b64decode(x)
                 return raw if k == "$b" else bytearray(raw)
             if k == "$c":
-                return complex(_untree(x[0], hook), _untree(x[1], hook))
+                return complex(_untree(x[0], hook, numpy), _untree(x[1], hook, numpy))
             if k == "$d":
-                return {_hashable(_untree(a, hook)): _untree(b, hook) for a, b in x}
+                return {_hashable(_untree(a, hook, numpy)): _untree(b, hook, numpy) for a, b in x}
             if k == "$nd":
-                return _untree(x, hook)
+                return _untree(x, hook, numpy)
             if k == "$m":
-                return MatchValue(x[:2], _untree(x[2], hook))
+                return MatchValue(x[:2], _untree(x[2], hook, numpy))
             if k == "$o":
                 return Opaque(str(x))
+            if k in _LIBRARY_TAGS:
+                try:
+                    return _library_value(k, x, hook, numpy)
+                except (RecursionError, MemoryError):
+                    raise
+                except Exception:  # noqa: BLE001 - any payload a program could shape reads as opaque, never an error
+                    return Opaque(f"bad {k[1:]}")
             if hook is not None:
                 return hook(k, x)
             raise ValueError(f"unknown tag {k!r}")
-    return {k: _untree(x, hook) for k, x in t.items()}
+    return {k: _untree(x, hook, numpy) for k, x in t.items()}
 
 
 def clean_text(value):
@@ -260,12 +531,13 @@ def clean_text(value):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def deserialize_value(text: str):
-    """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`).
+def deserialize_value(text: str, numpy: bool = False):
+    """Inverse of :func:`serialize_value` (opaque values become :class:`Opaque`); numpy arrays read as nested
+    lists and numpy scalars as Python numbers unless ``numpy`` (then they are rebuilt, importing numpy).
 
     Robust to any text a program can produce: nesting too deep for the decoder, or beyond the recursion
     limit, gives an :class:`Opaque` value (equal to nothing) instead of an exception on the trusted side."""
     try:
-        return _untree(json.loads(text))
+        return _untree(json.loads(text), numpy=numpy)
     except (RecursionError, MemoryError):
         return Opaque("too-deep")
