@@ -273,3 +273,18 @@ def test_malformed_json_names_file_row_field(tmp_path, monkeypatch):
     # nothing half-written
     assert query(tmp_path / "lake", "SELECT count(*) FROM bronze.raw_records") == [(0,)]
     assert query(tmp_path / "lake", "SELECT count(*) FROM silver.tests") == [(0,)]
+
+
+def test_release_card_names_the_revision(tmp_path, cc_cache, monkeypatch):
+    from factory.release.create import create_release
+    from factory.stages.ingest import ingest_source
+
+    cache, commit = cc_cache
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("hf-code-contests", [f"hf://datasets/{CC}"], lake=lake)
+    manifest = create_release("cc", ["silver.problems"], lake=lake, releases_dir=tmp_path / "rel")
+    assert manifest["source_revisions"] == {"code_contests": [commit]}
+    card = (tmp_path / "rel" / "cc" / "README.md").read_text()
+    assert "## Hub revisions" in card and f"| code_contests | `{commit}` |" in card

@@ -1,0 +1,333 @@
+"""Hub datasets at seed scale (issue #41): memory of a streamed ingest with 20 MB test inputs, and every stage from
+ingest to export on synthetic rows in DeepCoder-Preview's published layout, at fractions of its size.
+
+    python bench/hub_scale.py memory [--big-mb 20]             # peak RSS of one vs five 20 MB-input problems
+    python bench/hub_scale.py scale --fractions 1/64,1/32,1/16  # per stage: wall, CPU, peak RSS, lake bytes
+    python bench/hub_scale.py plot RESULTS.json                 # results -> PNG (log-log growth per stage)
+
+Full size (fraction 1) = DeepCoder-Preview's train: 24k problems, ~20 tests each, 16 programs per problem
+(7.7 M verdict rows), ~18 GB of train parquet. Test sizes follow a log-normal body (median ~300 B) plus a tail of
+MB-sized inputs (1 in 40 tests, 0.5-4 MB), so source bytes are dominated by the tail as in the real dataset.
+Every stage runs as its own `factory` process (os.wait4 gives its CPU time and peak RSS); verdict rows are
+written synthetically (execution throughput is measured by bench/performance, not here). Run it niced.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FULL_PROBLEMS = 24_000
+TESTS_PER_PROBLEM = 20
+PROGRAMS_PER_PROBLEM = 16
+SOLUTION = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+
+
+# -- synthetic rows in the published layout ---------------------------------------------------------------
+def _numbers(rng: random.Random, chars: int) -> str:
+    """A test input of about ``chars`` characters: space-separated integers (what MB inputs look like)."""
+    out, n = [], 0
+    while n < chars:
+        x = str(rng.randrange(10 ** 9))
+        out.append(x)
+        n += len(x) + 1
+    return " ".join(out) + "\n"
+
+
+def _test_chars(rng: random.Random) -> int:
+    if rng.random() < 1 / 40:
+        return int(rng.uniform(0.5, 4.0) * (1 << 20))
+    return max(4, int(rng.lognormvariate(5.7, 1.2)))
+
+
+def make_deepcoder(folder: Path, problems: int, seed: int = 0, shards: int | None = None,
+                   big_chars: int | None = None, row_group_size: int = 32) -> dict:
+    """``folder/taco/train-0000k-of-0000n.parquet`` with DeepCoder's columns (problem, tests JSON string,
+    starter_code, metadata JSON string). ``big_chars``: every problem gets one test of exactly that size."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(seed)
+    schema = pa.schema([("problem", pa.string()), ("tests", pa.string()), ("starter_code", pa.string()),
+                        ("metadata", pa.string())])
+    shards = shards or max(1, problems // 750)
+    (folder / "taco").mkdir(parents=True, exist_ok=True)
+    per = -(-problems // shards)
+    tests_total = chars_total = 0
+    for s in range(shards):
+        writer = pq.ParquetWriter(folder / "taco" / f"train-{s:05d}-of-{shards:05d}.parquet", schema)
+        rows = []
+        for p in range(s * per, min(problems, (s + 1) * per)):
+            sizes = [big_chars] if big_chars else []
+            sizes += [_test_chars(rng) for _ in range(TESTS_PER_PROBLEM - len(sizes))]
+            inputs = [_numbers(rng, c) for c in sizes]
+            outputs = [f"{rng.randrange(10 ** 12)}\n" for _ in inputs]
+            tests_total += len(inputs)
+            chars_total += sum(map(len, inputs))
+            rows.append({"problem": f"Problem {p}: print the sum of the integers on stdin. "
+                                    + " ".join(rng.choice(("alpha", "beta", "gamma", "delta", "omega", "sigma"))
+                                               for _ in range(60)),
+                         "tests": json.dumps({"inputs": inputs, "outputs": outputs}), "starter_code": "",
+                         "metadata": json.dumps({"difficulty": rng.randrange(1, 10)})})
+            if len(rows) >= row_group_size:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                rows = []
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        writer.close()
+    size = sum(f.stat().st_size for f in (folder / "taco").glob("*.parquet"))
+    return {"problems": problems, "tests": tests_total, "input_chars": chars_total, "parquet_bytes": size}
+
+
+# -- measuring one process ---------------------------------------------------------------------------------
+def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+    """Run ``cmd``; wall seconds, CPU seconds (user+sys) and peak RSS (MB) of that process (os.wait4)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    out, err = proc.communicate()   # wait4 below still finds the zombie's rusage
+    wall = time.perf_counter() - t0
+    try:
+        _, status, ru = os.wait4(proc.pid, 0)
+    except ChildProcessError:   # already reaped by communicate(): fall back to the children total
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err.decode()[-3000:]}")
+    return {"wall_s": round(wall, 2), "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "stdout": out.decode()[-2000:]}
+
+
+def _vm(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])   # kB
+    return 0
+
+
+def child_ingest(folder: str, lake: str) -> None:
+    """(child) Ingest ``folder`` with hf-deepcoder; print baseline RSS and the peak during the ingest alone."""
+    from factory.stages.ingest import ingest_source
+    from tests.lakeutil import init_lake
+
+    init_lake(Path(lake))
+    import pyarrow  # noqa: F401  (everything the ingest imports is loaded before the baseline)
+    from factory.ingest.hub import ingest as _  # noqa: F401
+
+    Path("/proc/self/clear_refs").write_text("5")   # reset VmHWM: the peak below is the ingest's own
+    base = _vm("VmRSS")
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = ingest_source("hf-deepcoder", [folder], lake=lake)
+    print(json.dumps({"baseline_mb": base / 1024, "peak_mb": _vm("VmHWM") / 1024,
+                      "delta_mb": (_vm("VmHWM") - base) / 1024, "wall_s": time.perf_counter() - t0,
+                      "cpu_s": time.process_time() - c0, "problems": r.problems, "tests": r.tests,
+                      "revision": r.revision}))
+
+
+def memory(args) -> dict:
+    """Peak RSS above baseline while ingesting problems that each carry one ``--big-mb`` test input."""
+    work = Path(args.work)
+    out = {}
+    for n in (1, 5):
+        folder = work / f"big{n}"
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(work / f"lake{n}", ignore_errors=True)
+        info = make_deepcoder(folder, n, seed=n, shards=1, big_chars=int(args.big_mb * (1 << 20)),
+                              row_group_size=1)
+        r = subprocess.run([sys.executable, __file__, "child-ingest", str(folder), str(work / f"lake{n}")],
+                           capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr[-3000:])
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        res["parquet_mb"] = info["parquet_bytes"] / 2 ** 20
+        res["copies_of_one_input"] = round(res["delta_mb"] / args.big_mb, 2)
+        out[f"{n}_big_problems"] = res
+        print(f"{n} problem(s) with a {args.big_mb} MB input: peak +{res['delta_mb']:.0f} MB over "
+              f"{res['baseline_mb']:.0f} MB baseline = {res['copies_of_one_input']} x the input; "
+              f"{res['wall_s']:.1f} s", flush=True)
+    return out
+
+
+# -- the scale run -------------------------------------------------------------------------------------------
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def write_verdicts(lake: str) -> None:
+    """(child) 16 programs per problem and one verdict per (program, test): the rows execute would write."""
+    import hashlib
+
+    import pyarrow as pa
+
+    from factory.lake.commit import stage_run
+
+    with stage_run("execute", {"synthetic": "bench/hub_scale"}, lake=lake) as run:
+        tests = run.con.execute("SELECT problem_id, list(test_id ORDER BY ordinal) FROM silver.tests "
+                                "GROUP BY problem_id").fetchall()
+        now = run.started_at
+        rng = random.Random(1)
+        progs, execs = [], []
+
+        def flush():
+            if progs:
+                run.write("silver.programs", pa.Table.from_pylist(progs, schema=run.catalog["silver.programs"]
+                                                                  .arrow_schema()))
+            if execs:
+                run.write("silver.executions", pa.Table.from_pylist(execs, schema=run.catalog["silver.executions"]
+                                                                    .arrow_schema()))
+            progs.clear()
+            execs.clear()
+
+        for problem_id, test_ids in tests:
+            skill = rng.random()
+            for k in range(PROGRAMS_PER_PROBLEM):
+                code = SOLUTION + f"# sample {k}\n"
+                pid = hashlib.sha256(f"{problem_id}:{k}".encode()).hexdigest()[:16]
+                progs.append({"program_id": pid, "problem_id": problem_id, "origin": "sample", "model": "synthetic",
+                              "sample_index": k, "code": code, "raw_completion": code, "created_at": now,
+                              "run_id": run.run_id, "language": "python"})
+                ok = rng.random() < skill
+                for tid in test_ids:
+                    status = "pass" if ok or rng.random() < 0.7 else "fail"
+                    execs.append({"program_id": pid, "test_id": tid, "limits_hash": "bench", "status": status,
+                                  "cpu_ms": round(rng.uniform(5, 900), 1), "wall_ms": round(rng.uniform(5, 950), 1),
+                                  "peak_memory_kb": rng.randrange(9000, 60000), "judged_in_process": False,
+                                  "executed_at": now, "run_id": run.run_id})
+            if len(execs) >= 400_000:
+                flush()
+        flush()
+        run.summary = f"synthetic verdicts for {len(tests)} problems"
+
+
+def scale(args) -> dict:
+    work = Path(args.work)
+    results = {"fractions": {}, "cpus": os.cpu_count(), "load_start": os.getloadavg()[0]}
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for frac_text in args.fractions.split(","):
+        frac = Fraction(frac_text)
+        n = max(8, int(FULL_PROBLEMS * frac))
+        root = work / f"f{frac.numerator}_{frac.denominator}"
+        shutil.rmtree(root, ignore_errors=True)
+        data, lake, rel = root / "DeepCoder-Preview-Dataset", root / "lake", root / "releases"
+        t0 = time.perf_counter()
+        info = make_deepcoder(data, n, seed=frac.denominator)
+        info["generate_s"] = round(time.perf_counter() - t0, 1)
+        fx = [sys.executable, "-m", "factory.cli"]
+        lk = ["--lake", str(lake)]
+        stages = {}
+        steps = [
+            ("init", fx + ["init"] + lk),
+            ("ingest", fx + ["ingest", "hf-deepcoder", "--path", str(data / "taco")] + lk),
+            ("verdicts (synthetic write)", [sys.executable, __file__, "child-verdicts", str(lake)]),
+            ("dedup", fx + ["dedup"] + lk),
+            ("decontam", fx + ["decontam"] + lk),
+            ("curate", fx + ["curate", "--allow-unhealthy"] + lk),
+            ("release", fx + ["release", "create", "bench", "--view", "gold.rl_problems", "--lake", str(lake), "--releases-dir", str(rel)]),
+            ("export", fx + ["export", "bench", "--format", "verl", "--out", str(root / "verl"), "--lake", str(lake),
+                             "--releases-dir", str(rel)]),
+        ]
+        for name, cmd in steps:
+            try:
+                m = run_measured(cmd, env)
+            except RuntimeError as exc:
+                m = {"error": str(exc)[-600:]}
+                print(f"  {name}: FAILED {m['error'][-300:]}", flush=True)
+                stages[name] = m
+                break
+            m.pop("stdout", None)
+            m["lake_bytes"] = _du(lake)
+            stages[name] = m
+            print(f"1/{frac.denominator if frac.numerator == 1 else frac} {name:<28} wall {m['wall_s']:>7.1f} s  "
+                  f"cpu {m['cpu_s']:>7.1f} s  peak {m['peak_rss_mb']:>7.0f} MB  lake {m['lake_bytes'] / 2**20:>8.1f} MB",
+                  flush=True)
+        ing = stages.get("ingest", {})
+        if "wall_s" in ing:
+            info["ingest_mb_per_s"] = round(info["parquet_bytes"] / 2 ** 20 / ing["wall_s"], 2)
+            info["lake_over_source"] = round(ing["lake_bytes"] / info["parquet_bytes"], 3)
+        results["fractions"][frac_text] = {"source": info, "stages": stages, "load": os.getloadavg()[0]}
+        if not args.keep:
+            shutil.rmtree(data, ignore_errors=True)
+    return results
+
+
+def plot(path: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(path).read_text())
+    fr = res["scale"]["fractions"]
+    xs = sorted(fr, key=lambda f: float(Fraction(f)))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    stages = [s for s in fr[xs[-1]]["stages"] if s != "init"]
+    for s in stages:
+        pts = [(float(Fraction(x)), fr[x]["stages"].get(s)) for x in xs]
+        pts = [(x, m) for x, m in pts if m and "wall_s" in m]
+        if not pts:
+            continue
+        axes[0].plot([x for x, _ in pts], [m["wall_s"] for _, m in pts], marker="o", label=s)
+        axes[1].plot([x for x, _ in pts], [m["peak_rss_mb"] for _, m in pts], marker="o", label=s)
+    axes[2].plot([float(Fraction(x)) for x in xs], [fr[x]["source"]["parquet_bytes"] / 2 ** 20 for x in xs],
+                 marker="o", label="source parquet")
+    axes[2].plot([float(Fraction(x)) for x in xs],
+                 [max(m.get("lake_bytes", 0) for m in fr[x]["stages"].values()) / 2 ** 20 for x in xs],
+                 marker="o", label="lake (after export)")
+    for ax, title in zip(axes, ("wall time (s)", "peak RSS (MB)", "bytes (MB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("fraction of DeepCoder-Preview train (24k problems)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=7)
+    fig.tight_layout()
+    out = str(Path(path).with_suffix(".png"))
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("memory")
+    m.add_argument("--big-mb", type=float, default=20.0)
+    m.add_argument("--work", default="/tmp/hub_scale")
+    m.add_argument("--out")
+    s = sub.add_parser("scale")
+    s.add_argument("--fractions", default="1/64,1/32")
+    s.add_argument("--work", default="/tmp/hub_scale")
+    s.add_argument("--keep", action="store_true")
+    s.add_argument("--out")
+    p = sub.add_parser("plot")
+    p.add_argument("results")
+    c = sub.add_parser("child-ingest")
+    c.add_argument("folder")
+    c.add_argument("lake")
+    v = sub.add_parser("child-verdicts")
+    v.add_argument("lake")
+    args = ap.parse_args(argv)
+    if args.cmd == "child-ingest":
+        return child_ingest(args.folder, args.lake)
+    if args.cmd == "child-verdicts":
+        return write_verdicts(args.lake)
+    if args.cmd == "plot":
+        print(plot(args.results))
+        return
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    res = {"memory": memory(args)} if args.cmd == "memory" else {"scale": scale(args)}
+    if args.out:
+        old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+        Path(args.out).write_text(json.dumps({**old, **res}, indent=2, default=str))
+    print(json.dumps(res, indent=2, default=str)[:4000])
+
+
+if __name__ == "__main__":
+    main()
