@@ -1,0 +1,103 @@
+"""SandboxFusion's own runner tests, unchanged, against a live `factory serve` over real HTTP (issue 42).
+
+    python bench/sandboxfusion_suite.py --sandboxfusion /path/to/SandboxFusion [--out bench/results/sandboxfusion_suite.json]
+
+``--sandboxfusion``: a checkout of bytedance/SandboxFusion or its git directory (the `fetch` mirror). Its
+``sandbox/tests/runners/test_{python,cpp,java,nodejs,rust,jupyter,isolation}.py`` are copied into a scratch
+directory next to a shim of the ``sandbox`` package they import (bench/sandboxfusion_shim: the request/response
+models written from SandboxFusion's field lists, and an ASGI app that forwards each request to the server), a
+``factory serve`` starts on a free loopback port, pytest runs the files, and each test is classified: pass,
+fail, env (needs what SandboxFusion's image installs or the internet: lodash, the javatuples jar, an external
+site) or refused (fetch_files: a 400 by design)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ("python", "cpp", "java", "nodejs", "rust", "jupyter", "isolation")
+ENV = {"test_nodejs_lodash_dep": "lodash (npm package in SandboxFusion's image)",
+       "test_java_external_jar": "javatuples jar (in SandboxFusion's image)",
+       "test_isolation_network_external_access": "the internet (fetches an external site)"}
+REFUSED = {"test_python_fetch_files": "fetch_files is a 400: nothing leaves the sandbox"}
+
+
+def read_test(src: Path, name: str) -> str:
+    rel = f"sandbox/tests/runners/test_{name}.py"
+    if (src / rel).exists():
+        return (src / rel).read_text()
+    return subprocess.run(["git", "--git-dir", str(src), "show", f"HEAD:{rel}"], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sandboxfusion", required=True, type=Path)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sandboxfusion_suite.json"))
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sfsuite-"))
+    try:
+        shutil.copytree(ROOT / "bench" / "sandboxfusion_shim", work, dirs_exist_ok=True)
+        (work / "tests").mkdir()
+        for name in FILES:
+            (work / "tests" / f"test_{name}.py").write_text(read_test(args.sandboxfusion, name))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = subprocess.Popen([sys.executable, "-m", "factory.cli", "serve", "--port", str(port), "--workers",
+                                   str(args.workers)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                try:
+                    with urllib.request.urlopen(url + "/ready", timeout=2) as r:
+                        if json.loads(r.read()).get("ready"):
+                            break
+                except OSError:
+                    time.sleep(0.5)
+            env = dict(os.environ, SFSUITE_URL=url, NO_PROXY="127.0.0.1,localhost")
+            t0 = time.monotonic()
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                            f"--junitxml={work / 'junit.xml'}"], cwd=work, env=env, capture_output=True)
+            wall = time.monotonic() - t0
+        finally:
+            server.terminate()
+            server.wait(60)
+        per_file: dict[str, dict] = {}
+        for case in ET.parse(work / "junit.xml").iter("testcase"):
+            f = case.get("classname").split(".")[-1]
+            name = case.get("name").split("[")[0]
+            failed = case.find("failure") is not None or case.find("error") is not None
+            kind = "pass" if not failed else ("env" if name in ENV else "refused" if name in REFUSED else "fail")
+            per_file.setdefault(f, {"pass": 0, "fail": 0, "env": 0, "refused": 0, "tests": {}})
+            per_file[f][kind] += 1
+            per_file[f]["tests"][case.get("name")] = kind
+        total = {k: sum(v[k] for v in per_file.values()) for k in ("pass", "fail", "env", "refused")}
+        result = {"files": per_file, "total": total, "wall_s": round(wall, 1), "why": {**ENV, **REFUSED}}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        for f, v in per_file.items():
+            print(f"{f:18s} pass {v['pass']:2d}  fail {v['fail']:2d}  env {v['env']}  refused {v['refused']}")
+        print("total", total)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
