@@ -1,9 +1,32 @@
-"""Benchmark decontamination by hashed word n-gram overlap (default 9-grams, AceReason/Klear style).
+"""Benchmark decontamination by hashed word n-gram overlap (default 9-grams).
 
 Texts use the ``words-v1`` tokenisation of :mod:`factory.dedup.shingle` (NFKC, casefold, ``\\w+``)
 and 64-bit n-gram hashes; a text with fewer than ``n`` tokens contributes one n-gram made of all
 its tokens (so it matches only an equally short identical text). Matching is one DuckDB hash join
-of problem n-grams against the distinct benchmark n-grams.
+of problem n-grams against the distinct benchmark n-grams; every (problem, benchmark item) pair that
+shares at least one n-gram is returned, with the evidence for and against it.
+
+Two rules decide which pairs are contaminated (``DecontamParams.rule``):
+
+* ``literal``: any ``min_matches`` shared n-grams (AceReason / Klear: "9-gram overlap"). A single shared stock
+  phrase ("there is at most one edge between any pair of vertices", "the quick brown fox jumps over the lazy
+  dog", "1 1 1 1 1 1 1 output 0") is enough.
+* ``evidence`` (default): only *informative* n-grams count, and they must cover a share of the benchmark item.
+  An n-gram is informative when it is not stock text and not example data:
+
+  - stock: found in more than ``stock_df`` task families across the whole corpus (problems and benchmark items
+    together; a family is the task lineage - MBPP / sanitized MBPP / MBPP+ task, HumanEval / HumanEval+,
+    LeetCode slug - so one task in three datasets counts once), or a source's template (``template_df``: in
+    more than ``max(template_min_df, template_df x problems of the source)`` problems of one source), or in
+    more than ``max_benchmark_df`` benchmark items;
+  - example data: fewer than ``min_content`` of its ``n`` words are words of letters (``1 1 1 1 1 1 1 output
+    0``, ``nums 1 2 3 4 output 1 explanation``).
+
+  A pair is contaminated when the shared informative n-grams are at least ``min_coverage`` of the benchmark
+  item's informative n-grams. Two tasks of one dataset (lineage ids in the same namespace, e.g. two MBPP task
+  ids) are distinct tasks by the dataset's own account: a one-sentence MBPP task differs from another one in a
+  single word ("area of a pentagon" / "area of a rectangle"), so between them only a near-whole copy
+  (``same_dataset_coverage``) counts.
 """
 from __future__ import annotations
 
@@ -17,43 +40,55 @@ from .lsh import _arrow, _conn, _register
 from .shingle import RECIPE, WordHasher, shingle_hashes, tokenize
 
 OUTPUT_COLUMNS = ("problem_id", "benchmark", "benchmark_id", "matched_ngrams", "benchmark_ngrams",
-                  "example_span")
+                  "example_span", "informative_ngrams", "benchmark_informative", "coverage", "phrases",
+                  "literal", "evidence", "contaminated", "reason")
+RULES = ("evidence", "literal")
 
 
 @dataclass(frozen=True)
 class DecontamParams:
-    """``n``: words per n-gram. Rule: a (problem, benchmark item) pair is contaminated when it
-    shares ``>= min_matches`` distinct n-grams (1 = any match). ``max_benchmark_df``: ignore
-    n-grams found in more than this many benchmark items (templated boilerplate such as
-    "write a python function to count the number of" occurs in 14 MBPP items); None keeps all.
-
-    ``template_df`` / ``template_min_df``: a source's template text is not evidence of contamination. An n-gram
-    found in more than ``max(template_min_df, template_df x problems of the source)`` problems of one source
-    (problem side: the ``source`` column when given; benchmark side: ``benchmark``) is that site's boilerplate
-    (LeetCode's "answer may be very large return it modulo 10^9 + 7", "constraints 1 nums length ...") and is
-    dropped on both sides before matching (document-frequency filtering). A task copied from a benchmark keeps
-    its own, rare n-grams, so it is still caught. ``template_df=None`` matches every n-gram.
-
-    ``ignore_numeric``: an n-gram of digits only is example data ("nums = [1,0,0,1,0,1,0,0,0]"), not statement
-    text, and is not matched either."""
+    """``n``: words per n-gram; ``rule``: which rule sets ``contaminated`` (both are always computed, see the
+    module docstring). ``literal``: ``>= min_matches`` shared n-grams of any kind. ``evidence``: shared
+    informative n-grams cover ``>= min_coverage`` of the benchmark item's (``same_dataset_coverage`` between
+    two task ids of one dataset); informative = in at most ``stock_df`` task families of the corpus,
+    not a source template (``template_df`` / ``template_min_df``; None: no template check), not in more than
+    ``max_benchmark_df`` benchmark items (None: no limit), and with ``>= min_content`` words of letters."""
 
     n: int = 9
+    rule: str = "evidence"
     min_matches: int = 1
-    max_benchmark_df: int | None = None
+    stock_df: int = 4
+    min_content: int = 5
+    min_coverage: float = 0.25
+    same_dataset_coverage: float = 0.9
     template_df: float | None = 0.002
     template_min_df: int = 2
-    ignore_numeric: bool = True
+    max_benchmark_df: int | None = None
     recipe: str = RECIPE
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            raise ValueError(f"decontamination rule must be one of {RULES}, got {self.rule!r}")
+        if self.n < 1:
+            raise ValueError("n must be >= 1")
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def _source_codes(sources: list, prefix: str) -> np.ndarray:
-    """Integer code per row for its source (problem and benchmark sources never share a code)."""
+def _codes(values: list, prefix: str) -> np.ndarray:
+    """Integer code per row for a label (problem and benchmark sides never share a code)."""
     codes: dict = {}
-    return np.array([codes.setdefault(prefix + str(s), len(codes)) for s in sources] or [], dtype=np.int64) \
+    return np.array([codes.setdefault(prefix + str(s), len(codes)) for s in values] or [], dtype=np.int64) \
         + (0 if prefix == "p:" else 1 << 40)
+
+
+def _families(table: pa.Table, ids: str, side: str) -> list:
+    """Task family per row: the ``family`` column where given (a lineage id), else the row itself."""
+    own = [f"{side}:{i}" for i in table[ids].to_pylist()]
+    if "family" not in table.column_names:
+        return own
+    return [f"f:{f}" if f else o for f, o in zip(table["family"].to_pylist(), own)]
 
 
 def template_sql(prob: str, bench: str, params: DecontamParams) -> str:
@@ -69,22 +104,27 @@ def template_sql(prob: str, bench: str, params: DecontamParams) -> str:
         WHERE d.df > greatest({floor}, {frac} * s.size)"""
 
 
-def numeric_ngrams(texts: list, n: int, hasher: WordHasher) -> np.ndarray:
-    """Hashes of the n-grams made of digit tokens only (runs of >= n numbers in the texts)."""
-    runs = []
-    for text in texts:
-        run: list[str] = []
-        for tok in tokenize(text) + [""]:
-            if tok.isdigit():
-                run.append(tok)
-                continue
-            if len(run) >= n:
-                runs.append(" ".join(run))
-            run = []
-    if not runs:
-        return np.zeros(0, dtype=np.uint64)
-    _, hashes = shingle_hashes(runs, n, hasher, unique=True)
-    return np.unique(hashes)
+def _content(tokens_per_doc: list[list[str]], n: int) -> np.ndarray:
+    """Per shingle (in :func:`shingle_hashes` order, repeats kept): how many of its words are made of letters
+    (at least two). A text shorter than ``n`` has one shingle over all its tokens."""
+    parts = []
+    for toks in tokens_per_doc:
+        if not toks:
+            continue
+        word = np.fromiter((len(t) >= 2 and t.isalpha() for t in toks), dtype=np.int64, count=len(toks))
+        if len(toks) < n:
+            parts.append(np.array([word.sum()], dtype=np.int64))
+            continue
+        c = np.concatenate([[0], np.cumsum(word)])
+        parts.append(c[n:] - c[:-n])
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _same_dataset(a: str, b: str) -> bool:
+    """Two different task lineages of one dataset (``f:mbpp:654`` / ``f:mbpp:458``)."""
+    if not (a.startswith("f:") and b.startswith("f:")) or a == b:
+        return False
+    return a[2:].split(":", 1)[0] == b[2:].split(":", 1)[0]
 
 
 def _csr_to_rows(offsets: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,15 +134,34 @@ def _csr_to_rows(offsets: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, n
     return doc, pos
 
 
+def _runs(positions: list[int]) -> list[tuple[int, int]]:
+    """Contiguous runs of n-gram start positions as (first, last)."""
+    out: list[tuple[int, int]] = []
+    for p in sorted(set(positions)):
+        if out and p == out[-1][1] + 1:
+            out[-1] = (out[-1][0], p)
+        else:
+            out.append((p, p))
+    return out
+
+
 def _span(tokens: list[str], positions: list[int], n: int) -> str:
-    """Tokens of the first contiguous run of matched n-gram start positions."""
-    pos = sorted(positions)
-    end = pos[0]
-    for p in pos[1:]:
-        if p != end + 1:
-            break
-        end = p
-    return " ".join(tokens[pos[0] : end + n])
+    """Tokens of the longest contiguous run of matched n-gram start positions (the first of equal ones)."""
+    first, last = max(_runs(positions), key=lambda r: (r[1] - r[0], -r[0]))
+    return " ".join(tokens[first : last + n])
+
+
+def _reason(row: dict, params: DecontamParams) -> str:
+    n = params.n
+    span = row["example_span"]
+    quote = f"'{span[:160]}{'...' if len(span) > 160 else ''}'"
+    if row["informative_ngrams"] == 0:
+        what = "only stock phrasing or example values" if row["phrases"] == 1 else "only stock/example text"
+        return (f"shares {row['matched_ngrams']} {n}-gram(s), {what} ({row['phrases']} phrase(s), e.g. {quote}) "
+                f"- no informative {n}-gram")
+    return (f"shares {row['informative_ngrams']} of the benchmark item's {row['benchmark_informative']} "
+            f"informative {n}-grams ({row['coverage']:.0%}; {row['matched_ngrams']} shared in all, "
+            f"{row['phrases']} phrase(s)); longest shared passage {quote}")
 
 
 def decontaminate(
@@ -111,78 +170,123 @@ def decontaminate(
     params: DecontamParams = DecontamParams(),
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> tuple[pa.Table, dict]:
-    """Flag problems that share word n-grams with benchmark items.
+    """Pairs of problems and benchmark items that share word n-grams, with the evidence.
 
-    ``problems``: ``problem_id, text``; ``benchmarks``: ``benchmark, benchmark_id, text``.
-    Returns ``(table, stats)``; table columns :data:`OUTPUT_COLUMNS`, one row per contaminated
-    (problem, benchmark item) pair: ``matched_ngrams`` distinct shared n-grams,
-    ``benchmark_ngrams`` distinct n-grams of the benchmark item, ``example_span`` the normalised
-    words of the first contiguous matched run in the problem.
+    ``problems``: ``problem_id, text`` (optional ``source``, ``family``); ``benchmarks``: ``benchmark,
+    benchmark_id, text`` (optional ``family``). ``family`` is a task lineage id (None: the row is its own
+    family); document frequencies for stock text count families over problems and benchmarks together.
+
+    Returns ``(table, stats)``; table columns :data:`OUTPUT_COLUMNS`, one row per (problem, benchmark item)
+    sharing at least one n-gram: ``matched_ngrams`` distinct shared n-grams, ``benchmark_ngrams`` distinct
+    n-grams of the item, ``informative_ngrams`` / ``benchmark_informative`` the same for informative n-grams,
+    ``coverage`` their ratio, ``phrases`` contiguous runs of shared n-grams in the problem, ``example_span`` the
+    normalised words of the longest (informative where any) shared run, ``literal`` / ``evidence`` the two
+    rules, ``contaminated`` the one ``params.rule`` names, ``reason`` a sentence for a person.
     """
     con = _conn(con)
     hasher = WordHasher()
+    n = params.n
     p_texts = problems["text"].to_pylist()
-    p_off, p_h = shingle_hashes(p_texts, params.n, hasher, unique=False)
-    b_off, b_h = shingle_hashes(benchmarks["text"].to_pylist(), params.n, hasher, unique=True)
+    b_texts = benchmarks["text"].to_pylist()
+    p_toks = [tokenize(t) for t in p_texts]
+    b_toks = [tokenize(t) for t in b_texts]
+    p_off, p_h = shingle_hashes(p_texts, n, hasher, unique=False)
+    b_off, b_h = shingle_hashes(b_texts, n, hasher, unique=False)
     p_doc, p_pos = _csr_to_rows(p_off, p_h)
     b_doc, _ = _csr_to_rows(b_off, b_h)
-    p_src = _source_codes(problems["source"].to_pylist() if "source" in problems.column_names
-                          else ["problems"] * problems.num_rows, "p:")
-    b_src = _source_codes(benchmarks["benchmark"].to_pylist(), "b:")
-    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64),
-                                    "src": p_src[p_doc] if p_doc.size else p_src[:0]}), "prob")
-    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64),
-                                     "src": b_src[b_doc] if b_doc.size else b_src[:0]}), "bench")
-    drop = []
+    p_content, b_content = _content(p_toks, n), _content(b_toks, n)
+    p_src = _codes(problems["source"].to_pylist() if "source" in problems.column_names
+                   else ["problems"] * problems.num_rows, "p:")
+    b_src = _codes(benchmarks["benchmark"].to_pylist(), "b:")
+    fam_codes: dict = {}
+    p_fams, b_fams = _families(problems, "problem_id", "p"), _families(benchmarks, "benchmark_id", "b")
+    p_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in p_fams] or [], dtype=np.int64)
+    b_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in b_fams] or [], dtype=np.int64)
+    take = lambda a, idx: a[idx] if idx.size else a[:0]
+    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": take(p_src, p_doc),
+                                    "fam": take(p_fam, p_doc), "content": p_content}), "prob")
+    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": take(b_src, b_doc),
+                                     "fam": take(b_fam, b_doc), "content": b_content}), "bench")
+    stock = [f"""SELECT h FROM (SELECT h, fam FROM {prob} UNION SELECT h, fam FROM {bench})
+                 GROUP BY h HAVING count(*) > {int(params.stock_df)}"""]
     if params.max_benchmark_df is not None:
-        drop.append(f"SELECT h FROM {bench} GROUP BY h HAVING count(*) > {int(params.max_benchmark_df)}")
+        stock.append(f"SELECT h FROM {bench} GROUP BY h HAVING count(DISTINCT bidx) > {int(params.max_benchmark_df)}")
     if params.template_df is not None:
-        drop.append(template_sql(prob, bench, params))
-    numeric = None
-    if params.ignore_numeric:
-        numeric = _register(con, pa.table({"h": numeric_ngrams(benchmarks["text"].to_pylist(), params.n,
-                                                               hasher).view(np.int64)}), "numeric")
-        drop.append(f"SELECT h FROM {numeric}")
-    where = f"WHERE h NOT IN ({' UNION '.join(drop)})" if drop else ""
+        stock.append(template_sql(prob, bench, params))
+    need = min(int(params.min_content), n)
     try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _decontam_stock AS {' UNION '.join(stock)}")
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE _decontam_b AS
+            SELECT DISTINCT bidx, h, content >= {need} AND h NOT IN (SELECT h FROM _decontam_stock) AS inf
+            FROM {bench}""")
         hits = _arrow(con.execute(f"""
-            WITH b AS (SELECT bidx, h FROM {bench} {where})
-            SELECT p.pidx, b.bidx, count(DISTINCT p.h)::BIGINT AS matched, list(p.pos ORDER BY p.pos) AS positions
-            FROM {prob} p JOIN b USING (h)
-            GROUP BY p.pidx, b.bidx HAVING count(DISTINCT p.h) >= {int(params.min_matches)}
-            ORDER BY p.pidx, b.bidx
+            WITH m AS (
+                SELECT p.pidx, b.bidx, count(DISTINCT p.h)::BIGINT AS matched,
+                       count(DISTINCT p.h) FILTER (WHERE b.inf)::BIGINT AS inf_matched,
+                       list(p.pos ORDER BY p.pos) AS positions,
+                       list(p.pos ORDER BY p.pos) FILTER (WHERE b.inf) AS inf_positions
+                FROM {prob} p JOIN _decontam_b b USING (h)
+                GROUP BY p.pidx, b.bidx
+            ), bi AS (
+                SELECT bidx, count(*)::BIGINT AS b_all, count(*) FILTER (WHERE inf)::BIGINT AS b_inf
+                FROM _decontam_b GROUP BY bidx
+            )
+            SELECT m.*, bi.b_all, bi.b_inf FROM m JOIN bi USING (bidx) ORDER BY m.pidx, m.bidx
         """))
-        n_template = con.execute(f"SELECT count(*) FROM ({template_sql(prob, bench, params)})").fetchone()[0] \
-            if params.template_df is not None else 0
+        n_stock = con.execute("SELECT count(*) FROM _decontam_stock").fetchone()[0]
     finally:
         con.unregister(prob)
         con.unregister(bench)
-        if numeric is not None:
-            con.unregister(numeric)
+        con.execute("DROP TABLE IF EXISTS _decontam_stock")
+        con.execute("DROP TABLE IF EXISTS _decontam_b")
     pidx = hits["pidx"].to_numpy()
     bidx = hits["bidx"].to_numpy()
-    tok_cache: dict[int, list[str]] = {}
-    spans = []
-    for pi, positions in zip(pidx.tolist(), hits["positions"].to_pylist()):
-        if pi not in tok_cache:
-            tok_cache[pi] = tokenize(p_texts[pi])
-        spans.append(_span(tok_cache[pi], positions, params.n))
+    rows = []
+    for pi, bi, matched, inf_matched, positions, inf_positions, b_all, b_inf in zip(
+            pidx.tolist(), bidx.tolist(), hits["matched"].to_pylist(), hits["inf_matched"].to_pylist(),
+            hits["positions"].to_pylist(), hits["inf_positions"].to_pylist(), hits["b_all"].to_pylist(),
+            hits["b_inf"].to_pylist()):
+        inf_positions = inf_positions or []
+        coverage = inf_matched / b_inf if b_inf else 0.0
+        need_cov = params.same_dataset_coverage if _same_dataset(p_fams[pi], b_fams[bi]) else params.min_coverage
+        evidence = inf_matched > 0 and coverage >= need_cov
+        literal = matched >= params.min_matches
+        row = {"matched_ngrams": matched, "benchmark_ngrams": b_all, "informative_ngrams": inf_matched,
+               "benchmark_informative": b_inf, "coverage": round(coverage, 4), "phrases": len(_runs(positions)),
+               "example_span": _span(p_toks[pi], inf_positions or positions, n),
+               "literal": literal, "evidence": evidence,
+               "contaminated": literal if params.rule == "literal" else evidence}
+        row["reason"] = _reason(row, params)
+        rows.append(row)
+    col = lambda k, t: pa.array([r[k] for r in rows], t)
     table = pa.table({
         "problem_id": problems["problem_id"].take(pa.array(pidx, pa.int64())),
         "benchmark": benchmarks["benchmark"].take(pa.array(bidx, pa.int64())),
         "benchmark_id": benchmarks["benchmark_id"].take(pa.array(bidx, pa.int64())),
-        "matched_ngrams": hits["matched"],
-        "benchmark_ngrams": pa.array(np.diff(b_off)[bidx].astype(np.int64)),
-        "example_span": pa.array(spans, pa.string()),
+        "matched_ngrams": col("matched_ngrams", pa.int64()),
+        "benchmark_ngrams": col("benchmark_ngrams", pa.int64()),
+        "example_span": col("example_span", pa.string()),
+        "informative_ngrams": col("informative_ngrams", pa.int64()),
+        "benchmark_informative": col("benchmark_informative", pa.int64()),
+        "coverage": col("coverage", pa.float64()),
+        "phrases": col("phrases", pa.int64()),
+        "literal": col("literal", pa.bool_()),
+        "evidence": col("evidence", pa.bool_()),
+        "contaminated": col("contaminated", pa.bool_()),
+        "reason": col("reason", pa.string()),
     })
+    flagged = [pi for pi, r in zip(pidx.tolist(), rows) if r["contaminated"]]
     stats = {
         "n_problems": problems.num_rows,
         "n_benchmark_items": benchmarks.num_rows,
         "n_problem_ngrams": int(p_h.size),
-        "n_benchmark_ngrams": int(b_h.size),
-        "n_flagged_pairs": table.num_rows,
-        "n_flagged_problems": len(set(pidx.tolist())),
-        "n_template_ngrams": int(n_template),
+        "n_benchmark_ngrams": int(np.unique(b_h).size),
+        "n_pairs": table.num_rows,
+        "n_flagged_pairs": len(flagged),
+        "n_flagged_problems": len(set(flagged)),
+        "n_literal_problems": len({pi for pi, r in zip(pidx.tolist(), rows) if r["literal"]}),
+        "n_evidence_problems": len({pi for pi, r in zip(pidx.tolist(), rows) if r["evidence"]}),
+        "n_stock_ngrams": int(n_stock),
         "params": params.as_dict(),
     }
     return table, stats

@@ -49,7 +49,7 @@ KINDS: dict[str, RuleKind] = {k.name: k for k in (
     RuleKind("model_min_mean_pass_rate", {**_MODEL, "min_rate": REQUIRED}, ("model",)),
     RuleKind("min_potential", {**_MODEL, "min_potential": REQUIRED}, ("model",)),
     RuleKind("minhash_dedup", {}),
-    RuleKind("decontaminated", {"ngram_n": 9}),
+    RuleKind("decontaminated", {"ngram_n": 9, "literal_min_ngrams": 0}),
     RuleKind("embedding_dedup", {"threshold": 0.95, "model": "all-MiniLM-L6-v2", "text_field": "statement"},
              ("model", "text_field")),
     RuleKind("quality_vote", {"min_valid_votes": 9, "unjudged": "keep"}, ("unjudged",)),

@@ -1,4 +1,8 @@
--- keep: problems sharing no word {{ ngram_n }}-gram with a benchmark problem (silver.contamination from
--- `factory decontam`; benchmark problems themselves are not flagged against themselves)
+-- keep: problems with no text evidence of a benchmark item in their {{ ngram_n }}-grams (silver.contamination from
+-- `factory decontam`: informative shared n-grams covering a share of the item); with literal_min_ngrams > 0, also
+-- no {{ literal_min_ngrams }} shared {{ ngram_n }}-grams of any kind (the papers' literal rule: one stock phrase is enough)
 SELECT problem_id FROM silver.problems
-WHERE problem_id NOT IN (SELECT problem_id FROM silver.contamination WHERE contaminated AND ngram_n = {{ ngram_n }})
+WHERE problem_id NOT IN (
+    SELECT problem_id FROM silver.contamination
+    WHERE ngram_n = {{ ngram_n }}
+      AND (contaminated OR ({{ literal_min_ngrams }} > 0 AND matched_ngrams >= {{ literal_min_ngrams }})))

@@ -1,0 +1,75 @@
+"""Decontamination precision and recall per method on the audit labels (audit/decontam/*.csv).
+
+    factory init --lake L && factory ingest --all --data-dir ../shared/data --lake L
+    # optional, for the test method on generated tests: factory execute --select reference --lake L &&
+    #   factory hidden-tests --lake L
+    python bench/decontam_audit.py --lake L [--out bench/results/decontam_audit.json] [--ship]
+
+Prints a table (one row per method: precision, recall, recall on lineage / planted copies, false positives) and
+writes the JSON; ``--ship`` also writes audit/decontam/measured.json, the figures every release card quotes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ORDER = ("default", "text", "test", "lineage", "text_literal", "literal_default")
+NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence rule)", "test": "test",
+         "lineage": "lineage", "text_literal": "text, literal rule (any shared 9-gram)",
+         "literal_default": "literal text + test + lineage"}
+
+
+def table(result: dict) -> str:
+    lines = ["| method | flagged | precision | recall | recall lineage | recall planted | false positives |",
+             "|---|---|---|---|---|---|---|"]
+    for m in ORDER:
+        r = result["methods"][m]
+        kind = lambda k: r["by_kind"].get(k, {}).get("rate")
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"
+        lines.append(f"| {NAMES[m]} | {r['flagged']} | {fmt(r['precision'])} | {fmt(r['recall'])} | "
+                     f"{fmt(kind('lineage'))} | {fmt(kind('planted'))} | {r['false_positives']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from factory.stages.decontam import audit_decontam
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lake", required=True)
+    ap.add_argument("--audit-dir", default=str(ROOT / "audit" / "decontam"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decontam_audit.json"))
+    ap.add_argument("--ship", action="store_true", help="also write audit/decontam/measured.json")
+    args = ap.parse_args(argv)
+    t = time.time()
+    result = audit_decontam(args.lake, args.audit_dir)
+    result["seconds"] = round(time.time() - t, 1)
+    result["lake"] = str(args.lake)
+    print(f"labels: {result['labels']}; planted copies: {result['planted']}; {result['seconds']} s")
+    print(table(result))
+    for m in ("default", "text", "test"):
+        ex = result["methods"][m]["false_examples"]
+        if ex:
+            print(f"{m} false positives (first {len(ex)}):")
+            for e in ex:
+                print("  " + e)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.ship:
+        keep = {m: {k: result["methods"][m][k] for k in ("flagged", "precision", "recall", "false_positives")}
+                | {"recall_lineage": result["methods"][m]["by_kind"].get("lineage", {}).get("rate"),
+                   "recall_planted": result["methods"][m]["by_kind"].get("planted", {}).get("rate")}
+                for m in ORDER}
+        (Path(args.audit_dir) / "measured.json").write_text(json.dumps(
+            {"labels": result["labels"], "planted": result["planted"], "methods": keep,
+             "measured_on": "a lake of ../shared/data (bench/decontam_audit.py)"}, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
