@@ -53,6 +53,7 @@ def dataset_card(manifest: dict) -> str:
     lines.append("")
     if manifest.get("recipe"):
         lines += recipe_markdown(manifest["recipe"])
+    lines += decontamination_markdown(manifest)
     funnel = manifest.get("curation")
     if funnel:
         lines.append("## What curation kept out")
@@ -78,6 +79,61 @@ def dataset_card(manifest: dict) -> str:
         lines += [f"| {s} | {', '.join(f'`{r}`' for r in revs)} |" for s, revs in manifest["source_revisions"].items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def decontamination_figures(con) -> dict:
+    """What the card says about decontamination: the latest `factory decontam` run's summary in the lake (rule,
+    removals per method, what the literal rule would remove and how many of those rest on one stock phrase) and
+    the precision / recall measured on the audit labels (``audit/decontam/measured.json``, written by
+    ``bench/decontam_audit.py --ship``)."""
+    from factory.assets import path as shipped
+
+    out: dict = {}
+    try:
+        row = con.execute("SELECT message FROM ops.runs WHERE stage = 'decontam' AND status = 'success' "
+                          "ORDER BY finished_at DESC LIMIT 1").fetchone()
+        run = json.loads(row[0]) if row and row[0] else None
+        if isinstance(run, dict):
+            out["run"] = {k: run.get(k) for k in ("rule", "checked", "contaminated_by_method", "literal_ngram")}
+    except Exception:   # noqa: BLE001 - a lake without the run table or an older summary: no run figures
+        pass
+    measured = shipped("audit", "decontam", "measured.json")
+    if measured.is_file():
+        out["audit"] = json.loads(measured.read_text())
+    return out
+
+
+def decontamination_markdown(manifest: dict) -> list[str]:
+    """The card's decontamination section: precision / recall per method on the audit labels, and for a recipe
+    applying the literal n-gram rule, how many of its removals rest on a single stock phrase."""
+    info = manifest.get("decontamination") or {}
+    audit, run = info.get("audit"), info.get("run") or {}
+    lines = ["## Decontamination", ""]
+    literal = [r for r in (manifest.get("recipe") or {}).get("rules", [])
+               if r.get("kind") == "decontaminated" and (r.get("params") or {}).get("literal_min_ngrams")]
+    lit = run.get("literal_ngram") or {}
+    if literal and lit:
+        lines += [f"This recipe applies the papers' literal rule (any {literal[0]['params'].get('ngram_n', 9)}-gram "
+                  f"shared with a benchmark item). Of the {run.get('checked')} problems checked in this lake it "
+                  f"links {lit.get('removed')}; {lit.get('evidence')} of them have text evidence (informative "
+                  f"n-grams covering part of the item), {lit.get('stock_only')} share only stock text or example "
+                  f"values, and **{lit.get('single_stock_phrase')} rest on a single stock phrase**.", ""]
+    elif run:
+        lines += [f"`factory decontam` (rule `{run.get('rule')}`) removed, per method: "
+                  f"{_cell(json.dumps(run.get('contaminated_by_method') or {}, sort_keys=True))}; the literal rule "
+                  f"(any shared 9-gram) would have linked {lit.get('removed', '?')} problems, "
+                  f"{lit.get('single_stock_phrase', '?')} of them on a single stock phrase.", ""]
+    if not audit:
+        return lines + ["Precision / recall: not measured in this install (audit/decontam/measured.json absent).", ""]
+    lines += [f"Precision and recall per method on the audit labels ({sum((audit.get('labels') or {}).values())} "
+              f"labelled pairs + {audit.get('planted')} planted copies; `docs/decontamination.md`):", "",
+              "| method | flagged | precision | recall | recall lineage | recall planted |", "|---|---|---|---|---|---|"]
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
+    for name, m in (audit.get("methods") or {}).items():
+        lines.append(f"| {name} | {m.get('flagged')} | {fmt(m.get('precision'))} | {fmt(m.get('recall'))} | "
+                     f"{fmt(m.get('recall_lineage'))} | {fmt(m.get('recall_planted'))} |")
+    lines.append("")
+    return lines
 
 
 def _cell(value) -> str:

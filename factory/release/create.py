@@ -21,7 +21,7 @@ import factory
 from factory.lake.catalog import Catalog, default_catalog
 from factory.errors import FactoryError
 from factory.lake import connect, current_snapshot, resolve_lake_dir
-from factory.release.card import dataset_card
+from factory.release.card import dataset_card, decontamination_figures
 from factory.release.files import (
     DEFAULT_SHARD_ROWS, freeze, remove_tree, schema_hash, select_sql, sha256_file, view_dirname, write_shards,
 )
@@ -218,6 +218,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             runs = _stage_runs(con)
             curation = _curation(con)
             reward = release_reward(con, recipe)
+            decontamination = decontamination_figures(con)
         finally:
             con.close()
         manifest = {
@@ -226,6 +227,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
             "source_licenses": licenses, "source_revisions": revisions, "stage_runs": runs, "curation": curation, "reward": reward,
         }
+        manifest["decontamination"] = decontamination
         if recipe is not None:
             manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))

@@ -107,7 +107,10 @@ def test_lineage_and_shared_tests_find_mbppplus_tasks_in_mbpp(shared_data):
     found = shared_test_overlap({n.source_id: problem_keys([(t.kind, t.code, t.input, t.expected) for t in n.tests])
                           for n in mbpp}, bench)
     twins = {r["problem_id"] for r in found if r["benchmark_id"] == f"Mbpp/{r['problem_id']}"}
-    assert len(twins) >= 0.9 * len(truth)
+    # before execute only MBPP+'s kept assert has an expected value: inputs alone never match (#40: the same
+    # (10, 20) is MBPP 458's rectangle area and MBPP 654's perimeter), so ~3/4 of the twins match by test here
+    assert len(twins) >= 0.7 * len(truth)
+    assert not [r for r in found if r["problem_id"] == "654" and r["benchmark_id"] == "Mbpp/458"]
 
 
 def _slice(src: Path, dst: Path, keep) -> Path:
