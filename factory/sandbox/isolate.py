@@ -235,12 +235,14 @@ def setup_worker_mounts(plan: dict) -> None:
 _SCRATCH: dict = {"mounted": False, "baseline": None}
 
 
-def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], needed: list[str]) -> str | None:
+def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], needed: list[str],
+                         loopback: bool = False) -> str | None:
     """Move this process into a sandbox of its own: new mount/pid/net/ipc/uts namespaces (a user namespace when
     not root), a forked pid 1 inside them whose outer parent only waits, mirrors its exit status and then removes
     the cgroup ``slot`` (the inside has no /sys), signals ignored, the slot joined, hostname ``sandbox``, the
-    minimal read-only root with ``needed`` bound in, not dumpable. Used by the zygote (programs) and the
-    interpreter-session host. Returns None, or why the sandbox could not be entered (the caller degrades)."""
+    minimal read-only root with ``needed`` bound in, not dumpable; ``loopback``: ``lo`` brought up (a session's
+    namespace; a zygote's stays without network: programs that need a loopback get their own). Used by the
+    zygote (programs) and the interpreter-session host. Returns None, or why the sandbox could not be entered (the caller degrades)."""
     import signal
 
     try:
@@ -273,7 +275,8 @@ def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], nee
     try:
         __import__("socket").sethostname("sandbox")
         setup_worker_mounts({"needed": needed})
-        loopback_up()   # the worker's own loopback (a session's interpreter uses it; programs get their own)
+        if loopback:   # a session's own loopback (its interpreter may serve and connect on 127.0.0.1)
+            loopback_up()
     except OSError as exc:
         return f"worker mounts: {exc}"
     prctl(PR_SET_DUMPABLE, 0)
@@ -337,8 +340,9 @@ def own_network() -> None:
     """A program's own IPC namespace and its own network namespace whose only interface is a working
     loopback: it can serve and connect on 127.0.0.1/localhost, and nothing outside (no other program, no
     other test of its own, the judge or the host) can reach it or be reached; the namespace ends with its last
-    process. Where a network namespace cannot be made (~1.5 ms per program), the program stays in its
-    worker's namespace (no loopback, no network)."""
+    process. Costs a few ms per program process, so only jobs that ask (``Job.own_network``: SandboxFusion's
+    /run_code and /submit) get it. Where a network namespace cannot be made, the program stays in its worker's
+    namespace (no network at all)."""
     try:
         unshare(CLONE_NEWIPC | CLONE_NEWNET)
     except OSError:
@@ -355,7 +359,7 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
             unshare(CLONE_NEWNS)   # a /tmp of its own: pytest files and ini discovery the program cannot touch
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
             _bind_tmp_keep()
-        elif role in PROGRAM_ROLES:   # own IPC and a fresh network namespace with only a working loopback
+        elif role in PROGRAM_ROLES and plan.get("own_net"):   # own IPC, a fresh netns with a working loopback
             own_network()
         elif role != "judge":
             unshare(CLONE_NEWIPC)

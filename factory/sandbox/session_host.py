@@ -231,7 +231,8 @@ class Host:
         project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         needed = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
             p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
-        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
+        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed,
+                                            loopback=True)
         if why:
             self.degraded.append(f"no namespaces ({why})" if why.startswith("unshare") else why)
         return why is None

@@ -90,6 +90,9 @@ class Job:
     wall_s: float | None = None
     # stdio tests: files placed in the program's working directory before each test ({relative path: bytes})
     files: dict | None = None
+    # the program's processes get a network namespace of their own with a working loopback (SandboxFusion's
+    # per-run loopback: a program may serve and connect on 127.0.0.1); False: no network at all (cheaper)
+    own_network: bool = False
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""

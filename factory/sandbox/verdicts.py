@@ -73,6 +73,8 @@ class SubJob:
             hdr["files"] = files
         if self.job.wall_s is not None:
             hdr["wall_s"] = float(self.job.wall_s)
+        if self.job.own_network:
+            hdr["own_net"] = True
         if self.job.cpu_s is not None:
             hdr["cpu_s"] = float(self.job.cpu_s)
         if not self.job.stop_at_timeout:

@@ -171,6 +171,9 @@ class Zygote:
         if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and 0 < wall_s <= MAX_JOB_CPU_S:
             # a wall-clock limit of its own (SandboxFusion's run_timeout): the wall budget is exactly it
             self.limits = dict(self.limits, wall_factor=0.0, wall_min_s=float(wall_s))
+        plan = self.plan
+        if hdr.get("own_net"):   # this job's program processes get a network namespace of their own (loopback)
+            self.plan = dict(plan, own_net=True)
         prog = extra = None
         if hdr["mode"] == "pytest" and not self.pytest_warm:   # before any test's meter starts
             from .judge import warm_pytest
@@ -192,6 +195,7 @@ class Zygote:
                     break
         finally:
             self.limits = base
+            self.plan = plan
             if prog is not None:
                 prog.close()
         out = [results[t["i"]] for t in hdr["tests"]]

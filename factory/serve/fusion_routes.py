@@ -95,7 +95,8 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
         if code is None:
             return JSONResponse({**base, "accepted": False, "tests": [],
                                  "extra": {"request_id": rid, "extraction": status}})
-        job = Job("submit", code, tests, entry_point=entry, preamble=preamble, language=lang, wall_s=wall)
+        job = Job("submit", code, tests, entry_point=entry, preamble=preamble, language=lang, wall_s=wall,
+                  own_network=True)
         ticket = (await svc.run_jobs([job], limits, request))["submit"]
         if ticket.error or any(v.status == "infra_error" for v in ticket.verdicts):
             why = ticket.error or next(f"{v.error_type}: {v.error_message}" for v in ticket.verdicts

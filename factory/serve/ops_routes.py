@@ -1,5 +1,7 @@
 """Operations endpoints: ``GET /health`` (alive), ``GET /ready`` (pool warm and not draining), ``GET /metrics``
-(Prometheus), ``GET /v1/stats`` (the same as JSON), and the 404/405 answer listing the endpoints."""
+(Prometheus), ``GET /v1/stats`` (the same as JSON), SandboxFusion's ``GET /v1/ping`` ("pong"), a 501 naming the
+alternative for SandboxFusion's dataset endpoints (``/list_datasets``, ``/get_prompts``, ...: registered data
+sets are not served), and the 404/405 answer listing the endpoints."""
 from __future__ import annotations
 
 from starlette.requests import Request
@@ -34,8 +36,22 @@ def routes(svc: Service) -> list[Route]:
                                "retried_batches": engine.cluster.retried_batches}
         return JSONResponse(body)
 
+    async def ping(request: Request):   # SandboxFusion's liveness probe: the JSON string "pong"
+        return JSONResponse("pong")
+
+    async def datasets_not_served(request: Request):
+        return JSONResponse({"error": f"{request.url.path}: SandboxFusion's registered datasets are not served by "
+                                      f"this verifier; send the problem's tests with the completion instead "
+                                      f"(POST /submit with config.provided_data, or POST /v1/judge)"},
+                            status_code=501)
+
     return [Route("/health", health), Route("/ready", ready), Route("/metrics", prometheus),
-            Route("/v1/stats", stats)]
+            Route("/v1/stats", stats), Route("/v1/ping", ping)] + [
+        Route(path, datasets_not_served, methods=["GET", "POST"]) for path in DATASET_ENDPOINTS]
+
+
+DATASET_ENDPOINTS = ("/list_datasets", "/list_ids", "/get_prompts", "/get_prompt_by_id", "/get_metrics",
+                     "/get_metrics_function")
 
 
 def not_found_handler(endpoints: str):

@@ -231,7 +231,8 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     if caps.run_timeout_clock == "wall":
         wall = run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)],
-              language=lang, compile_cpu_s=compile_timeout or None, wall_s=wall, files=files or None)
+              language=lang, compile_cpu_s=compile_timeout or None, wall_s=wall, files=files or None,
+              own_network=True)
     client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
                    + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
     return job, limits, client_wait

@@ -224,3 +224,12 @@ def test_jupyter_plot_html_and_display_come_back_as_display_data(server):
                                {"text/plain": "'last'"}]
     assert not any(cell["stderr"] for cell in c), [cell["stderr"] for cell in c]
     json.dumps(got)
+
+
+def test_ping_and_dataset_endpoints(server):
+    import urllib.request
+    with urllib.request.urlopen(server.url + "/v1/ping", timeout=10) as r:
+        assert json.loads(r.read()) == "pong"
+    for path in ("/list_datasets", "/get_prompts", "/get_prompt_by_id", "/get_metrics"):
+        code, _, answer = post(server.url + path, {"dataset": "humaneval_python"})
+        assert code == 501 and "provided_data" in answer["error"], (path, answer)
