@@ -197,7 +197,7 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
         several = several_answers_phrase(t.question)
         t.any_order = any_order_phrase(t.question)
         t.unique = unique_answer_phrase(t.question)
-        if several is not None and t.out_kind == "value":
+        if several is not None:
             skipped["several_answers"] += 1   # no comparison with one expected value can judge them
             continue
         if t.answers and t.out_kind == "value" and all(a is None for _, a in t.answers):

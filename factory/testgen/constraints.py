@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 _SECTION = re.compile(r"constraints\s*:?\s*\n(.*?)(?:\n\s*(?:follow[\s-]*up|note)\b|\Z)", re.IGNORECASE | re.DOTALL)
-_CMP = re.compile(r"(<=|>=|==|<|>|=)")
+_CMP = re.compile(r"(<=|>=|==|!=|<|>|=)")
 _SUBJECT = re.compile(r"^([A-Za-z_]\w*)((?:\[\s*\w+\s*\])*)(\.length|\.size\(\)|\.size|\.len)?$")
 _LEN_CALL = re.compile(r"^len\(\s*([A-Za-z_]\w*)((?:\[\s*\w+\s*\])*)\s*\)$")
 _NODE_VAL = re.compile(r"^(?:node|Node|treenode|TreeNode|ListNode)\.val$")
@@ -80,9 +80,26 @@ def _nodes(value: Any) -> list:
     return [v for v in value if v is not None] if isinstance(value, list) else []
 
 
+_ALIAS = re.compile(r"\b([A-Za-z_]\w*)((?:\[\s*[a-z]\s*\])?)\s*=\s*\[\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*){1,3})\s*\]")
+
+
+def aliases(question: str | None) -> dict[str, str]:
+    """Field names the statement gives a record argument: ``queens[i] = [xQueeni, yQueeni]`` -> xQueeni means
+    ``queens[i][0]``; ``king = [xKing, yKing]`` -> xKing means ``king[0]``."""
+    out = {}
+    for m in _ALIAS.finditer((question or "").replace("\xa0", " ")):
+        name, index = m.group(1), m.group(2).replace(" ", "")
+        for k, field in enumerate(re.split(r"\s*,\s*", m.group(3))):
+            out.setdefault(field, f"{name}{index}[{k}]")
+    return out
+
+
 def _subject_values(term: str, env: dict, kinds: dict) -> list | None:
     """All values a subject term denotes (``nums[i]`` -> every element), or None when it is not a subject."""
     term = term.strip().strip("`'\"")
+    alias = env.get("__aliases__", {}).get(term) if term not in env else None
+    if alias is not None:
+        term = alias
     if _NODE_VAL.match(term):
         vals = [x for name, k in kinds.items() if k in ("tree", "list") and name in env for x in _nodes(env[name])]
         return vals if any(k in ("tree", "list") for k in kinds.values()) else None
@@ -141,7 +158,7 @@ def _bound_value(term: str, env: dict, kinds: dict) -> float | None:
 
 
 _OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
-        "==": lambda a, b: a == b, "=": lambda a, b: a == b}
+        "==": lambda a, b: a == b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b}
 
 
 def _comparison(line: str) -> Constraint | None:
@@ -159,10 +176,30 @@ def _comparison(line: str) -> Constraint | None:
             rvals = _side(right, env, kinds)
             if lvals is None or rvals is None:
                 continue
-            if not all(_num(a) and _num(b) and _OPS[op](a, b) for a in lvals for b in rvals):
+            if _indexed(left, env) and _indexed(right, env):
+                # ai != bi, starti < endi, startTime[i] <= endTime[i]: the same record's fields, pairwise
+                if len(lvals) != len(rvals):
+                    continue
+                pairs = list(zip(lvals, rvals))
+            else:
+                pairs = [(a, b) for a in lvals for b in rvals]
+            if not all(_comparable(a, b) and _OPS[op](a, b) for a, b in pairs):
                 verdict = False
         return verdict
     return Constraint(line, holds)
+
+
+def _indexed(term: str, env: dict) -> bool:
+    """Whether a side is one subject over the elements of an array (``nums[i]``, an alias such as ``ai``)."""
+    term = term.strip().strip("`'\"")
+    if "," in term:
+        return False
+    term = env.get("__aliases__", {}).get(term, term) if term not in env else term
+    return bool(re.search(r"\[\s*[a-z]\s*\]", term)) and bool(_SUBJECT.match(term))
+
+
+def _comparable(a, b) -> bool:
+    return (_num(a) and _num(b)) or (isinstance(a, str) and isinstance(b, str))
 
 
 def _num(x) -> bool:
@@ -304,6 +341,39 @@ def _bullet(raw: str) -> str:
     return re.sub(r"^(?:[-*]\s+|•\s*)", "", raw.strip()).strip()
 
 
+_PARITY = re.compile(r"^([A-Za-z_]\w*)\s+is\s+(odd|even)\.?$", re.IGNORECASE)
+_MEMBER = re.compile(r"^([A-Za-z_]\w*)\s+is\s+(?:guaranteed\s+to\s+be\s+|always\s+)?(?:in|an?\s+element\s+of|one\s+of"
+                     r"(?:\s+the\s+values\s+(?:of|in))?)\s+([A-Za-z_]\w*)\.?$", re.IGNORECASE)
+
+
+def _parity(line: str) -> Constraint | None:
+    m = _PARITY.match(line)
+    if not m:
+        return None
+    name, want = m.group(1), 1 if m.group(2).lower() == "odd" else 0
+
+    def holds(env, kinds):
+        v = env.get(name)
+        return None if not _num(v) or not isinstance(v, int) else v % 2 == want
+    return Constraint(line, holds)
+
+
+def _member(line: str) -> Constraint | None:
+    m = _MEMBER.match(line)
+    if not m:
+        return None
+    item, coll = m.group(1), m.group(2)
+
+    def holds(env, kinds):
+        if item not in env or coll not in env:
+            return None
+        values = _nodes(env[coll]) if kinds.get(coll) in ("tree", "list") else env[coll]
+        if not isinstance(values, (list, tuple, str)):
+            return None
+        return env[item] in values
+    return Constraint(line, holds)
+
+
 def parse_constraints(question: str | None) -> list[Constraint]:
     """The checks the statement's Constraints section states, in its order (lines not understood: none)."""
     out = []
@@ -311,7 +381,7 @@ def parse_constraints(question: str | None) -> list[Constraint]:
         line = _bullet(raw)
         if not line:
             continue
-        for make in (_node_count, _unique, _sorted, _either, _charset):
+        for make in (_node_count, _unique, _sorted, _either, _parity, _member, _charset):
             c = make(line)
             if c is not None:
                 out.append(c)
@@ -366,11 +436,18 @@ class Checker:
         self.kinds = dict(kinds or {})
         self.defs = definitions(question)
         self.checks = parse_constraints(question) if self.names else []
+        self.aliases = {k: v for k, v in aliases(question).items() if k not in self.names}
         self.dropped: list[str] = []
 
     def violated(self, args: list) -> list[str]:
         env = environment(self.names, args, self.kinds, self.defs)
+        env["__aliases__"] = self.aliases
         out = []
+        for name, expr in self.defs:   # "the number of nodes in the tree is n" where n is an argument
+            nodes = [n for n, k in self.kinds.items() if k in ("tree", "list") and n in env]
+            if expr == "__nodes__" and name in self.names and len(nodes) == 1 and _num(env.get(name)) \
+                    and env[name] != len(_nodes(env[nodes[0]])):
+                out.append(f"the number of nodes is {name}")
         for c in self.checks:
             try:
                 verdict = c.holds(env, self.kinds)
