@@ -135,7 +135,7 @@ def memory(args) -> dict:
     """Peak RSS above baseline while ingesting problems that each carry one ``--big-mb`` test input."""
     work = Path(args.work)
     out = {}
-    for n in (1, 5):
+    for n in args.counts:
         folder = work / f"big{n}"
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(work / f"lake{n}", ignore_errors=True)
@@ -299,6 +299,8 @@ def main(argv=None) -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("memory")
     m.add_argument("--big-mb", type=float, default=20.0)
+    m.add_argument("--counts", type=lambda t: [int(x) for x in t.split(",")], default=[1, 5, 12],
+                   help="problems per run, each with one --big-mb input (a flat peak = bounded memory)")
     m.add_argument("--work", default="/tmp/hub_scale")
     m.add_argument("--out")
     s = sub.add_parser("scale")

@@ -161,7 +161,7 @@ def test_apps_jsonl_layout(tmp_path, monkeypatch):
     files = {"train.jsonl": fx.write_jsonl(tmp_path / "s/train.jsonl", fx.apps_rows()),
              "test.jsonl": fx.write_jsonl(tmp_path / "s/test.jsonl", fx.apps_rows()[:1])}
     lake, commit, r = _ingest(tmp_path, "hf-apps", "codeparrot/apps", files, "/train", monkeypatch)
-    assert (r.source, r.problems, r.skipped) == ("apps-train", 2, {"empty input_output": 1})
+    assert (r.source, r.problems, r.records_skipped) == ("apps-train", 2, {"empty input_output": 1})
     rows = dict(query(lake, "SELECT source_id, test_format || ':' || coalesce(entry_point, '') || ':' || split "
                             "FROM silver.problems"))
     assert rows == {"0": "stdio::train", "1": "call:total:train"}

@@ -26,7 +26,7 @@ from factory.errors import FactoryError, InputError
 
 HF_SCHEME = "hf://"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_URL = re.compile(r"hf://(?P<kind>datasets/)?(?P<org>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:@(?P<rev>[^/]+))?"
+_URL = re.compile(r"hf:/+(?P<kind>datasets/)?(?P<org>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:@(?P<rev>[^/]+))?"
                   r"(?:/(?P<sub>.*))?$")
 
 
@@ -58,7 +58,7 @@ class Resolved:
 
 
 def is_hub_url(text: str | os.PathLike) -> bool:
-    return str(text).startswith(HF_SCHEME)
+    return str(text).startswith("hf:/")   # hf:// (pathlib turns it into hf:/ when a caller made it a Path)
 
 
 def parse_url(url: str) -> HubRef:
