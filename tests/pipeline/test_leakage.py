@@ -133,7 +133,7 @@ def lake(tmp_path_factory, shared_data):
     mbpp = _slice(shared_data / "mbpp" / "mbpp.jsonl", d / "mbpp.jsonl",
                   lambda _, x: 601 <= json.loads(x)["task_id"] <= 640)
     apps = _slice(shared_data / "apps_mapcoder150" / "selected150.jsonl", d / "apps.jsonl", lambda i, _: i < 8)
-    merged = ingest_source("leetcode", lc, lake=lake)       # three files, one source: each keeps its split
+    merged = ingest_source("leetcode", lc, lake=lake, source="leetcode")   # named as one source: each file keeps its split
     ingest_source("mbpp", [mbpp], lake=lake)
     ingest_source("mbppplus", [shared_data / "mbppplus" / "MbppPlus.jsonl.gz"], lake=lake)
     ingest_source("apps", [apps], lake=lake)
