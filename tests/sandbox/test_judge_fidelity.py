@@ -291,3 +291,35 @@ def test_only_what_the_test_file_defines_is_collected(pool):
     verdicts = run(pool, [Job("imp", program, [TestSpec("t", "pytest", IMPORTED_NAMES)])])
     assert sorted(k[1] for k in verdicts) == ["t::TestLocal::test_method", "t::test_half"]
     assert _failures(verdicts) == []
+
+
+def test_in_place_changes_to_library_values_reach_the_test(pool):
+    """A program that sorts a numpy array or appends to a deque in place: the test sees the change, as it would
+    without a sandbox (a view writes through to its base)."""
+    program = ("def sort_in_place(a):\n    a.sort()\n\ndef push(q, x):\n    q.append(x)\n\n"
+               "def bump(c, key):\n    c[key] += 1\n")
+    tests = textwrap.dedent("""
+        import collections
+        import numpy as np
+        from solution import sort_in_place, push, bump
+
+        def test_array_sorted_in_place():
+            a = np.array([3, 1, 2])
+            sort_in_place(a)
+            assert a.tolist() == [1, 2, 3] and a.dtype == np.int64
+            base = np.array([9, 5, 4, 0])
+            sort_in_place(base[1:3])
+            assert base.tolist() == [9, 4, 5, 0]
+
+        def test_collections_changed_in_place():
+            q = collections.deque([1], maxlen=2)
+            push(q, 2)
+            push(q, 3)
+            assert q == collections.deque([2, 3]) and q.maxlen == 2
+            c = collections.Counter("aab")
+            bump(c, "b")
+            assert c == collections.Counter({"a": 2, "b": 2}) and type(c) is collections.Counter
+    """)
+    verdicts = run(pool, [Job("inplace", program, [TestSpec("t", "pytest", tests)])])
+    assert len(verdicts) == 2
+    assert _failures(verdicts) == []

@@ -4,6 +4,7 @@ answered by the program's object)."""
 from __future__ import annotations
 
 import builtins
+import sys
 
 from ..serialize import Opaque, _untree
 from .codec import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateExit, CandidateGone, Codec,
@@ -232,8 +233,28 @@ def _apply_copy_back(client, mut: dict, args, kwargs, insts) -> None:
                 target.update(new)
             elif type(target) is bytearray and isinstance(new, (bytes, bytearray)):
                 target[:] = new
-        except TypeError:
+            else:
+                _library_copy_back(target, new)
+        except (TypeError, ValueError):
             continue
+
+
+def _library_copy_back(target, new) -> None:
+    """In-place changes to a library value (rebuilt by trusted code from the program's data): a numpy array of the
+    same shape is overwritten element by element (a view writes through to its base, as in-place code does), a
+    deque / Counter / OrderedDict / defaultdict gets the new contents."""
+    import collections
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(target, np.ndarray) and type(new) is np.ndarray:
+        if target.shape == new.shape:
+            target[...] = new
+    elif type(target) is collections.deque and type(new) is collections.deque:
+        target.clear()
+        target.extend(new)
+    elif type(target) in (collections.Counter, collections.OrderedDict, collections.defaultdict) \
+            and isinstance(new, dict):
+        target.clear()
+        target.update(new)
 
 
 class RemoteRef:
