@@ -14,7 +14,8 @@ one :class:`Verdict` per (job, test).  Test kinds:
 * ``stdio``   -- program run as ``__main__`` with ``input`` on stdin; stdout compared by the parent
   with ``comparison`` (``exact`` | ``token`` | ``float`` | ``casefold``, see :mod:`.compare`);
 * ``pytest``  -- test source run by pytest in the judge; ``from solution import f`` reaches the program;
-  one verdict per test function (``<test_id>::<name>``); a function whose asserts never ran fails;
+  one verdict per test function (``<test_id>::<name>``); a function whose asserts never ran fails; only
+  functions and classes the test file defines are collected (``from heapq import merge as test_merge`` is no test);
 * ``unittest`` -- program + test source in one process (BigCodeBench: tests inspect DataFrames/axes, which
   no plain data carries); one verdict per test method, marked ``judged_in_process=True``.
 
@@ -22,7 +23,9 @@ Verdict integrity (sandbox 0.3): a verdict is decided by trusted code on plain d
 
 * **Judge and candidate are separate processes.**  Test code runs in a *judge* process (:mod:`.judge`)
   that never runs program code; the program runs alone in a *candidate* process (:mod:`.candidate`) and is
-  called over :mod:`.rpc`: arguments and return values cross as plain tagged JSON, program objects stay
+  called over :mod:`.rpc`: arguments and return values cross as plain tagged JSON and are rebuilt by trusted
+  code as the types tests rely on (numpy arrays and scalars with dtype and shape, Decimal, Fraction, datetime,
+  deque/Counter/OrderedDict/defaultdict, tuples, sets, bytes: :mod:`.serialize`), program objects stay
   behind handles whose ``==`` is identity, so rebinding builtins, patching test libraries, trace hooks or
   lying operators change nothing the judge computes.  Builtins in test code are always the judge's own.
   With root, one judge per worker is kept across function-style programs (one fork per program, not two):
