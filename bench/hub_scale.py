@@ -90,19 +90,22 @@ def make_deepcoder(folder: Path, problems: int, seed: int = 0, shards: int | Non
 
 # -- measuring one process ---------------------------------------------------------------------------------
 def run_measured(cmd: list[str], env: dict | None = None) -> dict:
-    """Run ``cmd``; wall seconds, CPU seconds (user+sys) and peak RSS (MB) of that process (os.wait4)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
-    out, err = proc.communicate()   # wait4 below still finds the zombie's rusage
-    wall = time.perf_counter() - t0
-    try:
+    """Run ``cmd``; wall seconds, CPU seconds (user+sys) and peak RSS (MB) of that process alone (os.wait4)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
         _, status, ru = os.wait4(proc.pid, 0)
-    except ChildProcessError:   # already reaped by communicate(): fall back to the children total
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err.decode()[-3000:]}")
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-3000:]}")
     return {"wall_s": round(wall, 2), "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
-            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "stdout": out.decode()[-2000:]}
+            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "stdout": stdout[-2000:]}
 
 
 def _vm(field: str) -> int:
@@ -215,15 +218,23 @@ def scale(args) -> dict:
         n = max(8, int(FULL_PROBLEMS * frac))
         root = work / f"f{frac.numerator}_{frac.denominator}"
         shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
         data, lake, rel = root / "DeepCoder-Preview-Dataset", root / "lake", root / "releases"
         t0 = time.perf_counter()
-        info = make_deepcoder(data, n, seed=frac.denominator)
+        cached = work / f"data{frac.numerator}_{frac.denominator}"
+        if (cached / "info.json").is_file():   # generated before: reuse (generation is not what is measured)
+            info = json.loads((cached / "info.json").read_text())
+        else:
+            info = make_deepcoder(cached, n, seed=frac.denominator)
+            (cached / "info.json").write_text(json.dumps(info))
         info["generate_s"] = round(time.perf_counter() - t0, 1)
+        data = cached
         fx = [sys.executable, "-m", "factory.cli"]
         lk = ["--lake", str(lake)]
         stages = {}
         steps = [
             ("init", fx + ["init"] + lk),
+            ("ingest humaneval (the decontamination benchmark)", fx + ["ingest", "humaneval"] + lk),
             ("ingest", fx + ["ingest", "hf-deepcoder", "--path", str(data / "taco")] + lk),
             ("verdicts (synthetic write)", [sys.executable, __file__, "child-verdicts", str(lake)]),
             ("dedup", fx + ["dedup"] + lk),
@@ -250,10 +261,11 @@ def scale(args) -> dict:
         ing = stages.get("ingest", {})
         if "wall_s" in ing:
             info["ingest_mb_per_s"] = round(info["parquet_bytes"] / 2 ** 20 / ing["wall_s"], 2)
+            info["ingest_mb_per_cpu_s"] = round(info["parquet_bytes"] / 2 ** 20 / max(ing["cpu_s"], 0.01), 2)
             info["lake_over_source"] = round(ing["lake_bytes"] / info["parquet_bytes"], 3)
         results["fractions"][frac_text] = {"source": info, "stages": stages, "load": os.getloadavg()[0]}
         if not args.keep:
-            shutil.rmtree(data, ignore_errors=True)
+            shutil.rmtree(root / "verl", ignore_errors=True)
     return results
 
 
