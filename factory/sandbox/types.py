@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields, field
 
 SANDBOX_VERSION = "0.3.1"
 
-KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest")
+KINDS = ("assert", "check", "call", "stdio", "pytest", "unittest", "harness")
 COMPARISONS = ("exact", "token", "float", "casefold")
 STATUSES = ("pass", "fail", "timeout", "runtime_error", "memory_limit", "output_limit",
             "infra_error", "no_expected", "compile_error")

@@ -15,7 +15,7 @@ from .transform import rewrite_asserts
 from .types import COMPARISONS, KINDS, Job, TestSpec, Verdict
 
 MODE_OF = {"assert": "func", "check": "func", "call": "func", "stdio": "stdio",
-           "pytest": "pytest", "unittest": "unittest"}
+           "pytest": "pytest", "unittest": "unittest", "harness": "stdio"}
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 
 
@@ -41,10 +41,14 @@ class SubJob:
         """(header, body) for the zygote.  The body holds separate blobs: the candidate's (the program only),
         the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
         program = (self.job.preamble + "\n" if self.job.preamble else "") + self.job.code
+        source = self.job.code
+        harness = [t for t in self.specs if t.kind == "harness"]
+        if harness:   # MultiPL-E / HumanEval-X: the test harness is compiled and run with the program
+            program, source = program + "\n" + harness[0].code, source + "\n" + harness[0].code
         cap = limits.max_output_bytes if limits is not None else 16 << 20
         lang = languages.normalize(self.job.language)
         if lang != languages.PYTHON:   # the source itself (compiled in the sandbox); no Python preamble
-            cand = self.job.code.encode("utf-8", "surrogateescape")
+            cand = source.encode("utf-8", "surrogateescape")
         else:
             cand = pickle.dumps({"program": program}, protocol=pickle.HIGHEST_PROTOCOL)
         if self.mode == "unittest":
@@ -80,7 +84,7 @@ class SubJob:
         if not self.job.stop_at_timeout:
             hdr["run_all"] = True
         if lang != languages.PYTHON:
-            hdr["lang"] = languages.program_spec(lang, self.job.code)
+            hdr["lang"] = languages.program_spec(lang, source)
             if self.job.compile_cpu_s is not None:
                 hdr["compile_cpu_s"] = float(self.job.compile_cpu_s)
         return hdr, b"".join(parts)
@@ -108,16 +112,18 @@ def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verd
     bad = []
     for spec in job.tests:
         why = None
-        if lang != languages.PYTHON and spec.kind != "stdio":
-            why = f"kind {spec.kind!r} needs a Python program: {lang} programs run stdio tests"
+        if lang != languages.PYTHON and spec.kind not in ("stdio", "harness"):
+            why = f"kind {spec.kind!r} needs a Python program: {lang} programs run stdio and harness tests"
         elif spec.kind not in KINDS:
             why = f"unknown test kind {spec.kind!r}"
         elif spec.comparison not in COMPARISONS:
             why = f"unknown comparison {spec.comparison!r}"
         elif spec.kind in ("call", "check") and not job.entry_point:
             why = f"kind {spec.kind!r} needs Job.entry_point"
-        elif spec.kind in ("assert", "check", "pytest", "unittest") and not (spec.code or "").strip():
+        elif spec.kind in ("assert", "check", "pytest", "unittest", "harness") and not (spec.code or "").strip():
             why = "empty test code"
+        elif spec.kind == "harness" and len(job.tests) != 1:
+            why = "a harness test is compiled together with the program: it must be the job's only test"
         elif spec.kind == "call" and spec.input is None:
             why = "call test without input"
         elif spec.checker is not None and (spec.kind not in ("call", "stdio") or not isinstance(spec.checker, str)
@@ -239,6 +245,7 @@ def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str)
         out = [Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
                        error_message=str(exc)[:2000], sandbox_meta=meta, limits=limits_json) for s in sub.specs]
     seen = {(v.test_id or "").split("::", 1)[0] for v in out}
+    harness = {s.test_id for s in sub.specs if s.kind == "harness"}
     for s in sub.specs:
         if s.test_id not in seen:
             out.append(Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
@@ -247,7 +254,7 @@ def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str)
     for v in out:
         for f in _TEXT_FIELDS:
             setattr(v, f, clean_text(getattr(v, f)))
-        if sub.mode == "unittest":
+        if sub.mode == "unittest" or v.test_id in harness:   # every verdict of such a test, not only its passes
             v.judged_in_process = True
     return out
 
@@ -294,7 +301,7 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
     kind = spec.kind
     if kind in ("pytest", "unittest"):
         return _judge_files(sub, spec, msg, v)
-    if kind == "stdio":
+    if kind in ("stdio", "harness"):
         return [_judge_stdio(spec, raw, msg, v)]
     if not msg.get("ok"):
         v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
@@ -355,6 +362,8 @@ def _compile_error(raw: dict, v: Verdict) -> Verdict:
 def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     status = msg.get("status", 0)
     stdout_b = raw.get("stdout", b"")
+    if spec.kind == "harness":
+        return _judge_harness(raw, msg, v)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         v.exit_code = -sig
@@ -384,6 +393,35 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     v.status = "pass" if good else "fail"
     if not good:
         v.error_type = "WrongAnswer"
+    return v
+
+
+def _judge_harness(raw: dict, msg: dict, v: Verdict) -> Verdict:
+    """A harness test (MultiPL-E, HumanEval-X): the tests are compiled into the program and the run passes when it
+    exits 0. The harness's verdict channel (its exit status) is the program's own, so the verdict is marked
+    ``judged_in_process`` (a program calling ``exit(0)`` first passes; rewards leave such verdicts out unless told
+    otherwise). A failed assertion (non-zero exit, or the abort of C's ``assert``) is ``fail``."""
+    status = msg.get("status", 0)
+    v.judged_in_process = True
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        v.exit_code = -sig
+        v.status = ("memory_limit" if (msg.get("oom") and sig == signal.SIGKILL)
+                    else "fail" if sig == signal.SIGABRT else "runtime_error")
+        v.error_type, v.error_message = ("AssertionFailed" if sig == signal.SIGABRT else "Signal"), \
+            f"killed by signal {sig}"
+        return v
+    v.exit_code = code = os.WEXITSTATUS(status)
+    if raw.get("out_total", 0) > len(raw.get("stdout", b"")) + len(raw.get("stderr", b"")):
+        v.status, v.error_type = "output_limit", "OutputLimit"
+        return v
+    v.actual = _text(raw.get("stdout", b""), 1 << 16)
+    if code == 0:
+        v.status = "pass"
+        return v
+    last = [ln for ln in raw.get("stderr", b"").decode("utf-8", "replace").splitlines() if ln.strip()]
+    v.status, v.error_type = "fail", "TestFailure"
+    v.error_message = (last[-1][:500] if last else "") or f"exit code {code}"
     return v
 
 

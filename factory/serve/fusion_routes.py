@@ -4,15 +4,16 @@ tests from ``config.provided_data``)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from factory.sandbox import Job
+from factory.sandbox import Job, clean_text
 
-from .protocol import (BadRequest, _get, _positive, check_language, memory_field, parse_run_code,
+from .protocol import (BadRequest, _get, _positive, check_language, is_multipl_e, memory_field, parse_run_code,
                        program_from_completion, request_limits, run_code_response, score, tests_from_provided,
                        verdict_rows)
 from .routing import NotStarted, RetryPlaces, Service, error_response
@@ -78,6 +79,11 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
             if not match:
                 raise BadRequest(f"config.provided_data has no problem with id {sub_id!r}", "config.provided_data")
             provided = match[0]
+        if isinstance(provided, str):   # a JSON string (tests_from_provided reads it the same way)
+            try:
+                provided = json.loads(provided)
+            except ValueError:
+                pass
         tests, entry, preamble = tests_from_provided(provided)
         from factory.reward import is_binary
         try:   # extra.reward follows the ground truth's reward spec, as /v1/judge does
@@ -89,7 +95,17 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
                                 memory_mb=memory_field(extra, "memory_limit_MB", caps),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
         wall = config.get("run_timeout") if caps.run_timeout_clock == "wall" else None   # checked just above
-        code, status, kind = program_from_completion(completion, entry, tests, lang)
+        if is_multipl_e(provided):   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
+            from factory.sandbox import languages as sandbox_languages, multipl_e
+            lang = multipl_e.language_of(provided)
+            try:
+                sandbox_languages.require(lang)
+            except sandbox_languages.ToolchainMissing as exc:
+                raise BadRequest(f"config.provided_data.language: {exc}", "config.provided_data.language") from None
+            code = clean_text(multipl_e.program(provided, completion)) or None
+            status, kind = ("ok" if code else "empty"), ("fenced" if "```" in completion else "continuation")
+        else:
+            code, status, kind = program_from_completion(completion, entry, tests, lang)
         base = {"id": sub_id, "extracted_code": code or "", "full_code": code, "test_code": None,
                 "extracted_type": kind}
         if code is None:

@@ -376,6 +376,13 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
 
     if not isinstance(data, dict):
         raise BadRequest(f"'{where}' must be an object", where)
+    if is_multipl_e(data):   # a MultiPL-E row: its harness is compiled with the program (kind harness)
+        from factory.sandbox import multipl_e
+        try:
+            multipl_e.language_of(data)
+        except ValueError as exc:
+            raise BadRequest(f"'{where}.language': {exc}"[:300], f"{where}.language") from None
+        return [TestSpec("tests", "harness", code=data["tests"])], None, ""
     labels = _get(data, "labels", dict, default={}, where=f"{where}.")
     entry = data.get("entry_point") or labels.get("entry_point")
     if "test" in data:
@@ -408,6 +415,12 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
                              where) from None
         return tests, gt_entry or entry, preamble
     raise BadRequest(f"'{where}' has none of 'test', 'tests', 'inputs'/'outputs' (keys: {sorted(data)})"[:500], where)
+
+
+def is_multipl_e(data) -> bool:
+    """A row in MultiPL-E's published layout (``prompt``, ``tests`` as harness source, ``stop_tokens``)."""
+    return (isinstance(data, dict) and isinstance(data.get("tests"), str) and isinstance(data.get("prompt"), str)
+            and isinstance(data.get("stop_tokens"), list))
 
 
 def _check_ground_truth(data: dict, where: str) -> None:

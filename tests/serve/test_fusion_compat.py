@@ -233,3 +233,19 @@ def test_ping_and_dataset_endpoints(server):
     for path in ("/list_datasets", "/get_prompts", "/get_prompt_by_id", "/get_metrics"):
         code, _, answer = post(server.url + path, {"dataset": "humaneval_python"})
         assert code == 501 and "provided_data" in answer["error"], (path, answer)
+
+
+@pytest.mark.skipif(languages.toolchain("cpp") is None, reason=languages.missing_message("cpp"))
+def test_submit_a_multipl_e_row_runs_its_harness(server):
+    """/submit with a MultiPL-E row as provided_data (SandboxFusion's MultiPL-E data sets send these): the
+    continuation goes between the prompt and the harness; accepted iff the harness exits 0; the verdict is
+    judged in the program's process, so the factory reward leaves it out."""
+    from tests.sandbox.test_harness_languages import RIGHT, ROWS, WRONG
+    row = ROWS["cpp"]
+    for completion, accepted in ((RIGHT["cpp"], True), (WRONG["cpp"], False)):
+        code, _, got = post(server.url + "/submit", {"dataset": "multiple_cpp", "id": row["name"],
+                                                     "completion": completion,
+                                                     "config": {"language": "cpp", "provided_data": row}})
+        assert code == 200 and got["accepted"] is accepted, got
+        assert got["extracted_type"] == "continuation" and got["full_code"].startswith(row["prompt"])
+        assert got["extra"]["reward"] == 0.0   # judged in-process: not a reward
