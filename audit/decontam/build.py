@@ -218,6 +218,8 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
         if src in AUDIT_BENCHMARKS or (meta[pid][2] == "test" and src in data and src not in checked_sources(data)):
             for k in ks:
                 index[k].add(pid)
+    # candidates: keys at most 3 benchmark items hold (what a shared-test rule can link at all)
+    index = {k: v for k, v in index.items() if len(v) <= 3}
     rows = []
     seen = set()
     for pid, ks in keys.items():

@@ -31,8 +31,10 @@ class TestOverlapParams:
     min_shared: int = 3       # shared informative tests that make a match on their own
     min_chars: int = 40       # ... or one shared test this long (arguments + output, normalised)
     max_key_df: int = 3       # ignore a key shared by more benchmark items than this
-    max_family_df: int = 3    # ignore a key held by more task families (problems and benchmarks) than this
-    min_test_chars: int = 8   # a test with fewer characters of arguments + output is trivial: never counts
+    max_family_df: int = 4    # ignore a key held by more task families (problems and benchmarks) than this
+    min_test_chars: int = 7   # a test with fewer characters of arguments + output is trivial: never counts
+    first_argument: bool = False  # also match a test's first argument + expected value alone (io1 keys: a
+                                  # derived task that dropped arguments; links unrelated multi-argument tasks)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,7 +89,7 @@ def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, st
             if key in index:
                 holders[key].add(families.get(pid) or pid)
     index = {k: v for k, v in index.items() if len(v) <= params.max_key_df and _weight(k) >= params.min_test_chars
-             and len(holders[k]) <= params.max_family_df}
+             and len(holders[k]) <= params.max_family_df and (params.first_argument or not k.startswith("io1:"))}
     rows = []
     for pid, keys in problems.items():
         hits: dict[tuple, list] = defaultdict(list)

@@ -145,8 +145,9 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
     if "test" not in methods and "lineage" not in methods:
         return []
     marks = ", ".join("?" for _ in used)
-    keep = ", ".join("?" for _ in checked_sources) or "NULL"
-    target = f"((p.source IN ({marks}) OR p.split = 'test') AND p.source NOT IN ({keep}))"
+    target = f"(p.source IN ({marks}) OR p.split = 'test')"
+    if checked_sources:
+        target = f"({target} AND p.source NOT IN ({', '.join('?' for _ in checked_sources)}))"
     meta = con.execute(f"""
         SELECT p.problem_id, p.source, {target} AS is_target, json_extract_string(p.metadata, '$.lineage'),
                json_extract_string(p.metadata, '$.assertion')
