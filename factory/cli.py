@@ -22,7 +22,36 @@ STAGES = ("init", "ingest", "sql", "transform", "execute", "curate", "demo", "sa
           "dedup_embed", "judge_quality", "health", "recipe", "hidden_tests", "interpreter_rollouts")
 
 
-class _OneStageParser(argparse.ArgumentParser):
+# `factory --help` lists the commands by purpose, in this order (every command of STAGES is in one group; a test
+# checks it)
+GROUPS = {
+    "start": ("demo", "init", "status"),
+    "build (ingest, judge, curate)": ("ingest", "dedup", "dedup-embed", "decontam", "execute", "checkers",
+                                      "calibrate", "mutate", "augment", "suite-reduce", "gentests", "hidden-tests",
+                                      "sample", "synth", "judge-quality", "transform", "curate", "health", "recipe"),
+    "ship (releases, trainer formats)": ("release", "export"),
+    "inspect": ("sql", "shell", "report"),
+    "train and evaluate": ("train", "eval", "interpreter-rollouts"),
+    "serve": ("serve",),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, plus the closest valid name on an invalid choice (a mistyped command or option value)."""
+
+    def error(self, message):
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            from factory.errors import did_you_mean
+
+            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+            message += did_you_mean(m.group(1), choices)
+        super().error(message)
+
+
+class _OneStageParser(_Parser):
     """The top-level parser of a one-stage parse (:func:`parser_for`): its own errors (unrecognized arguments)
     are reported by the full parser, whose usage lists every command."""
 
@@ -30,16 +59,39 @@ class _OneStageParser(argparse.ArgumentParser):
         build_parser().error(message)
 
 
-def _top_parser(cls=argparse.ArgumentParser) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+def _top_parser(cls=_Parser) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     parser = cls(prog="factory", description="Dataset factory for code RL")
-    return parser, parser.add_subparsers(dest="command", required=True, parser_class=argparse.ArgumentParser)
+    return parser, parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser, sub = _top_parser()
     for name in STAGES:
         importlib.import_module(f"factory.stages.{name}").register(sub, _add_lake)
+    _group_commands(parser, sub)
     return parser
+
+
+def _group_commands(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction) -> None:
+    """The help's command list, grouped by purpose (GROUPS); commands no group names are listed under 'other'."""
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    grouped = [c for cmds in GROUPS.values() for c in cmds]
+    groups = dict(GROUPS)
+    rest = tuple(c for c in helps if c not in grouped)
+    if rest:
+        groups["other"] = rest
+    width = max(map(len, helps)) + 2
+    lines = []
+    for title, cmds in groups.items():
+        lines.append(f"{title}:")
+        lines += [f"  {c:<{width}}{helps[c]}" for c in cmds if c in helps]
+        lines.append("")
+    parser.epilog = "\n".join(lines) + "`factory COMMAND --help` for a command's options; --lake DIR on every " \
+                                       "command that touches a lake."
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    sub.help = argparse.SUPPRESS
+    sub.metavar = "COMMAND"
+    parser.usage = "factory [-h] COMMAND ..."
 
 
 def parser_for(argv: list[str]) -> argparse.ArgumentParser:
@@ -101,6 +153,11 @@ def _check_sources(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not sys.stderr.isatty():
+        # progress bars of the libraries a stage calls (transformers' GGUF loading, datasets, hub downloads) are
+        # `\r`-joined lines in a log; factory's own progress prints plain lines there (factory.progress)
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     args = parser_for(argv).parse_args(argv)
     _stop_on_signals()
     try:

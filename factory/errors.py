@@ -1,6 +1,8 @@
 """Errors that carry enough context (file, line, field) for a user to fix their input."""
 from __future__ import annotations
 
+import difflib
+
 
 class FactoryError(Exception):
     """A user-facing error: the CLI prints it without a traceback and exits non-zero."""
@@ -44,3 +46,28 @@ def reraise_as_interrupted(exc: BaseException, describe) -> None:
     interrupt = interrupt_in(exc)
     if interrupt is not None:
         raise Interrupted(describe(str(interrupt) or "SIGINT")) from None
+
+
+# "unknown X" errors: the known names, and the closest one to a typo
+def closest(name: str, known, n: int = 1) -> list[str]:
+    """The known names closest to ``name`` (difflib ratio >= 0.6, or one that differs only in case / '-' vs '_');
+    empty when none is close."""
+    known = [str(k) for k in known]
+    norm = {k.lower().replace("_", "-"): k for k in known}
+    key = str(name).lower().replace("_", "-")
+    if key in norm and norm[key] != name:
+        return [norm[key]]
+    return difflib.get_close_matches(str(name), known, n=n, cutoff=0.6)
+
+
+def did_you_mean(name: str, known) -> str:
+    """'; did you mean 'x'?' for the closest known name, or '' when none is close."""
+    match = closest(name, known)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def unknown(kind: str, name: str, known, *, none_hint: str = "") -> str:
+    """The message of an "unknown X" error: the name, the closest known one, and every known one."""
+    known = sorted({str(k) for k in known})
+    listed = ", ".join(known) if known else f"none yet{f' ({none_hint})' if none_hint else ''}"
+    return f"unknown {kind} {name!r}{did_you_mean(name, known)} (known: {listed})"

@@ -105,8 +105,13 @@ def extension_paths() -> dict[str, Path] | None:
 
 
 def _linked(path: Path, name: str) -> Path:
-    """The extension file under the name DuckDB derives its internal name from (sqlite_scanner, ...)."""
-    target = _extension_cache() / f"{name}.duckdb_extension"
+    """The extension file under the name DuckDB derives its internal name from (sqlite_scanner, ...). The link
+    lives in a folder named after the file it points to, so each installation (venv) has its own link: another
+    venv's run never re-points the one a printed `factory shell --print-init` names."""
+    import hashlib
+
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    target = _extension_cache() / key / f"{name}.duckdb_extension"
     if not target.exists() or target.resolve() != path.resolve():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".tmp{os.getpid()}")

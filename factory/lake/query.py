@@ -41,8 +41,11 @@ def check_known(con, kind: str, names, sql: str, hint: str) -> None:
     valid = sorted(str(r[0]) for r in con.execute(sql).fetchall() if r[0] is not None)
     unknown = [n for n in names if n not in valid]
     if unknown:
+        from factory.errors import did_you_mean
+
         listed = ", ".join(valid) if valid else f"none yet ({hint})"
-        raise FactoryError(f"unknown {kind} {', '.join(map(repr, unknown))}; the lake's {kind}s: {listed}")
+        raise FactoryError(f"unknown {kind} {', '.join(map(repr, unknown))}; the lake's {kind}s: {listed}"
+                           f"{did_you_mean(unknown[0], valid)}")
 
 
 def check_sources(lake, sources) -> None:
@@ -109,7 +112,12 @@ def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table",
 
 def init_sql(lake=None) -> str:
     """SQL that attaches the lake (read-only) in a plain duckdb CLI or Python session."""
+    from factory.lake.connection import CATALOG_FILE, CONFIG_FILE
+
     lake_dir = resolve_lake_dir(lake)
+    if not ((lake_dir / CATALOG_FILE).is_file() or (lake_dir / CONFIG_FILE).is_file()):
+        raise FactoryError(f"no lake at {lake_dir} (run `factory init --lake {lake_dir}` first, or name an "
+                           "existing lake with --lake DIR)")
     paths = extension_paths()
     loads = [f"LOAD '{p}';" for p in paths.values()] if paths else ["INSTALL ducklake; INSTALL sqlite;",
                                                                      "LOAD ducklake; LOAD sqlite;"]
@@ -141,33 +149,7 @@ def shell(lake=None) -> None:
 
 
 def status(lake=None) -> None:
-    """Tables with row counts, the last runs, failed runs (from the lake's log) and the last snapshots."""
-    from factory.lake.commit import FAILED_RUNS, failed_runs
+    """Tables with row counts, the last runs, failed runs and the last snapshots (factory.lake.status)."""
+    from factory.lake.status import print_status
 
-    con = connect(lake, read_only=True)
-    try:
-        print(f"lake: {resolve_lake_dir(lake)}")
-        tables = con.execute(
-            "SELECT table_schema || '.' || table_name, table_type FROM information_schema.tables "
-            "WHERE table_catalog = ? ORDER BY 1", [LAKE_ALIAS]).fetchall()
-        print(f"\n{'table':<34} {'kind':<6} rows")
-        for name, kind in tables:
-            n = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
-            print(f"{name:<34} {'view' if kind == 'VIEW' else 'table':<6} {n}")
-        print("\nlast runs:")
-        for row in con.execute("SELECT run_id, status, finished_at, coalesce(message, '') FROM ops.runs "
-                               "ORDER BY started_at DESC LIMIT 8").fetchall():
-            print(f"  {row[0]:<44} {row[1]:<8} {row[2]:%Y-%m-%d %H:%M:%S}  {row[3][:80]}")
-        failed = failed_runs(lake)[-5:]
-        if failed:
-            print(f"\nlast failed runs (no data changed; {resolve_lake_dir(lake) / FAILED_RUNS}):")
-            for row in reversed(failed):
-                print(f"  {row.get('run_id', '?'):<44} {str(row.get('finished_at', ''))[:19]}  "
-                      f"{(row.get('message') or '')[:80]}")
-        print("\nlast snapshots:")
-        for sid, ts, msg in con.execute(
-                f"SELECT snapshot_id, snapshot_time, coalesce(commit_message, '') FROM {LAKE_ALIAS}.snapshots() "
-                "ORDER BY snapshot_id DESC LIMIT 8").fetchall():
-            print(f"  {sid:>5}  {ts:%Y-%m-%d %H:%M:%S}  {msg[:90]}")
-    finally:
-        con.close()
+    print_status(lake)

@@ -95,7 +95,10 @@ def recipe_path(name_or_path: str) -> Path:
         return p
     path = RECIPES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        raise FactoryError(f"unknown recipe {name_or_path!r}; known: {', '.join(available_recipes())}")
+        from factory.errors import did_you_mean
+
+        raise FactoryError(f"unknown recipe {name_or_path!r}; known: {', '.join(available_recipes())}"
+                           f"{did_you_mean(name_or_path, available_recipes())}")
     return path
 
 

@@ -266,12 +266,13 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def load_manifest(name: str, releases_dir=None) -> tuple[Path, dict]:
-    """(release folder, parsed manifest.json) of a release, or a FactoryError naming what is missing."""
+def load_manifest(name: str, releases_dir=None, lake=None) -> tuple[Path, dict]:
+    """(release folder, parsed manifest.json) of a release, or a FactoryError naming what is missing. The folder
+    is found where `factory release list` finds it (factory.release.manage.locate_release)."""
+    from factory.release.manage import locate_release
+
     check_name(name)
-    path = resolve_releases_dir(releases_dir) / name
-    if not path.is_dir():
-        raise FactoryError(f"unknown release {name!r}: no folder {path}")
+    path = locate_release(name, releases_dir, lake)
     try:
         return path, json.loads((path / MANIFEST).read_text())
     except FileNotFoundError:

@@ -29,8 +29,11 @@ def list_releases(*, lake=None, releases_dir=None) -> list[dict]:
                              "row_counts": json.loads(rows), "created_at": str(created), "where": "lake"}
         finally:
             con.close()
-    root = resolve_releases_dir(releases_dir, lake)
-    if root.is_dir():
+    try:
+        root = resolve_releases_dir(releases_dir, lake)
+    except FactoryError:   # no lake named and no releases folder: only what a lake recorded (none here)
+        root = None
+    if root is not None and root.is_dir():
         for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if d.name in out:
                 out[d.name]["where"] = "lake+dir"
@@ -43,6 +46,31 @@ def list_releases(*, lake=None, releases_dir=None) -> list[dict]:
                            "path": str(d), "row_counts": {v: i["rows"] for v, i in m.get("views", {}).items()},
                            "created_at": m.get("created_at"), "where": "dir"}
     return list(out.values())
+
+
+def locate_release(name: str, releases_dir=None, lake=None) -> Path:
+    """The folder of release ``name``: RELEASES/NAME (--releases-dir, $FACTORY_RELEASES, the user config, else
+    LAKE/releases), else the folder the lake's ops.releases recorded for it -- wherever `factory release list`
+    finds it. Unknown: an error listing the known releases, the closest name and the ways to name another folder."""
+    from factory.errors import unknown
+
+    try:
+        root = resolve_releases_dir(releases_dir, lake)
+    except FactoryError:
+        root = None
+    if root is not None and (root / name).is_dir():
+        return root / name
+    known = list_releases(lake=lake, releases_dir=releases_dir)
+    for r in known:
+        if r["name"] == name and r.get("path") and Path(r["path"]).is_dir():
+            return Path(r["path"])
+    where = f"looked in {root / name}" if root is not None else "no lake or releases folder named"
+    found = [f"{r['name']} ({r['path']})" if r["name"] == name else r["name"] for r in known]
+    msg = unknown("release", name, [r["name"] for r in known], none_hint="`factory release create`")
+    if any(r["name"] == name for r in known):
+        msg = f"release {name!r} is recorded in the lake but its folder is gone ({', '.join(found)})"
+    raise FactoryError(f"{msg}; {where}; name the folder with --releases-dir DIR (or $FACTORY_RELEASES) "
+                       f"or the lake that recorded it with --lake DIR")
 
 
 def show_release(name: str, *, releases_dir=None) -> str:

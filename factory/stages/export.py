@@ -22,7 +22,9 @@ class _Formats(Sequence):
 def register(sub, add_lake) -> None:
     """Add `export` to the `factory` parser."""
     p = sub.add_parser("export", help="trainer-format dataset from a release")
-    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES, else LAKE/releases)")
+    add_lake(p)
+    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES, else LAKE/releases, "
+                                          "else where the lake recorded the release: `factory release list`)")
     p.add_argument("name", help="release name")
     # choices set after add_argument, which would read them at once (it formats the metavar to check it)
     p.add_argument("--format", required=True).choices = _Formats()

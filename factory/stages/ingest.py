@@ -255,7 +255,10 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
     from factory.lake.commit import stage_run
 
     if adapter_name not in ADAPTERS:
-        raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}")
+        from factory.errors import did_you_mean
+
+        raise FactoryError(f"unknown source {adapter_name!r}; known: {', '.join(sorted(ADAPTERS))}"
+                           f"{did_you_mean(adapter_name, ADAPTERS)}")
     if adapter_name.startswith("hf-") or any(str(p).startswith("hf://") for p in paths or []):
         from factory.ingest.hub.ingest import ingest_hub   # Hub layouts, streamed (docs/hub.md)
         return ingest_hub(adapter_name, list(paths or []), lake=lake, source=source, replace=replace)

@@ -97,11 +97,13 @@ def register(sub, add_lake) -> None:
     for name, fn, hlp in (("show", cmd_show, "manifest summary"),
                           ("verify", cmd_verify, "recheck every file's sha256 and row count")):
         p = rsub.add_parser(name, help=hlp)
+        add_lake(p)
         _add_releases_dir(p)
         p.add_argument("name")
         p.set_defaults(fn=fn)
 
     p = rsub.add_parser("diff", help="rows added/removed/changed per view between releases A and B")
+    add_lake(p)
     _add_releases_dir(p)
     p.add_argument("a")
     p.add_argument("b")

@@ -43,6 +43,6 @@ def cmd_shell(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from factory.lake.query import status
+    from factory.lake.status import print_status   # reads the catalog only: no DuckDB import
 
-    status(args.lake)
+    print_status(args.lake)

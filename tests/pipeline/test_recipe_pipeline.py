@@ -20,6 +20,8 @@ from tests.lakeutil import factory_cli, init_lake
 from tests.lakeutil import query as q
 from tests.pipeline.recipe_slice import build_slice
 
+pytestmark = pytest.mark.slow   # real SmolLM2 sampling, every recipe end to end: > 25 min on a busy 2-core box
+
 SMALL = {"n_samples": 2, "max_tokens": 48, "sample_limit": 2}   # every model recipe: the same sample requests
 SLICE = {"mbppplus": 5, "mbpp": 10, "leetcode-v0.2.0-train": 5, "kodcode": 5}
 
