@@ -10,8 +10,12 @@ A detected phrase is only a claim. :func:`relaxation` accepts it on the referenc
 * the answers are lists (a scalar answer has no order to relax: the phrase is about something else);
 * no answer is a rearrangement of a list argument (sort-by-parity, "return any array that..."): there the order
   *is* the answer, and a multiset comparison would accept the input itself;
-* the inner order is ignored too (``DEPTH = 2``) only where every inner list of every answer is sorted and
-  sorting them merges no two answers (3sum's triplets yes; permutations no).
+* the inner order is ignored too (``DEPTH = 2``) only where the inner lists are numbers, every inner list of
+  every answer is sorted, sorting them merges no two answers (3sum's triplets yes; permutations no), and they
+  are groups: of varying length or named so ("triplets", "combinations", "subsets", "solution set"), not
+  records such as points ``[x, y]``;
+* an answer of fixed size whose elements are lists is a record (find-the-difference-of-two-arrays: ``[only in
+  nums1, only in nums2]``): its positions mean something, so the comparison stays exact.
 
 The stage then feeds a permuted reference answer back through the judge (it must pass) and a wrong one (an
 element dropped or duplicated: it must fail) before it attaches the comparison.
@@ -97,7 +101,10 @@ def _is_rearrangement(answer: list, args: list) -> bool:
     return False
 
 
-def relaxation(answers: list[tuple[list, Any]]) -> tuple[int, str]:
+_GROUPS = re.compile(r"\b(?:triplets?|quadruplets?|combinations?|subsets?|solution\s+set)\b", re.IGNORECASE)
+
+
+def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> tuple[int, str]:
     """(depth, why) for the reference's (arguments, answer) pairs: depth 0 = keep the exact comparison, 1 = the
     top-level order is free, 2 = the order inside each element too."""
     lists = [(args, a) for args, a in answers if isinstance(a, list)]
@@ -105,11 +112,17 @@ def relaxation(answers: list[tuple[list, Any]]) -> tuple[int, str]:
         return 0, "the answer is not always a list"
     if not any(len(a) >= 2 for _, a in lists):
         return 0, "no answer has two elements to reorder"
+    if len(lists) >= 3 and len({len(a) for _, a in lists}) == 1 \
+            and all(isinstance(x, list) for _, a in lists for x in a):
+        return 0, "every answer is a fixed-size record of lists: its positions mean something"
     long = [(args, a) for args, a in lists if len(a) >= 2]
     if 2 * sum(_is_rearrangement(a, args) for args, a in long) >= len(long):
         return 0, "the answers rearrange an argument: their order is the answer"
     inner = [x for _, a in lists for x in a]
-    if inner and all(isinstance(x, list) for x in inner) and any(len(x) >= 2 for x in inner):
+    numeric = all(isinstance(x, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x)
+                  for x in inner)
+    groups = len({len(x) for x in inner}) > 1 or bool(_GROUPS.search(question or ""))
+    if inner and numeric and groups and any(len(x) >= 2 for x in inner):
         try:
             all_sorted = all(all(p <= q for p, q in zip(x, x[1:])) for x in inner)
         except TypeError:

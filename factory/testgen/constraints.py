@@ -291,10 +291,16 @@ def _unique(line: str) -> Constraint | None:
     subject = m.group(1)
 
     def holds(env, kinds):
-        if subject.split("[")[0] not in env:
+        alias = env.get("__aliases__", {}).get(subject) if subject not in env else None
+        if alias is not None:          # "Each colori is distinct", segments[i] = [starti, endi, colori]
+            items = _subject_values(alias, env, kinds)
+            if items is None:
+                return None
+        elif subject.split("[")[0] not in env:
             return None
-        value = env[subject.split("[")[0]]
-        items = _nodes(value) if kinds.get(subject) in ("tree", "list") else value
+        else:
+            value = env[subject.split("[")[0]]
+            items = _nodes(value) if kinds.get(subject) in ("tree", "list") else value
         if not isinstance(items, (list, tuple, str)):
             return None
         try:
