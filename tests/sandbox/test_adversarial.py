@@ -117,8 +117,9 @@ CASES = {
                               "        self.buf.clear()\nout = W()\nprint('first')\nout.write('second\\n')\n",
                               "", "first\nsecond\n"), "pass"),
     "H7_crlf_trailing": (IO("H7", "print('1 2  ', end='\\r\\n')\nprint(3, end='')", "", "1 2\n3\n"), "pass"),
+    # bytes are compared, not a lossy decoding: 0xFF 0xFE are not two U+FFFD (issue 42's false pass)
     "H7_non_utf8": (IO("H7b", "import sys\nsys.stdout.buffer.write(b'\\xff\\xfeok')", "", "\ufffd\ufffdok"),
-                    "pass"),
+                    "fail"),
 }
 
 
