@@ -193,10 +193,12 @@ def write_verdicts(lake: str) -> None:
             for k in range(PROGRAMS_PER_PROBLEM):
                 code = SOLUTION + f"# sample {k}\n"
                 pid = hashlib.sha256(f"{problem_id}:{k}".encode()).hexdigest()[:16]
-                progs.append({"program_id": pid, "problem_id": problem_id, "origin": "sample", "model": "synthetic",
-                              "sample_index": k, "code": code, "raw_completion": code, "created_at": now,
+                ref = k == 0   # one reference that passes every test (validates the suite), 15 samples
+                progs.append({"program_id": pid, "problem_id": problem_id, "origin": "reference" if ref else "sample",
+                              "model": None if ref else "synthetic", "sample_index": None if ref else k,
+                              "code": code, "raw_completion": None if ref else code, "created_at": now,
                               "run_id": run.run_id, "language": "python"})
-                ok = rng.random() < skill
+                ok = ref or rng.random() < skill
                 for tid in test_ids:
                     status = "pass" if ok or rng.random() < 0.7 else "fail"
                     execs.append({"program_id": pid, "test_id": tid, "limits_hash": "bench", "status": status,
