@@ -176,11 +176,16 @@ class StageRun:
         values = transform_params(params, run_id=self.run_id)
         self.con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())  # shipped with the package
         done = []
+        views = {r[0] for r in self.con.execute(
+            "SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE database_name = ?", [LAKE_ALIAS]).fetchall()}
         for spec in self.catalog.transforms():
             if names is not None and spec.name not in names:
                 continue
             body = render_sql(spec.sql_text(), values, spec.sql).strip().rstrip(";")
             verb = "VIEW" if spec.kind == "view" else "TABLE"
+            if (spec.name in views) != (verb == "VIEW"):   # the catalog changed its kind (e.g. a view now materialized)
+                other = "VIEW" if spec.name in views else "TABLE"
+                self.con.execute(f"DROP {other} IF EXISTS {LAKE_ALIAS}.{spec.name}")
             self.con.execute(f"CREATE OR REPLACE {verb} {LAKE_ALIAS}.{spec.name} AS {body}")
             n = self.con.execute(f"SELECT count(*) FROM {LAKE_ALIAS}.{spec.name}").fetchone()[0]
             self._count(spec.name, "rows", n)

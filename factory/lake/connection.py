@@ -274,6 +274,7 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
     if create and "://" not in cfg["data_path"]:
         Path(cfg["data_path"]).mkdir(parents=True, exist_ok=True)
     con = new_duckdb(_extension_files(cfg))
+    memory_settings(con)
     load_extensions(con)
     if cfg["catalog"].startswith("postgres:"):
         optional_extension(con, "postgres")
@@ -287,6 +288,41 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
         raise FactoryError(f"cannot attach lake {lake_dir}: {exc}") from exc
     con.execute(f"USE {LAKE_ALIAS}")
     return con
+
+
+MEMORY_ENV, TEMP_ENV = "FACTORY_DUCKDB_MEMORY_LIMIT", "FACTORY_DUCKDB_TEMP"
+
+
+def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's memory limit and spill folder for a lake connection: $FACTORY_DUCKDB_MEMORY_LIMIT (e.g. '3GB'),
+    else half the machine's (or the cgroup's) memory; operators past it spill to $FACTORY_DUCKDB_TEMP, else a
+    per-process folder under the system temp dir (an in-memory DuckDB has none by default, so it could only die)."""
+    import tempfile
+
+    limit = os.environ.get(MEMORY_ENV)
+    if not limit:
+        total = _memory_bytes()
+        limit = f"{max(total // 2, 512 << 20) >> 20}MB" if total else None
+    if limit:
+        con.execute(f"SET memory_limit = '{limit}'")
+    temp = os.environ.get(TEMP_ENV) or os.path.join(tempfile.gettempdir(), f"factory-duckdb-{os.getpid()}")
+    con.execute(f"SET temp_directory = '{temp}'")
+
+
+def _memory_bytes() -> int | None:
+    """Physical memory, or the cgroup's limit when lower (containers, CI)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
 
 
 def _extension_files(cfg: dict) -> list:

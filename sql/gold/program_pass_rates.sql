@@ -4,16 +4,22 @@
 -- exclude_in_process_judged = {{ exclude_in_process_judged }}: when true, tests with a verdict judged inside the
 -- candidate's own process (forgeable, e.g. BigCodeBench unittest) leave numerator and denominator alike; a problem
 -- with only such tests gets no pass rates.
--- Only hidden tests count ({{ reward_tests_label }}; silver.tests.visibility): a program that prints the
--- statement's examples scores nothing for them, so pass rates, difficulty and pairs measure what the RL reward
--- measures. A problem whose every test is public gets no pass rates.
-WITH in_process_tests AS (
+-- Visibility is a training concept: on a train-split problem only hidden tests count ({{ reward_tests_label }};
+-- silver.tests.visibility), so a program that prints the statement's examples scores nothing for them and pass
+-- rates, difficulty and pairs measure what the RL reward measures (a train problem whose every test is public gets
+-- no pass rates). A benchmark or test-split problem ({{ benchmarks_label }}, or split 'test') counts every
+-- test: HumanEval/34's only test is its docstring example, and the benchmark still scores it.
+WITH benchmarks AS (
+    SELECT unnest({{ benchmarks }}) AS source
+), in_process_tests AS (
     SELECT DISTINCT test_id FROM gold.latest_executions
     WHERE judged_in_process AND {{ exclude_in_process_judged }}
 ), tests AS (
     SELECT v.* FROM gold.test_validation AS v JOIN silver.tests AS st USING (test_id)
+    JOIN silver.problems AS pb ON pb.problem_id = v.problem_id
     WHERE v.test_id NOT IN (SELECT test_id FROM in_process_tests)
-      AND ({{ reward_all }} OR coalesce(st.visibility, 'unknown') = 'hidden')
+      AND ({{ reward_all }} OR coalesce(st.visibility, 'unknown') = 'hidden'
+           OR pb.split = 'test' OR pb.source IN (SELECT source FROM benchmarks))
 ), denominators AS (
     SELECT problem_id,
            count(*) AS original_tests,

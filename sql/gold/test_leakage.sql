@@ -4,8 +4,9 @@
 --   rows_with_hidden_tests    problems with at least one hidden test (silver.tests.visibility)
 --   public_only_rows          problems whose every test's input and output appear in the prompt
 --   rl_rows                   rows of gold.rl_problems
---   rl_rows_all_reward_public rl rows whose reward tests are all public: must be 0 (recomputed from the JSON)
---   rl_public_only_excluded   clean problems left out of gold.rl_problems because no usable test is hidden
+--   rl_rows_all_reward_public train rl rows whose reward tests are all public: must be 0 (from gold.rl_tests,
+--                             the rows packed; a test-split row counts every test: visibility is for training)
+--   rl_public_only_excluded   clean train problems left out of gold.rl_problems because no usable test is hidden
 --   rl_rows_generated_hidden  rl rows whose hidden reward tests all come from generated tests (augment, gentests)
 --   contaminated_ngram / _test / _lineage   problems flagged by each `factory decontam` method
 --   unvalidated               train problems held out because no reference validated their tests
@@ -22,14 +23,14 @@ WITH benchmarks AS (
            count(*) AS tests
     FROM silver.tests GROUP BY problem_id
 ), reward AS (
-    SELECT r.problem_id,
+    -- the reward tests of each RL row (gold.rl_tests, the rows gold.rl_problems packs: no JSON is parsed here)
+    SELECT t.problem_id,
            count(*) FILTER (WHERE coalesce(t.visibility, 'unknown') = 'hidden') AS hidden,
            count(*) FILTER (WHERE coalesce(t.visibility, 'unknown') = 'hidden' AND t.origin = 'dataset')
                AS hidden_dataset
-    FROM gold.rl_problems AS r,
-         unnest(CAST(json_extract_string(r.tests, '$[*].test_id') AS VARCHAR[])) AS u(test_id)
-    JOIN silver.tests AS t ON t.test_id = u.test_id
-    GROUP BY r.problem_id
+    FROM gold.rl_tests AS t
+    WHERE t.reward AND t.problem_id IN (SELECT problem_id FROM gold.rl_problems)
+    GROUP BY t.problem_id
 ), contam AS (
     SELECT problem_id,
            bool_or(coalesce(method, 'ngram') = 'ngram') AS ngram,
@@ -44,8 +45,10 @@ SELECT
     count(*) FILTER (WHERE v.hidden > 0)::BIGINT AS rows_with_hidden_tests,
     count(*) FILTER (WHERE v.tests > 0 AND v.hidden = 0)::BIGINT AS public_only_rows,
     count(r.problem_id)::BIGINT AS rl_rows,
-    count(*) FILTER (WHERE r.problem_id IS NOT NULL AND coalesce(w.hidden, 0) = 0)::BIGINT AS rl_rows_all_reward_public,
-    count(*) FILTER (WHERE r.problem_id IS NULL AND c.problem_id IS NOT NULL AND v.tests > 0 AND v.hidden = 0)::BIGINT
+    count(*) FILTER (WHERE r.problem_id IS NOT NULL AND coalesce(w.hidden, 0) = 0 AND p.split <> 'test')::BIGINT
+        AS rl_rows_all_reward_public,
+    count(*) FILTER (WHERE r.problem_id IS NULL AND c.problem_id IS NOT NULL AND v.tests > 0 AND v.hidden = 0
+                     AND p.split <> 'test')::BIGINT
         AS rl_public_only_excluded,
     count(*) FILTER (WHERE w.hidden > 0 AND w.hidden_dataset = 0)::BIGINT AS rl_rows_generated_hidden,
     count(*) FILTER (WHERE k.ngram)::BIGINT AS contaminated_ngram,
