@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from factory.dedup.suite_overlap import TestOverlapParams, problem_keys, shared_test_overlap
+from factory.dedup.suite_overlap import TestOverlapParams as OverlapParams
+from factory.dedup.suite_overlap import problem_keys, shared_test_overlap
 from factory.lake import connect
 from factory.stages.decontam import audit_decontam, run_decontam
 from factory.stages.ingest import ingest_all
@@ -75,13 +76,15 @@ def test_named_pairs(lake, report):
         AND c.literal AND c.phrases = 1 AND c.informative_ngrams = 0
         AND c.problem_id NOT IN (SELECT problem_id FROM silver.contamination WHERE contaminated)""")[0][0]
     assert lit_only > 100
-    stock = ["at most one edge between any pair of vertices", "the quick brown fox jumps over the lazy dog",
-             "1 1 1 1 1 1 1 output 0", "n vertices numbered from 0 to n 1 and"]
-    for phrase in stock:
+    # the stock phrases issue #40 names: linked by the literal rule, never by the evidence rule ("the quick brown
+    # fox ..." sits in example lines - an MBPP+ assert, BigCodeBench >>> lines - which the text check does not read)
+    stock = {"at most one edge between any pair of vertices": True, "the quick brown fox jumps over the lazy dog": None,
+             "1 1 1 1 1 1 1 output 0": True, "n vertices numbered from 0 to n 1 and": True}
+    for phrase, linked in stock.items():
         rows = _q(lake, "SELECT bool_or(literal), bool_or(contaminated) FROM silver.contamination c "
                         "JOIN silver.problems p USING (problem_id) WHERE p.source = 'leetcode-v0.2.0-train' "
                         "AND c.method = 'ngram' AND c.example_span LIKE ?", [f"%{phrase}%"])
-        assert rows[0] == (True, False), phrase
+        assert rows[0] == (linked, False if linked else None), phrase
     text_removed = {r for r in removed if r[0] == "leetcode-v0.2.0-train" and r[4] == "ngram"}
     assert len(text_removed) <= 3, text_removed
     # every removal carries a reason a person can check
@@ -127,7 +130,30 @@ def test_tests_need_input_and_expected_and_ignore_trivial_values():
     tiny = {k: problem_keys([("check", f"def check(candidate):\n    assert candidate({a}) == {b}\n", None, None)])
             for k, (a, b) in {"a": (2, 0), "b": (10, -1), "c": (13, "False")}.items()}
     bench = {("humaneval", f"HumanEval/{i}"): tiny["a"] | tiny["b"] | tiny["c"] for i in range(5)}
-    assert not shared_test_overlap({"p": tiny["a"] | tiny["b"] | tiny["c"]}, bench, TestOverlapParams())
+    assert not shared_test_overlap({"p": tiny["a"] | tiny["b"] | tiny["c"]}, bench, OverlapParams())
     one = {("humaneval", "HumanEval/0"): tiny["a"] | tiny["b"] | tiny["c"]}
     assert not shared_test_overlap({"p": tiny["a"] | tiny["b"] | tiny["c"]}, one)
-    assert shared_test_overlap({"p": tiny["a"] | tiny["b"] | tiny["c"]}, one, TestOverlapParams(min_test_chars=0))
+    assert shared_test_overlap({"p": tiny["a"] | tiny["b"] | tiny["c"]}, one, OverlapParams(min_test_chars=0))
+
+
+def test_release_card_quotes_the_figures(lake, report):
+    """Every card gets the audit's precision / recall (audit/decontam/measured.json); a recipe with the literal
+    rule also gets how many of its removals rest on a single stock phrase (this lake's decontam run)."""
+    from factory.release.card import decontamination_figures, decontamination_markdown
+
+    con = connect(lake, read_only=True)
+    try:
+        figures = decontamination_figures(con)
+    finally:
+        con.close()
+    single = report["literal_ngram"]["single_stock_phrase"]
+    assert figures["run"]["literal_ngram"]["single_stock_phrase"] == single > 0
+    measured = figures["audit"]["methods"]["default"]
+    assert measured["precision"] >= 0.95 and measured["recall_lineage"] == 1.0 and measured["recall_planted"] == 1.0
+    literal = {"recipe": {"rules": [{"kind": "decontaminated", "params": {"ngram_n": 9, "literal_min_ngrams": 1}}]},
+               "decontamination": figures}
+    text = "\n".join(decontamination_markdown(literal))
+    assert f"**{single} rest on a single stock phrase**" in text
+    assert f"| default | {measured['flagged']} | {measured['precision']:.3f} |" in text
+    plain = "\n".join(decontamination_markdown({"decontamination": figures}))
+    assert "literal rule" in plain and "| lineage |" in plain
