@@ -121,7 +121,7 @@ def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> 
     inner = [x for _, a in lists for x in a]
     numeric = all(isinstance(x, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x)
                   for x in inner)
-    groups = len({len(x) for x in inner}) > 1 or bool(_GROUPS.search(question or ""))
+    groups = numeric and (len({len(x) for x in inner}) > 1 or bool(_GROUPS.search(question or "")))
     if inner and numeric and groups and any(len(x) >= 2 for x in inner):
         try:
             all_sorted = all(all(p <= q for p, q in zip(x, x[1:])) for x in inner)
