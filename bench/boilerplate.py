@@ -91,6 +91,7 @@ def measure(probs, bench, lineage: set, planted: set, template_df, template_min_
     t0 = time.perf_counter()
     params = DecontamParams(template_df=template_df, template_min_df=template_min_df, ignore_numeric=numeric)
     table, stats = decontaminate(probs, bench, params)
+    table = table.filter(table["contaminated"])   # every pair sharing an n-gram is returned, with the verdict
     seconds = time.perf_counter() - t0
     pairs = set(zip(table["problem_id"].to_pylist(), table["benchmark_id"].to_pylist()))
     flagged = {p for p, _ in pairs}

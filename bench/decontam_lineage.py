@@ -53,7 +53,7 @@ def measure(lake, problem_source: str = "mbpp", benchmark: str = "mbppplus") -> 
         pa.table({"problem_id": list(probs), "text": [v["question"] for v in probs.values()]}),
         pa.table({"benchmark": [benchmark] * len(bench), "benchmark_id": list(bench),
                   "text": [v["question"] for v in bench.values()]}), DecontamParams(n=9))
-    flagged["ngram (9-gram text)"] = set(table["problem_id"].to_pylist())
+    flagged["ngram (9-gram text)"] = set(table.filter(table["contaminated"])["problem_id"].to_pylist())
     bench_keys = {(benchmark, b): problem_keys(tests.get(b, []) + ([("assert", v["assertion"], None, None)]
                                                                     if v["assertion"] else []), with_inputs=False)
                   for b, v in bench.items()}

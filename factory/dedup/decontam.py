@@ -64,6 +64,7 @@ class DecontamParams:
     template_df: float | None = 0.002
     template_min_df: int = 2
     max_benchmark_df: int | None = None
+    ignore_numeric: bool = True      # False: no example-value check (min_content not applied)
     recipe: str = RECIPE
 
     def __post_init__(self):
@@ -213,7 +214,7 @@ def decontaminate(
         stock.append(f"SELECT h FROM {bench} GROUP BY h HAVING count(DISTINCT bidx) > {int(params.max_benchmark_df)}")
     if params.template_df is not None:
         stock.append(template_sql(prob, bench, params))
-    need = min(int(params.min_content), n)
+    need = min(int(params.min_content), n) if params.ignore_numeric else 0
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _decontam_stock AS {' UNION '.join(stock)}")
         con.execute(f"""CREATE OR REPLACE TEMP TABLE _decontam_b AS
