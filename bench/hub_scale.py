@@ -73,9 +73,9 @@ def make_deepcoder(folder: Path, problems: int, seed: int = 0, shards: int | Non
             outputs = [f"{rng.randrange(10 ** 12)}\n" for _ in inputs]
             tests_total += len(inputs)
             chars_total += sum(map(len, inputs))
-            rows.append({"problem": f"Problem {p}: print the sum of the integers on stdin. "
-                                    + " ".join(rng.choice(("alpha", "beta", "gamma", "delta", "omega", "sigma"))
-                                               for _ in range(60)),
+            words = ("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(3, 9)))
+                     for _ in range(80))   # distinct statements: near-duplicate dedup must not fold them
+            rows.append({"problem": f"Problem {p}: print the sum of the integers on stdin. " + " ".join(words),
                          "tests": json.dumps({"inputs": inputs, "outputs": outputs}), "starter_code": "",
                          "metadata": json.dumps({"difficulty": rng.randrange(1, 10)})})
             if len(rows) >= row_group_size:
@@ -247,6 +247,9 @@ def scale(args) -> dict:
                              "--releases-dir", str(rel)]),
         ]
         for name, cmd in steps:
+            if name in args.skip:
+                stages[name] = {"skipped": True}
+                continue
             try:
                 m = run_measured(cmd, env)
             except RuntimeError as exc:
@@ -321,6 +324,8 @@ def main(argv=None) -> None:
     s.add_argument("--fractions", default="1/64,1/32")
     s.add_argument("--work", default="/tmp/hub_scale")
     s.add_argument("--keep", action="store_true")
+    s.add_argument("--skip", type=lambda t: t.split(","), default=[],
+                   help="stages not to run (e.g. decontam: its memory grows with the test bytes, see docs/hub.md)")
     s.add_argument("--out")
     p = sub.add_parser("plot")
     p.add_argument("results")
