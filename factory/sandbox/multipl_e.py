@@ -56,6 +56,33 @@ def first_block(text: str, lang: str) -> str:
     return tagged[0] if tagged else (blocks[0][1] if blocks else text)
 
 
+_NOT_NAMES = {"if", "for", "while", "switch", "function", "fn", "return", "sizeof", "catch"}
+
+
+def function_name(prompt: str) -> str | None:
+    """The name of the function a MultiPL-E prompt ends by opening (its last line with ``name(``)."""
+    for line in reversed([ln for ln in prompt.splitlines() if ln.strip()]):
+        for m in re.finditer(r"([A-Za-z_]\w*)\s*\(", line):
+            if m.group(1) not in _NOT_NAMES:
+                return m.group(1)
+    return None
+
+
+def split_at_function(code: str, prompt: str) -> tuple[str, str]:
+    """(up to the end of the line declaring the prompt's function, the rest); ("", code) when not found."""
+    name = function_name(prompt)
+    m = None
+    for found in (re.finditer(r"(?<![\w.])" + re.escape(name) + r"\s*\(", code) if name else ()):
+        line = code[code.rfind("\n", 0, found.start()) + 1:found.start()].lstrip()
+        if not line.startswith(("//", "/*", "*", "#")):   # a mention in a doc comment is not the declaration
+            m = found
+            break
+    if m is None:
+        return "", code
+    eol = code.find("\n", m.end())
+    return (code, "") if eol == -1 else (code[:eol + 1], code[eol + 1:])
+
+
 def program(row: dict, completion: str, *, full: bool | None = None) -> str:
     """The candidate's part of the program (the harness, ``row['tests']``, is the test). ``full``: the completion
     is a whole program (a fenced block in the language, else the text); None: a fenced completion is one."""
@@ -65,7 +92,10 @@ def program(row: dict, completion: str, *, full: bool | None = None) -> str:
     if not full:
         return row["prompt"] + cut_at_stop_tokens(completion or "", row.get("stop_tokens"))
     code = first_block(completion or "", lang)
-    code = cut_at_stop_tokens(code, [t for t in (row.get("stop_tokens") or ()) if t != "\n\n"])
+    # the stop tokens end a continuation of the function's body: a whole program's comments and code before the
+    # function (a doc comment at column 0 is JavaScript's stop token "\n//") are not cut
+    head, body = split_at_function(code, row["prompt"])
+    code = head + cut_at_stop_tokens(body, [t for t in (row.get("stop_tokens") or ()) if t != "\n\n"])
     if lang in KEEP_END:   # up to the function's own closing line (what follows would run before the tests)
         end = code.find(KEEP_END[lang])
         if end != -1:

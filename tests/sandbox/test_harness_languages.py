@@ -53,7 +53,8 @@ CHAT = {   # a chat model's answer: the whole function in a fenced block, then a
     "cpp": "Here it is:\n```cpp\n#include<bits/stdc++.h>\nlong long odd_squares(std::vector<long long> xs) {\n"
            "    long long s = 0;\n    for (auto x : xs) if (x & 1) s += x * x;\n    return s;\n}\n```\n"
            "```cpp\nint main() { return 1; }\n```",
-    "javascript": "```javascript\nfunction odd_squares(xs){\n  let s = 0;\n  for (const x of xs) if (x % 2) s += x * x;\n"
+    "javascript": "```javascript\n// Sum of the squares of the odd numbers.\n// >>> odd_squares([1, 2, 3])\n// 10\n"
+                  "function odd_squares(xs){\n  let s = 0;\n  for (const x of xs) if (x % 2) s += x * x;\n"
                   "  return s;\n}\n```\nUse it:\n```js\nconsole.log(odd_squares([1]));\nprocess.exit(3);\n```",
 }
 
@@ -99,6 +100,9 @@ def test_harness_in_python_and_its_validation(pool):
 
 
 def test_multipl_e_program_building():
+    js = multipl_e.program(ROWS["javascript"], CHAT["javascript"])   # doc comments at column 0 are not a stop
+    assert js.startswith("// Sum of the squares") and js.rstrip().endswith("return s;\n}") and "console" not in js
+    assert multipl_e.function_name(ROWS["java"]["prompt"]) == "oddSquares"
     row = ROWS["rust"]
     assert multipl_e.program(row, RIGHT["rust"]).endswith("map(|x| x * x).sum()")   # cut before "\n}"
     assert multipl_e.language_of({"language": "rs"}) == "rust"
