@@ -249,3 +249,17 @@ def test_submit_a_multipl_e_row_runs_its_harness(server):
         assert code == 200 and got["accepted"] is accepted, got
         assert got["extracted_type"] == "continuation" and got["full_code"].startswith(row["prompt"])
         assert got["extra"]["reward"] == 0.0   # judged in-process: not a reward
+
+
+def test_run_timeout_clock_cpu_keeps_cpu_only_limits():
+    """`factory serve --run-timeout-clock cpu`: run_timeout is CPU seconds only (verdicts that do not depend on
+    the machine's load): a program sleeping 1 s under run_timeout 0.5 finishes; a busy loop does not."""
+    from tests.serve.conftest import Server
+    s = Server("--workers", "1", "--run-timeout-clock", "cpu")
+    try:
+        nap = run_code(s, language="python", code=SLEEP_1S["python"], run_timeout=0.5)
+        assert nap["status"] == "Success" and nap["run_result"]["stdout"].strip() == "woke", nap
+        busy = run_code(s, language="python", code="while True:\n    pass", run_timeout=0.5)
+        assert busy["run_result"]["status"] == "TimeLimitExceeded" and busy["factory"]["limit"] == "cpu", busy
+    finally:
+        s.stop()
