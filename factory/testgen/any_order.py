@@ -14,8 +14,8 @@ A detected phrase is only a claim. :func:`relaxation` accepts it on the referenc
   every answer is sorted, sorting them merges no two answers (3sum's triplets yes; permutations no), and they
   are groups: of varying length or named so ("triplets", "combinations", "subsets", "solution set"), not
   records such as points ``[x, y]``;
-* an answer of fixed size whose elements are lists is a record (find-the-difference-of-two-arrays: ``[only in
-  nums1, only in nums2]``): its positions mean something, so the comparison stays exact.
+* an answer that is always a pair of lists is a record (find-the-difference-of-two-arrays: ``[only in nums1,
+  only in nums2]``): its positions mean something, so the comparison stays exact.
 
 The stage then feeds a permuted reference answer back through the judge (it must pass) and a wrong one (an
 element dropped or duplicated: it must fail) before it attaches the comparison.
@@ -112,9 +112,9 @@ def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> 
         return 0, "the answer is not always a list"
     if not any(len(a) >= 2 for _, a in lists):
         return 0, "no answer has two elements to reorder"
-    if len(lists) >= 3 and len({len(a) for _, a in lists}) == 1 \
+    if len(lists) >= 3 and {len(a) for _, a in lists} == {2} \
             and all(isinstance(x, list) for _, a in lists for x in a):
-        return 0, "every answer is a fixed-size record of lists: its positions mean something"
+        return 0, "every answer is a pair of lists: its positions mean something"
     long = [(args, a) for args, a in lists if len(a) >= 2]
     if 2 * sum(_is_rearrangement(a, args) for args, a in long) >= len(long):
         return 0, "the answers rearrange an argument: their order is the answer"

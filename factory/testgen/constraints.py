@@ -277,6 +277,9 @@ def _either(line: str) -> Constraint | None:
     return Constraint(line, holds)
 
 
+_RECORD_NOUNS = {"positions", "points", "coordinates", "pairs", "cells", "rectangles", "squares"}
+
+
 def _unique(line: str) -> Constraint | None:
     if _NODE_UNIQUE.search(line):
         def holds_nodes(env, kinds):
@@ -296,6 +299,11 @@ def _unique(line: str) -> Constraint | None:
             items = _subject_values(alias, env, kinds)
             if items is None:
                 return None
+        elif subject.lower() in _RECORD_NOUNS:   # "All the given positions are unique": every list of records
+            records = [v for v in env.values() if isinstance(v, list) and v and all(isinstance(x, list) for x in v)]
+            if not records:
+                return None
+            return all(len({repr(x) for x in v}) == len(v) for v in records)
         elif subject.split("[")[0] not in env:
             return None
         else:

@@ -183,6 +183,7 @@ def test_constraints_read_relations_guarantees_and_record_fields(shared_data):
     assert kill.ok([[1, 3], [0, 1], 3]) and kill.violated([[1], [0], 2])        # kill is in pid
     queens = Checker(_statement(shared_data, "queens-that-can-attack-the-king"), ["queens", "king"])
     assert queens.ok([[[0, 1], [1, 0]], [0, 0]]) and queens.violated([[[0, 1], [-1, 3]], [0, 0]])  # 0 <= xQueeni
+    assert queens.violated([[[0, 1], [0, 1]], [0, 0]])          # "All the given positions are unique"
     meet = Checker(_statement(shared_data, "find-all-people-with-secret"), ["n", "meetings", "firstPerson"])
     assert meet.ok([4, [[3, 1, 3], [1, 2, 2]], 2]) and meet.violated([4, [[3, 3, 3]], 2])   # xi != yi, pairwise
     paint = Checker(_statement(shared_data, "describe-the-painting"), ["segments"])
