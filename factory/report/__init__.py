@@ -37,6 +37,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         curves = data.train_curves(con)
         kept_out = data.curation(con)
         recipe_runs = data.recipes(con)
+        summaries = data.latest_summaries(con)
     finally:
         con.close()
     sections = [
@@ -56,17 +57,18 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
          plots.recipes(recipe_runs, out / "recipes.png"),
          "no recipe has run yet: run `factory recipe run NAME` (recipes/*.yaml)"),
         ("Stage funnel (from ops.runs)", plots.funnel(fun, runs, out / "funnel.png"), "no stage runs recorded"),
-        ("Training and best-of-N (latest runs, from ops.train_metrics)", plots.training(curves, out / "training.png"),
+        ("Training and best-of-N (latest runs, from ops.train_metrics)",
+         plots.training(curves, out / "training.png", bon_rows=summaries.get("eval-bon", {}).get("rows")),
          "no training runs yet: run `factory train rm`, `factory eval bon` or `factory train rl`"),
     ]
     page = out / "index.html"
-    page.write_text(_html(snap, head, src, sections))
+    page.write_text(_html(snap, head, src, sections, summary_html(head, summaries)))
     return page
 
 
 HEADLINE = (("source", "source"), ("problems", "problems"), ("tests", "tests"),
             ("reference pass rate", "reference_pass_rate"), ("references passing all tests", "references_all_pass"),
-            ("sample pass rate", "sample_pass_rate"), ("in RL training", "rl_problems"),
+            ("sample pass rate", "sample_pass_rate"), ("in RL training (train / test)", "rl_problems"),
             ("contamination removed", "contamination_removed"))
 
 
@@ -76,6 +78,8 @@ def _cell(row: dict, key: str) -> str:
         return f"{value} / {row['references']}" if row["references"] else "not executed"
     if key.endswith("pass_rate"):
         return "-" if value is None else f"{value:.3f}"
+    if key == "rl_problems" and value is not None and row.get("rl_train") is not None:
+        return f"{value} ({row['rl_train']} / {value - row['rl_train']})"
     return "not curated" if value is None else html.escape(str(value))
 
 
@@ -87,9 +91,11 @@ def headline_html(head: dict) -> str:
     for r in rows:
         out.append("<tr>" + "".join(f"<td>{_cell(r, k)}</td>" for _, k in HEADLINE) + "</tr>")
     if len(rows) > 1:
-        total = {"source": "total", "references": sum(r["references"] for r in rows),
+        executed = sum(1 for r in rows if r["references"])
+        total = {"source": f"total ({len(rows)} sources; pass rates over the {executed} executed)",
+                 "references": sum(r["references"] for r in rows),
                  "references_all_pass": sum(r["references_all_pass"] for r in rows)}
-        for k in ("problems", "tests", "rl_problems", "contamination_removed"):
+        for k in ("problems", "tests", "rl_problems", "contamination_removed", "rl_train"):
             total[k] = None if any(r[k] is None for r in rows) else sum(r[k] for r in rows)
         for k, n in (("reference_pass_rate", "references"), ("sample_pass_rate", "samples")):
             weighted = [(r[k], r[n]) for r in rows if r[k] is not None]
@@ -103,12 +109,74 @@ def headline_html(head: dict) -> str:
     return "".join(out)
 
 
-def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple]) -> str:
+def summary_html(head: dict, summaries: dict) -> str:
+    """The headline sentences the page opens with: what the lake holds over every source, what reaches RL
+    training (train / test), which sources' references ran, the reward model's held-out accuracy with its 95 %
+    Wilson interval, and best-of-N on one named set of problems."""
+    e = html.escape
+    rows = head["sources"]
+    items = []
+    problems = sum(r["problems"] for r in rows)
+    items.append(f"<b>{problems:,}</b> problems from <b>{len(rows)}</b> sources, "
+                 f"{sum(r['tests'] for r in rows):,} tests.")
+    if rows and all(r["rl_problems"] is not None for r in rows):
+        rl = sum(r["rl_problems"] for r in rows)
+        train = sum(r.get("rl_train") or 0 for r in rows)
+        warn = "" if train else " <span class='warn'>No train split: no train-split problem is validated.</span>"
+        items.append(f"In RL training: <b>{rl:,}</b> problems, <b>{train:,}</b> train / {rl - train:,} test.{warn}")
+    executed = [r["source"] for r in rows if r["references"]]
+    if rows:
+        missing = [r["source"] for r in rows if not r["references"]]
+        items.append(f"References executed for <b>{len(executed)} of {len(rows)}</b> sources"
+                     + (f" (not executed: {e(', '.join(missing))})" if missing else "") + ".")
+    rm = summaries.get("train-rm") or {}
+    n = rm.get("n_eval") or 0
+    if n and rm.get("heldout_accuracy") is not None:
+        def acc(value):
+            lo, hi = data.wilson(round(value * n), n)
+            return f"{value:.2f} (95% CI {lo:.2f}-{hi:.2f})"
+        verdict = ""
+        if rm.get("untrained_accuracy") is not None:
+            a = data.wilson(round(rm["heldout_accuracy"] * n), n)
+            b = data.wilson(round(rm["untrained_accuracy"] * n), n)
+            if a[0] <= b[1] and b[0] <= a[1]:
+                verdict = f" <span class='warn'>{n} held-out pairs are too few to tell them apart.</span>"
+        items.append(f"Reward model, held-out pair accuracy on {n} pairs: trained {acc(rm['heldout_accuracy'])}"
+                     + (f", untrained {acc(rm['untrained_accuracy'])}" if rm.get("untrained_accuracy") is not None
+                        else "") + f".{verdict}")
+    bon = (summaries.get("eval-bon") or {}).get("rows") or []
+    if bon:
+        main = max((r["n_problems"] for r in bon if r["method"] == "bon"), default=None)
+        same = [r for r in bon if r["n_problems"] == main]
+        other = [r for r in bon if r["n_problems"] != main]
+        items.append(f"Best-of-N on <b>{main}</b> held-out problems: " + ", ".join(
+            f"{e(r['method'])}@{r['k']} {r['value']:.2f}" for r in same) + "." + (
+            " On other problem sets (not comparable): " + ", ".join(
+                f"{e(r['method'])}@{r['k']} {r['value']:.2f} on {r['n_problems']} problems" for r in other) + "."
+            if other else ""))
+    return "<ul id='summary'>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+     color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}
+h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+#summary{background:#f5f8fc;border:1px solid #d5e1f0;border-radius:6px;padding:.8em 1em .8em 2em;font-size:1.05em}
+#summary li{margin:.25em 0}.warn{color:#b35900;font-weight:600}
+table{border-collapse:collapse;margin:.5em 0;font-size:.92em}
+td,th{border:1px solid #d0d0d0;padding:3px 9px;text-align:right}td:first-child,th:first-child{text-align:left}
+th{background:#f0f0f0}tr:nth-child(even) td{background:#fafafa}tr.total td{background:#eef3ea}
+img{max-width:100%;border:1px solid #eee}.note{color:#a60}
+"""
+
+
+def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple], summary: str = "") -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(s)}</td><td>{p}</td><td>{t}</td><td>{e(', '.join(f'{k}: {v}' for k, v in sorted(kinds.items())))}"
                    "</td></tr>" for s, p, t, kinds in src)
     body = [f"<h1>Dataset factory report</h1><p>Lake snapshot {snap}, generated {utcnow():%Y-%m-%d %H:%M:%S} UTC.</p>",
-            headline_html(head),
+            summary, headline_html(head),
             "<h2>Tests by kind</h2>"
             "<table><tr><th>source</th><th>problems</th><th>tests</th><th>tests by kind</th></tr>" + rows + "</table>"]
     for title, png, note in sections:
@@ -117,7 +185,5 @@ def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple]) -> str
             body.append(f'<img src="{e(png.name)}" alt="{e(title)}">')
         else:
             body.append(f'<p class="note">Skipped: {e(note)}.</p>')
-    style = ("body{font-family:sans-serif;max-width:1400px;margin:2em auto}img{max-width:100%}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.note{color:#a60}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Dataset factory report</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

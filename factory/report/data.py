@@ -138,8 +138,9 @@ def headline(con: duckdb.DuckDBPyConnection) -> dict:
     and contaminated problems removed (gold.training_exclusions, reason contaminated, applied); plus the releases
     cut from the lake (ops.releases). Absent views count as None (not curated yet)."""
     have = existing_columns(con)
-    rl = ("SELECT source, count(*) AS n FROM gold.rl_problems GROUP BY source" if "gold.rl_problems" in have
-          else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n WHERE false")
+    rl = ("SELECT source, count(*) AS n, count(*) FILTER (WHERE split = 'train') AS n_train "
+          "FROM gold.rl_problems GROUP BY source" if "gold.rl_problems" in have
+          else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n, NULL::BIGINT AS n_train WHERE false")
     removed = ("SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions "
                "WHERE reason = 'contaminated' AND applied GROUP BY source" if "gold.training_exclusions" in have
                else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n WHERE false")
@@ -162,17 +163,46 @@ def headline(con: duckdb.DuckDBPyConnection) -> dict:
             FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id) GROUP BY p.source),
         rl AS ({rl}), removed AS ({removed})
         SELECT c.source, c.problems, c.tests, r.ref_rate, coalesce(r.refs, 0), coalesce(r.refs_all_pass, 0),
-               r.sample_rate, coalesce(r.samples, 0), rl.n, removed.n
+               r.sample_rate, coalesce(r.samples, 0), rl.n, removed.n, rl.n_train
         FROM counts c LEFT JOIN rates r USING (source) LEFT JOIN rl USING (source)
         LEFT JOIN removed USING (source) ORDER BY c.source""").fetchall()
     cols = ("source", "problems", "tests", "reference_pass_rate", "references", "references_all_pass",
-            "sample_pass_rate", "samples", "rl_problems", "contamination_removed")
+            "sample_pass_rate", "samples", "rl_problems", "contamination_removed", "rl_train")
     sources = [dict(zip(cols, r)) for r in rows]
     if "gold.rl_problems" in have:
         for s in sources:
             s["rl_problems"] = s["rl_problems"] or 0
+            s["rl_train"] = s["rl_train"] or 0
     if "gold.training_exclusions" in have:
         for s in sources:
             s["contamination_removed"] = s["contamination_removed"] or 0
     releases = [r[0] for r in con.execute("SELECT name FROM ops.releases ORDER BY created_at DESC, name").fetchall()]
     return {"sources": sources, "releases": releases}
+
+
+def latest_summaries(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
+    """{stage: the summary JSON of its latest successful run} for train-rm and eval-bon (held-out pair count and
+    accuracies; best-of-N rows with the problems each row covers)."""
+    out = {}
+    for stage, message in con.execute("""
+            SELECT stage, arg_max(message, started_at) FROM ops.runs
+            WHERE stage IN ('train-rm', 'eval-bon') AND status = 'success' GROUP BY stage""").fetchall():
+        try:
+            parsed = json.loads(message or "")
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            out[stage] = parsed
+    return out
+
+
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion (95 % by default): honest on tiny n, where p +- z*sqrt(p(1-p)/n)
+    collapses at p = 0 or 1."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)

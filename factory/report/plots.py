@@ -17,23 +17,37 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _spans_decades(values) -> bool:
+    """Counts that span two decades or more read better on a log axis (one big source flattens the rest)."""
+    vals = [v for v in values if v and v > 0]
+    return bool(vals) and max(vals) / min(vals) >= 100
+
+
+def _label_bars(ax, bars, values) -> None:
+    for bar, v in zip(bars, values):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:,}", va="center", fontsize=8)
+
+
 def sources(rows: list[tuple], path: Path) -> Path | None:
+    """Problems and tests per source, each bar labelled with its count; log axes where the counts span decades
+    (tests by kind are in the page's table)."""
     if not rows:
         return None
     names = [r[0] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, max(3, 0.4 * len(rows) + 1.5)))
-    a.barh(names, [r[1] for r in rows], color="tab:blue")
-    a.set_title("problems per source")
-    a.invert_yaxis()
-    kinds = sorted({k for r in rows for k in r[3]})
-    left = [0] * len(rows)
-    for k in kinds:
-        vals = [r[3].get(k, 0) for r in rows]
-        b.barh(names, vals, left=left, label=k)
-        left = [x + y for x, y in zip(left, vals)]
-    b.set_title("tests per source (by kind)")
-    b.invert_yaxis()
-    b.legend(fontsize=8)
+    for ax, values, title, color in ((a, [r[1] for r in rows], "problems per source", "tab:blue"),
+                                     (b, [r[2] for r in rows], "tests per source", "tab:orange")):
+        bars = ax.barh(names, values, color=color)
+        _label_bars(ax, bars, values)
+        if _spans_decades(values):
+            ax.set_xscale("log")
+            ax.set_xlim(max(0.8, min(v for v in values if v > 0) / 2), max(values) * 8)
+            title += " (log scale)"
+        else:
+            ax.set_xlim(0, max(max(values), 1) * 1.2)
+        ax.set_title(title)
+        ax.invert_yaxis()
+    b.tick_params(axis="y", labelleft=False)
     return _save(fig, path)
 
 
@@ -101,25 +115,32 @@ def funnel(rows: list[tuple], runs: dict, path: Path) -> Path | None:
     colors = ["tab:brown" if t.startswith("bronze") else "silver" if t.startswith("silver") else "gold"
               for t, _, _ in rows]
     bars = a.barh(labels, [n for _, _, n in rows], color=colors, edgecolor="black", linewidth=0.5)
-    for bar, (_, _, n) in zip(bars, rows):
-        a.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {n}", va="center", fontsize=8)
-    a.set_xscale("symlog")
+    _label_bars(a, bars, [n for _, _, n in rows])
+    a.set_xscale("log")
+    a.set_xlim(0.8, max(n for _, _, n in rows) * 10)
     a.invert_yaxis()
-    a.set_title("rows per table after the recorded stage runs")
+    a.set_title("rows per table after the recorded stage runs (log scale)")
+    # stage names on the y axis, one per row: horizontal text never overlaps, however many stages ran
     stages = sorted(runs)
     ok = [runs[s].get("success", 0) for s in stages]
     bad = [sum(v for k, v in runs[s].items() if k != "success") for s in stages]
-    b.bar(stages, ok, color="tab:green", label="success")
-    b.bar(stages, bad, bottom=ok, color="tab:red", label="failed")
+    b.barh(stages, ok, color="tab:green", label="success")
+    b.barh(stages, bad, left=ok, color="tab:red", label="failed")
     b.set_title("stage runs")
-    b.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    b.tick_params(axis="x", rotation=45)
+    b.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    b.tick_params(axis="y", labelsize=8)
+    b.invert_yaxis()
     b.legend(fontsize=8)
     return _save(fig, path)
 
 
-def training(curves: dict[str, list[tuple]], path: Path) -> Path | None:
-    """RM loss/accuracy per step, RL mean reward per step, best-of-N value vs k (latest run of each)."""
+def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | None = None) -> Path | None:
+    """RM loss/accuracy per step, RL mean reward per step, best-of-N value vs k (latest run of each); a best-of-N
+    method measured on another number of problems than bon's is labelled with its count (not comparable)."""
+    counts = {}
+    for r in bon_rows or []:
+        counts.setdefault(r["method"], r["n_problems"])
+    main = counts.get("bon")
     panels = [k for k in ("train-rm", "train-rl", "eval-bon") if curves.get(k)]
     if not panels:
         return None
@@ -133,11 +154,13 @@ def training(curves: dict[str, list[tuple]], path: Path) -> Path | None:
                 pts = sorted((int(m.split("@")[1]), v) for m, vals in by.items() if m.startswith(method + "@")
                              for _, v in vals)
                 if pts:
-                    ax.plot([k for k, _ in pts], [v for _, v in pts], style, label=method)
+                    n = counts.get(method)
+                    label = method if n is None or n == main else f"{method} (other set: {n} problems)"
+                    ax.plot([k for k, _ in pts], [v for _, v in pts], style, label=label)
             ax.set_xscale("log", base=2)
             ax.set_xlabel("k (candidates)")
             ax.set_ylabel("pass rate of the chosen program")
-            ax.set_title("best-of-N on held-out problems")
+            ax.set_title("best-of-N on held-out problems" + (f" ({main} problems)" if main else ""))
         else:
             keys = ("loss", "accuracy", "eval/accuracy") if stage == "train-rm" else (
                 "reward_mean", "solve_rate", "entropy", "pg_clipfrac")
@@ -172,7 +195,10 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
     a.invert_yaxis()
     a.legend(fontsize=8)
     left = [0] * len(rows)
-    colors = ("tab:purple", "tab:orange", "tab:olive", "tab:brown", "tab:pink")   # not the left panel's colors
+    # one color per rule (none of the left panel's), as many as REASONS has: a rule without a color was dropped
+    palette = ("tab:purple", "tab:orange", "tab:olive", "tab:brown", "tab:pink", "tab:cyan", "gold", "navy",
+               "darkred", "lime")
+    colors = [palette[i % len(palette)] for i in range(len(REASONS))]
     for reason, color in zip(REASONS, colors):
         vals = [r[reason] for r in rows]
         b.barh(names, vals, left=left, color=color, label=reason)

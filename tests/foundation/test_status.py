@@ -40,7 +40,7 @@ def test_row_counts_are_duckdbs_after_inserts_and_deletes(tmp_path):
     assert counted["silver.problems"] == 157 and counted["bronze.raw_records"] == 164
     assert counted["ops.runs"] == 1                           # init + ingest, inlined; init's deleted
     views = {name for name, kind, _ in st["objects"] if kind == "view"}
-    assert {"gold.rl_problems", "gold.clean_problems"} <= views
+    assert {"gold.problem_overview", "gold.clean_problems"} <= views
     # the three deletes above are commits of no stage; before them, ingest and init
     assert [info.get("stage") for _sid, _ts, _msg, info in st["snapshots"]][:5] == [None, None, None, "ingest", "init"]
 
@@ -56,7 +56,7 @@ def test_cli_status_imports_no_duckdb_and_names_a_missing_lake(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert any(line.split()[:3] == ["silver.problems", "table", "164"] for line in lines), out.stdout
-    assert any(line.split()[:2] == ["gold.rl_problems", "view"] for line in lines), out.stdout
+    assert any(line.split()[:3] == ["gold.clean_problems", "view", "-"] for line in lines), out.stdout
     assert "ingest-" in out.stdout.split("last runs:")[1] and "last snapshots" in out.stdout
     print(f"factory status: {wall:.2f}s wall (python start included)")
     missing = subprocess.run([sys.executable, "-m", "factory.cli", "status", "--lake", str(tmp_path / "nope")],
