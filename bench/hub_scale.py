@@ -188,10 +188,10 @@ def write_verdicts(lake: str) -> None:
             progs.clear()
             execs.clear()
 
-        for problem_id, test_ids in tests:
+        for pi, (problem_id, test_ids) in enumerate(tests):
             skill = rng.random()
             for k in range(PROGRAMS_PER_PROBLEM):
-                code = SOLUTION + f"# sample {k}\n"
+                code = f"K = {pi * PROGRAMS_PER_PROBLEM + k}\n" + SOLUTION   # distinct code: dedup's exact-code rule must not fold
                 pid = hashlib.sha256(f"{problem_id}:{k}".encode()).hexdigest()[:16]
                 ref = k == 0   # one reference that passes every test (validates the suite), 15 samples
                 progs.append({"program_id": pid, "problem_id": problem_id, "origin": "reference" if ref else "sample",
