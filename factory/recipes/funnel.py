@@ -56,6 +56,67 @@ def curation_funnel(con) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+_EXAMPLES_SQL = """
+    SELECT x.source, x.reason, count(DISTINCT x.problem_id) AS n,
+           arg_min(p.source_id || ': ' || coalesce(x.detail, ''), p.source_id) AS example
+    FROM gold.training_exclusions AS x JOIN silver.problems AS p USING (problem_id)
+    WHERE x.applied GROUP BY ALL ORDER BY x.source, n DESC, x.reason"""
+
+# clean problems that reach no RL row, by cause (gold.rl_tests holds the usable tests of clean problems)
+_NO_ROW_SQL = """
+    WITH tests AS (
+        SELECT problem_id, count(*) AS n, count(*) FILTER (WHERE coalesce(visibility, 'unknown') = 'hidden') AS hidden,
+               count(*) FILTER (WHERE kind IN ('call', 'stdio') AND expected IS NULL) AS no_expected
+        FROM silver.tests GROUP BY problem_id
+    ), usable AS (
+        SELECT problem_id, count(*) AS n, count(*) FILTER (WHERE reward) AS reward FROM gold.rl_tests GROUP BY 1
+    ), missing AS (
+        SELECT c.problem_id, c.source, c.split, p.source_id,
+               CASE WHEN t.n IS NULL THEN 'no tests in the dataset'
+                    WHEN u.n IS NULL AND t.no_expected = t.n
+                        THEN 'no expected outputs (the reference never produced them)'
+                    WHEN u.n IS NULL THEN 'no usable test (none validated by the reference)'
+                    WHEN t.hidden = 0 THEN 'public-only: every test is a statement example, no hidden test generated'
+                    ELSE 'no usable hidden test (the hidden ones failed validation)' END AS why,
+               coalesce(t.n, 0) AS tests, coalesce(u.n, 0) AS usable
+        FROM gold.clean_problems AS c
+        JOIN silver.problems AS p USING (problem_id)
+        LEFT JOIN tests AS t USING (problem_id)
+        LEFT JOIN usable AS u USING (problem_id)
+        WHERE c.problem_id NOT IN (SELECT problem_id FROM gold.rl_problems)
+    )
+    SELECT source, why, count(*) AS n,
+           arg_min(source_id || ' (' || tests || ' tests, ' || usable || ' usable)', source_id) AS example
+    FROM missing GROUP BY ALL ORDER BY source, n DESC, why"""
+
+
+def removal_examples(con) -> dict[str, list[dict]]:
+    """{source: [{reason, n, example}]}: every applied exclusion reason (gold.training_exclusions) with its count
+    and one example (the problem's source id and the reason's detail), then each cause of the clean problems that
+    reach no RL row (``reason`` 'no usable tests: <cause>')."""
+    out: dict[str, list[dict]] = {}
+    for source, reason, n, example in con.execute(_EXAMPLES_SQL).fetchall():
+        out.setdefault(source, []).append({"reason": reason, "n": int(n), "example": example})
+    for source, why, n, example in con.execute(_NO_ROW_SQL).fetchall():
+        out.setdefault(source, []).append({"reason": f"no usable tests: {why}", "n": int(n), "example": example})
+    return out
+
+
+def funnel_detail_markdown(rows: list[dict], examples: dict[str, list[dict]]) -> list[str]:
+    """Per source: problems in, each removal reason with its count and one example, rows out (train / test)."""
+    lines = ["| source | problems | removed by | count | example | train | test |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        reasons = examples.get(r["source"]) or [{"reason": "-", "n": 0, "example": ""}]
+        for i, x in enumerate(reasons):
+            example = x["example"].replace("|", "\\|").replace("\n", " ")
+            example = example if len(example) <= 160 else example[:157] + "..."
+            head = [r["source"], f"{r['problems']:,}"] if i == 0 else ["", ""]
+            tail = [f"{r['train']:,}", f"{r['test']:,}"] if i == 0 else ["", ""]
+            lines.append("| " + " | ".join(head + [x["reason"], f"{x['n']:,}" if x["n"] else "",
+                                                    example] + tail) + " |")
+    return lines
+
+
 def unhealthy_sources(con) -> list[dict]:
     """Sources whose references pass below the configured rate, with the missing modules that explain it."""
     cur = con.execute("SELECT source, references_run, references_passed, reference_pass_rate, environment_failures, "
