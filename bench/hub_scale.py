@@ -311,6 +311,45 @@ def plot(path: str) -> str:
     return out
 
 
+def table(path: str) -> str:
+    """The scale results as a markdown table, with each stage's growth exponent between the two largest fractions
+    (1.0 = linear) and the full-size projection along it."""
+    import math
+
+    fr = json.loads(Path(path).read_text())["scale"]["fractions"]
+    xs = sorted(fr, key=lambda f: float(Fraction(f)))
+    lines = ["| stage | " + " | ".join(f"{x}: wall s / CPU s / peak MB / lake MB" for x in xs)
+             + " | CPU growth exp. | peak growth exp. | full size, projected CPU s / peak MB |",
+             "|---|" + "---|" * (len(xs) + 3)]
+    for stage in fr[xs[-1]]["stages"]:
+        ms = [fr[x]["stages"].get(stage, {}) for x in xs]
+        cells = [f"{m['wall_s']} / {m['cpu_s']} / {m['peak_rss_mb']:.0f} / {m['lake_bytes'] / 2**20:.0f}"
+                 if "wall_s" in m else ("skipped" if m.get("skipped") else "failed") for m in ms]
+        grow = peak = proj = ""
+        if len(xs) >= 2 and all("wall_s" in m for m in ms[-2:]):
+            a, b = ms[-2], ms[-1]
+            ratio = float(Fraction(xs[-1]) / Fraction(xs[-2]))
+            ec = math.log(max(b["cpu_s"], 0.01) / max(a["cpu_s"], 0.01)) / math.log(ratio)
+            ep = math.log(b["peak_rss_mb"] / a["peak_rss_mb"]) / math.log(ratio)
+            to_full = 1 / float(Fraction(xs[-1]))
+            grow, peak = f"{ec:.2f}", f"{ep:.2f}"
+            xa, xb = float(Fraction(xs[-2])), float(Fraction(xs[-1]))
+
+            def linear(key):   # fixed cost + a cost per unit of data, through the two largest fractions
+                slope = max(0.0, (b[key] - a[key]) / (xb - xa))
+                return max(b[key], b[key] + slope * (1 - xb))
+            del to_full
+            proj = f"{linear('cpu_s'):.0f} / {linear('peak_rss_mb'):.0f}"
+        lines.append(f"| {stage} | " + " | ".join(cells) + f" | {grow} | {peak} | {proj} |")
+    for x in xs:
+        src = fr[x]["source"]
+        lines.append(f"\n{x}: {src['problems']} problems, {src['tests']} tests, {src['parquet_bytes'] / 2**20:.0f} MB "
+                     f"source parquet; ingest {src.get('ingest_mb_per_s')} MB/s wall, "
+                     f"{src.get('ingest_mb_per_cpu_s')} MB per CPU-second; lake/source after ingest "
+                     f"{src.get('lake_over_source')}; load {fr[x].get('load', 0):.1f}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -329,6 +368,8 @@ def main(argv=None) -> None:
     s.add_argument("--out")
     p = sub.add_parser("plot")
     p.add_argument("results")
+    t = sub.add_parser("table")
+    t.add_argument("results")
     c = sub.add_parser("child-ingest")
     c.add_argument("folder")
     c.add_argument("lake")
@@ -342,10 +383,15 @@ def main(argv=None) -> None:
     if args.cmd == "plot":
         print(plot(args.results))
         return
+    if args.cmd == "table":
+        print(table(args.results))
+        return
     Path(args.work).mkdir(parents=True, exist_ok=True)
     res = {"memory": memory(args)} if args.cmd == "memory" else {"scale": scale(args)}
     if args.out:
         old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+        if "scale" in res and "scale" in old:   # a rerun of some fractions keeps the others
+            res["scale"]["fractions"] = {**old["scale"]["fractions"], **res["scale"]["fractions"]}
         Path(args.out).write_text(json.dumps({**old, **res}, indent=2, default=str))
     print(json.dumps(res, indent=2, default=str)[:4000])
 
