@@ -339,7 +339,7 @@ def table(path: str) -> str:
                 slope = max(0.0, (b[key] - a[key]) / (xb - xa))
                 return max(b[key], b[key] + slope * (1 - xb))
             del to_full
-            proj = f"{linear('cpu_s'):.0f} / {linear('peak_rss_mb'):.0f}"
+            proj = f"{linear('cpu_s'):.0f} / {b['peak_rss_mb'] * (1 / xb) ** max(ep, 0):.0f}"
         lines.append(f"| {stage} | " + " | ".join(cells) + f" | {grow} | {peak} | {proj} |")
     for x in xs:
         src = fr[x]["source"]
