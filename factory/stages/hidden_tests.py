@@ -135,7 +135,8 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
                pb.starter_code, min(o.ref_id) AS ref_id, any_value(c.generated) AS generated,
                any_value(c.max_ordinal) AS max_ordinal
         FROM silver.problems pb JOIN candidates c USING (problem_id) JOIN ref_ok o USING (problem_id)
-        WHERE c.hidden_own = 0 AND c.generated = 0 AND ? > 0 AND pb.entry_point IS NOT NULL {where}
+        WHERE c.hidden_own = 0 AND c.generated = 0 AND ? > 0
+          AND (pb.entry_point IS NOT NULL OR pb.test_format = 'pytest') {where}
         GROUP BY ALL ORDER BY pb.problem_id""", [per_problem] + params).fetchall()
     names = ("problem_id", "source", "entry_point", "preamble", "question", "starter_code", "ref_id", "generated",
              "max_ordinal")
@@ -153,6 +154,11 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
     out, no_seed = [], 0
     for t in targets:
         t.ref_code = code[t.ref_id]
+        if t.entry_point is None:   # a pytest module without `from solution import f`: the function its asserts call
+            t.entry_point = pytest_style.called_function([x[1] for x in tests.get(t.problem_id, [])], t.ref_code)
+            if t.entry_point is None:
+                no_seed += 1
+                continue
         t.statement = statement_text(t.question, t.starter_code)
         t.need = per_problem - t.generated
         t.next_ordinal = t.max_ordinal + 1

@@ -39,6 +39,27 @@ def literal_calls(test_code: str | None, function: str) -> list[tuple[list, dict
     return out
 
 
+def called_function(test_modules: list[str | None], solution: str) -> str | None:
+    """The top-level function of ``solution`` that the test modules' asserts call most (None: none), for a
+    module that uses the solution's names without ``from solution import``."""
+    try:
+        defined = {n.name for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef)}
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    calls: dict[str, int] = {}
+    for text in test_modules:
+        try:
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in defined:
+                        calls[call.func.id] = calls.get(call.func.id, 0) + 1
+    return max(sorted(calls), key=calls.get) if calls else None
+
+
 def _floats(v: Any) -> bool:
     if isinstance(v, float):
         return True
