@@ -19,9 +19,9 @@ def test_export_and_verify_find_the_release_the_lake_recorded(releases, tmp_path
     assert not (releases.lake / "releases" / "r1").exists()          # not under the lake's default folder
     listed = _cli("release", "list", "--lake", lake)
     assert listed.returncode == 0 and "r1" in listed.stdout, listed.stderr
-    out = _cli("export", "r1", "--format", "verl", "--out", str(tmp_path / "verl"), "--lake", lake)
+    out = _cli("export", "r1", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", lake)   # r1: pairs
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "verl" / "export.json").is_file()
+    assert (tmp_path / "trl" / "export.json").is_file()
     verified = _cli("release", "verify", "r1", "--lake", lake)
     assert verified.returncode == 0 and "release r1 OK" in verified.stdout, verified.stderr
     shown = _cli("release", "show", "r1", "--lake", lake)
