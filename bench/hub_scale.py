@@ -260,6 +260,9 @@ def scale(args) -> dict:
             m.pop("stdout", None)
             m["lake_bytes"] = _du(lake)
             stages[name] = m
+            if args.out:   # after every stage: an interrupted run keeps what it measured
+                results["fractions"][frac_text] = {"source": info, "stages": stages, "load": os.getloadavg()[0]}
+                _save(args.out, {"scale": results})
             print(f"1/{frac.denominator if frac.numerator == 1 else frac} {name:<28} wall {m['wall_s']:>7.1f} s  "
                   f"cpu {m['cpu_s']:>7.1f} s  peak {m['peak_rss_mb']:>7.0f} MB  lake {m['lake_bytes'] / 2**20:>8.1f} MB",
                   flush=True)
@@ -350,6 +353,14 @@ def table(path: str) -> str:
     return "\n".join(lines)
 
 
+def _save(out: str, res: dict) -> None:
+    old = json.loads(Path(out).read_text()) if Path(out).exists() else {}
+    if "scale" in res and "scale" in old:   # a rerun of some fractions keeps the others
+        res = {**res, "scale": {**res["scale"], "fractions": {**old["scale"]["fractions"],
+                                                              **res["scale"]["fractions"]}}}
+    Path(out).write_text(json.dumps({**old, **res}, indent=2, default=str))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -389,10 +400,7 @@ def main(argv=None) -> None:
     Path(args.work).mkdir(parents=True, exist_ok=True)
     res = {"memory": memory(args)} if args.cmd == "memory" else {"scale": scale(args)}
     if args.out:
-        old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
-        if "scale" in res and "scale" in old:   # a rerun of some fractions keeps the others
-            res["scale"]["fractions"] = {**old["scale"]["fractions"], **res["scale"]["fractions"]}
-        Path(args.out).write_text(json.dumps({**old, **res}, indent=2, default=str))
+        _save(args.out, res)
     print(json.dumps(res, indent=2, default=str)[:4000])
 
 
