@@ -76,12 +76,15 @@ def main() -> None:
     ap.add_argument("--sandboxfusion", required=True, type=Path)
     ap.add_argument("--per-language", type=int, default=40)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--languages", default=",".join(FILES), help="comma-separated subset of " + ", ".join(FILES))
     ap.add_argument("--out", default="bench/results/multipl_e.json")
     args = ap.parse_args()
     result = {"per_language": {}, "load_avg_start": os.getloadavg()}
     limits = Limits(cpu_s=10.0, wall_factor=4.0, wall_min_s=20.0, memory_mb=1024)
     with SandboxPool(limits, workers=args.workers) as pool:
         for lang, name in FILES.items():
+            if lang not in args.languages.split(","):
+                continue
             if languages.toolchain(lang) is None:
                 result["per_language"][lang] = {"skipped": languages.missing_message(lang)}
                 continue
