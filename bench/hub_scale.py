@@ -298,8 +298,11 @@ def plot(path: str) -> str:
     axes[2].plot([float(Fraction(x)) for x in xs], [fr[x]["source"]["parquet_bytes"] / 2 ** 20 for x in xs],
                  marker="o", label="source parquet")
     axes[2].plot([float(Fraction(x)) for x in xs],
+                 [fr[x]["stages"]["ingest"]["lake_bytes"] / 2 ** 20 for x in xs], marker="o", label="lake after ingest")
+    axes[2].plot([float(Fraction(x)) for x in xs],
                  [max(m.get("lake_bytes", 0) for m in fr[x]["stages"].values()) / 2 ** 20 for x in xs],
-                 marker="o", label="lake (after export)")
+                 marker="o", label="lake after curate/export")
+    axes[1].axhline(4096, ls="--", color="red", label="4 GB target")
     for ax, title in zip(axes, ("wall time (s)", "peak RSS (MB)", "bytes (MB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -307,6 +310,7 @@ def plot(path: str) -> str:
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
     axes[2].legend(fontsize=7)
     fig.tight_layout()
     out = str(Path(path).with_suffix(".png"))
@@ -322,7 +326,7 @@ def table(path: str) -> str:
     fr = json.loads(Path(path).read_text())["scale"]["fractions"]
     xs = sorted(fr, key=lambda f: float(Fraction(f)))
     lines = ["| stage | " + " | ".join(f"{x}: wall s / CPU s / peak MB / lake MB" for x in xs)
-             + " | CPU growth exp. | peak growth exp. | full size, projected CPU s / peak MB |",
+             + " | CPU growth exp. | peak growth exp. | full size: CPU s (linear fit) / peak MB (power law) |",
              "|---|" + "---|" * (len(xs) + 3)]
     for stage in fr[xs[-1]]["stages"]:
         ms = [fr[x]["stages"].get(stage, {}) for x in xs]
