@@ -333,20 +333,19 @@ def table(path: str) -> str:
         cells = [f"{m['wall_s']} / {m['cpu_s']} / {m['peak_rss_mb']:.0f} / {m['lake_bytes'] / 2**20:.0f}"
                  if "wall_s" in m else ("skipped" if m.get("skipped") else "failed") for m in ms]
         grow = peak = proj = ""
-        if len(xs) >= 2 and all("wall_s" in m for m in ms[-2:]):
-            a, b = ms[-2], ms[-1]
-            ratio = float(Fraction(xs[-1]) / Fraction(xs[-2]))
-            ec = math.log(max(b["cpu_s"], 0.01) / max(a["cpu_s"], 0.01)) / math.log(ratio)
-            ep = math.log(b["peak_rss_mb"] / a["peak_rss_mb"]) / math.log(ratio)
-            to_full = 1 / float(Fraction(xs[-1]))
-            grow, peak = f"{ec:.2f}", f"{ep:.2f}"
-            xa, xb = float(Fraction(xs[-2])), float(Fraction(xs[-1]))
-
-            def linear(key):   # fixed cost + a cost per unit of data, through the two largest fractions
-                slope = max(0.0, (b[key] - a[key]) / (xb - xa))
-                return max(b[key], b[key] + slope * (1 - xb))
-            del to_full
-            proj = f"{linear('cpu_s'):.0f} / {b['peak_rss_mb'] * (1 / xb) ** max(ep, 0):.0f}"
+        done = [(x, m) for x, m in zip(xs, ms) if "wall_s" in m]
+        if len(done) >= 2:   # the two largest fractions this stage was measured at
+            (xa_, a), (xb_, b) = done[-2], done[-1]
+            xa, xb = float(Fraction(xa_)), float(Fraction(xb_))
+            ec = math.log(max(b["cpu_s"], 0.01) / max(a["cpu_s"], 0.01)) / math.log(xb / xa)
+            ep = math.log(b["peak_rss_mb"] / a["peak_rss_mb"]) / math.log(xb / xa)
+            slope = max(0.0, (b["cpu_s"] - a["cpu_s"]) / (xb - xa))   # fixed cost + cost per unit of data
+            cpu_full = b["cpu_s"] + slope * (1 - xb)
+            # a peak that grows (exponent >= 0.5, with work that grows: CPU exponent >= 0.3) follows its power law;
+            # otherwise (fixed work, flat memory) it is the largest measured value
+            peak_full = (f"{b['peak_rss_mb'] * (1 / xb) ** ep:.0f}" if ep >= 0.5 and ec >= 0.3 else
+                         f"flat, <= {max(m['peak_rss_mb'] for _, m in done):.0f}")
+            grow, peak, proj = f"{ec:.2f}", f"{ep:.2f}", f"{cpu_full:.0f} / {peak_full}"
         lines.append(f"| {stage} | " + " | ".join(cells) + f" | {grow} | {peak} | {proj} |")
     for x in xs:
         src = fr[x]["source"]
