@@ -321,6 +321,7 @@ EXCLUSION_WHY = {
     "other_task": "not a write-the-code task (e.g. CRUXEval's output prediction, final-answer tasks)",
     "environment": "its reference needs a module this machine lacks",
     "forgeable": "its tests can be passed without solving the task",
+    "no_reward_test": "clean, but no hidden test to reward (only the statement's examples: `factory hidden-tests`)",
 }
 
 
@@ -333,6 +334,9 @@ def _kept_out(lake) -> dict[str, tuple[int, str]]:
     try:
         rows = con.execute("SELECT reason, source, count(DISTINCT problem_id) FROM gold.training_exclusions "
                            "WHERE applied GROUP BY ALL ORDER BY 1, 3 DESC").fetchall()
+        # clean problems with no RL row: no hidden (reward) test, e.g. LeetCode's tests are the statement's examples
+        rows += con.execute("SELECT 'no_reward_test', source, count(*) FROM gold.clean_problems WHERE problem_id "
+                            "NOT IN (SELECT problem_id FROM gold.rl_problems) GROUP BY ALL ORDER BY 3 DESC").fetchall()
     finally:
         con.close()
     out: dict[str, list] = {}
