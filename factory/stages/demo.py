@@ -252,8 +252,11 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     steps.run("release", lambda: create_release("demo-v1", RELEASE_VIEWS, lake=lake, releases_dir=releases),
               lambda m: f"snapshot {m['snapshot_id']}, {sum(v['rows'] for v in m['views'].values())} rows")
     con = connect(lake, read_only=True)
-    splits = dict(con.execute("SELECT split, count(*) FROM gold.rl_problems GROUP BY ALL ORDER BY ALL").fetchall())
-    by_source = con.execute("SELECT source, split, count(*) FROM gold.rl_problems GROUP BY ALL ORDER BY ALL").fetchall()
+    # a source without splits (KodCode) is 'unsplit' here; the exports put its rows in train
+    splits = dict(con.execute("SELECT coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems GROUP BY ALL "
+                              "ORDER BY ALL").fetchall())
+    by_source = con.execute("SELECT source, coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems "
+                            "GROUP BY ALL ORDER BY ALL").fetchall()
     con.close()
     print("    release demo-v1, gold.rl_problems by split: " + ", ".join(f"{k}={v}" for k, v in splits.items()) +
           "\n      " + "; ".join(f"{src}/{split}={n}" for src, split, n in by_source), flush=True)
