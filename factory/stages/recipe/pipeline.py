@@ -323,30 +323,47 @@ def _short(obj) -> str:
 
 
 # -- time and memory per step ------------------------------------------------------------------------------
-def reset_peak_rss() -> None:
-    """Start a new peak-RSS window for this process (Linux: writing 5 to /proc/self/clear_refs resets VmHWM), so
-    each step reports its own peak, not the run's so far. Elsewhere the peak stays the process's."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
-def peak_rss_mb() -> int:
-    """This process's peak resident set since the last :func:`reset_peak_rss` (VmHWM), in MiB."""
+def _rss_mb() -> int | None:
+    """This process's resident set now (Linux /proc), in MiB."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith("VmRSS:"):
                     return int(line.split()[1]) // 1024
     except OSError:
         pass
-    import resource
-    import sys
+    return None
 
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
+
+class RssSampler:
+    """The peak resident set of this process during one step: sampled every ``interval`` seconds by a daemon
+    thread (the kernel's own high-water mark covers the whole process and is left alone, so `/usr/bin/time`
+    still reports the run's peak). Where /proc is missing, the process's peak so far (getrusage)."""
+
+    def __init__(self, interval: float = 0.2):
+        import threading
+
+        self.interval, self.peak = interval, _rss_mb() or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            now = _rss_mb()
+            if now is not None and now > self.peak:
+                self.peak = now
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        now = _rss_mb()
+        if now is None:
+            import resource
+            import sys
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
+        return max(self.peak, now)
 
 
 def children_peak_rss_mb() -> int:
@@ -389,7 +406,7 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
             chash = step_config_hash(step, bound)
             external = _data_state(ctx, step) if step.stage == "ingest" else None
             t0 = time.perf_counter()
-            reset_peak_rss()
+            sampler = RssSampler()
             state: dict = {}
             if step.name in skip:
                 rec = {"status": "skipped", "summary": skip[step.name]}
@@ -438,7 +455,7 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                     if step.stage != "filter":
                         ctx.log(f"step {step.name}: {rec['status']} - {rec.get('summary', '')}")
             rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2),
-                       peak_rss_mb=peak_rss_mb())
+                       peak_rss_mb=sampler.stop())
             ctx.log(f"step {step.name}: {rec['status']} in {rec['seconds']:.1f} s, peak RSS {rec['peak_rss_mb']} MB "
                     f"(sandbox processes: {children_peak_rss_mb()} MB)")
             records.append(rec)
