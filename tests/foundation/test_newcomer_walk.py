@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-# the demo on a slice (~2 min on 2 idle cores, ~8 at load 16) and ~20 CLI calls: run with the slow tests
+# the demo on a slice and ~20 CLI calls (55 s at load 3, 186 s at load 17 on 2 cores): run with the slow tests
 pytestmark = pytest.mark.slow
 
 DEMO = ["factory", "demo", "--out", "demo", "--data-dir", "data", "--sample-problems", "0", "--rm-model", "tiny",
