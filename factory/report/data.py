@@ -138,7 +138,8 @@ def headline(con: duckdb.DuckDBPyConnection) -> dict:
     and contaminated problems removed (gold.training_exclusions, reason contaminated, applied); plus the releases
     cut from the lake (ops.releases). Absent views count as None (not curated yet)."""
     have = existing_columns(con)
-    rl = ("SELECT source, count(*) AS n, count(*) FILTER (WHERE split = 'train') AS n_train "
+    # rows of a source without splits (KodCode) go to the exports' train files: counted as train here too
+    rl = ("SELECT source, count(*) AS n, count(*) FILTER (WHERE coalesce(split, 'train') = 'train') AS n_train "
           "FROM gold.rl_problems GROUP BY source" if "gold.rl_problems" in have
           else "SELECT NULL::VARCHAR AS source, NULL::BIGINT AS n, NULL::BIGINT AS n_train WHERE false")
     removed = ("SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions "
