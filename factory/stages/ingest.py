@@ -9,7 +9,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,54 +19,17 @@ from factory.ingest.adapters import (
     file_split, lineage_id,
 )
 from factory.ingest.visibility import statement_text, visibility
-from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, stable_hash
+from factory.ingest.normalize import TEST_FORMATS, stable_hash
 from factory.ingest.readers import files_sha256, read_records
+from factory.ingest.outcome import IngestResult, validate
+from factory.ingest.outcome import file_splits as _file_splits, source_counts as _counts
 from factory.answers.checks import ANSWER_RULES
 
 if TYPE_CHECKING:   # Arrow and the commit path load in the functions: `factory --help` stays fast
     from factory.lake.commit import StageRun
 
 
-@dataclass
-class IngestResult:
-    source: str
-    status: str  # ingested | unchanged
-    problems: int
-    tests: int
-    programs: int
-    raw_records: int
-    run_id: str | None
-    duplicates: int = 0  # records identical to an earlier one (same id and content), kept in bronze only
-    file_splits: dict | None = None  # file name -> {split: problems}: what split each ingested file got
-    skipped: list | None = None  # (file, why): files in a --path folder this ingest did not read as records
-
-    def file_lines(self) -> list[str]:
-        """One line per file: what it became (source, split(s), problems, benchmark role), or why it was skipped."""
-        lines = []
-        for f, counts in (self.file_splits or {}).items():
-            splits = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-            lines.append(f"{f} -> {self.source}: {sum(counts.values())} problems ({splits}); "
-                         f"benchmark: {benchmark_role(self.source, counts)}")
-        lines += [f"{f}: skipped ({why})" for f, why in self.skipped or ()]
-        return lines
-
-
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
-
-
-def benchmark_role(source: str, splits: dict) -> str:
-    """How decontamination treats a source's rows: a default benchmark source (every check, text included), a
-    test split (a train problem sharing a test or a lineage id with it is contaminated), or neither."""
-    from factory.lake.templating import DEFAULT_BENCHMARKS
-
-    if source in DEFAULT_BENCHMARKS:
-        return "yes (a default decontamination benchmark)"
-    tests = splits.get("test", 0)
-    if tests and tests == sum(splits.values()):
-        return "test split (shared-test and lineage checks; name it with decontam --benchmark for the text check)"
-    if tests:
-        return f"no ({tests} test-split rows: shared-test and lineage checks)"
-    return "no"
 
 
 def resolve_paths(adapter_name: str | None, paths: list[str | Path]) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -220,26 +182,6 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
     return rows
 
 
-def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
-    file, line = ctx
-    if norm.test_format not in TEST_FORMATS:
-        raise InputError(f"unknown test format {norm.test_format!r} (known: {', '.join(TEST_FORMATS)})",
-                         file=file, line=line, field="test_format")
-    if not norm.tests:
-        raise InputError("problem has no tests", file=file, line=line, field="tests")
-    for t in norm.tests:
-        if t.kind not in TEST_FORMATS:
-            raise InputError(f"unknown test kind {t.kind!r}", file=file, line=line, field="tests")
-        if t.comparison not in (ANSWER_RULES if t.kind == "answer" else COMPARISONS):
-            raise InputError(f"unknown {'answer rule' if t.kind == 'answer' else 'comparison'} {t.comparison!r}"
-                             + (f" (known: {', '.join(ANSWER_RULES)})" if t.kind == "answer" else ""),
-                             file=file, line=line, field="tests")
-        if t.kind == "answer" and not (t.expected and t.expected.strip()):
-            raise InputError("empty answer", file=file, line=line, field="tests")
-        if t.kind in ("assert", "check", "pytest", "unittest") and not (t.code and t.code.strip()):
-            raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
-
-
 _TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
 
 
@@ -357,25 +299,6 @@ def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[
             f"source {source!r} already holds {n} problems ingested from {', '.join(json.loads(old_files or '[]'))}"
             f"; ingesting {', '.join(names)} (other contents) would replace them. Pass --replace to replace the source, or "
             f"--name NEW to ingest it as another source")
-
-
-def _counts(run: StageRun, source: str) -> tuple[int, int, int, int]:
-    return run.con.execute(
-        "SELECT (SELECT count(*) FROM silver.problems WHERE source = $s), "
-        "(SELECT count(*) FROM silver.tests JOIN silver.problems USING (problem_id) WHERE source = $s), "
-        "(SELECT count(*) FROM silver.programs JOIN silver.problems USING (problem_id) WHERE source = $s), "
-        "(SELECT count(*) FROM bronze.raw_records WHERE source = $s)", {"s": source}).fetchone()
-
-
-def _file_splits(run: StageRun, source: str) -> dict:
-    """file -> {split: problems} of a source already in the lake (from bronze: one raw record per problem)."""
-    out: dict = {}
-    for f, split, n in run.con.execute(
-            "SELECT r.file, coalesce(p.split, 'unsplit'), count(DISTINCT p.problem_id) FROM bronze.raw_records r "
-            "JOIN silver.problems p USING (source, source_id) WHERE r.source = ? GROUP BY ALL ORDER BY ALL",
-            [source]).fetchall():
-        out.setdefault(f, {})[split] = n
-    return out
 
 
 def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, lake=None, source: str | None = None,

@@ -11,12 +11,11 @@ import gzip
 
 import pytest
 
-from factory.cli import main
 from factory.errors import FactoryError, InputError
 from factory.ingest.adapters import KNOWN_DATASETS
 from factory.lake.templating import DEFAULT_BENCHMARKS
 from factory.stages.ingest import ingest_paths, ingest_source, resolve_paths
-from tests.lakeutil import init_lake
+from tests.lakeutil import factory_cli, init_lake
 from tests.lakeutil import query as q
 
 from .conftest import EXPECTED_PROBLEMS
@@ -52,11 +51,12 @@ def test_sanitized_mbpp_and_codecontests_folders_ingest(shared_data, empty_lake)
                          "json_extract(metadata, '$.reference_tests_passed') IS NOT NULL") == [(300,)]
 
 
-def test_leetcode_folder_gives_one_source_per_file(shared_data, empty_lake, capsys):
+def test_leetcode_folder_gives_one_source_per_file(shared_data, empty_lake):
     """The LeetCodeDataset folder (train + two test files) ingests as three sources, each with its split, the v0.3.1
     test file a default decontamination benchmark; the output says what each file became."""
-    assert main(["ingest", "leetcode", "--lake", str(empty_lake), "--path", str(shared_data / LC)]) in (0, None)
-    out = capsys.readouterr().out
+    done = factory_cli("ingest", "leetcode", "--path", str(shared_data / LC), lake=empty_lake)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert q(empty_lake, "SELECT source, split, count(*) FROM silver.problems GROUP BY ALL ORDER BY ALL") == [
         ("leetcode-v0.2.0-test", "test", 200), ("leetcode-v0.2.0-train", "train", 1890),
         ("leetcode-v0.3.1-test", "test", 228)]
@@ -83,12 +83,13 @@ def lc_heads(shared_data, tmp_path):
     return out
 
 
-def test_repeated_path_flags_are_all_read(lc_heads, empty_lake, capsys):
+def test_repeated_path_flags_are_all_read(lc_heads, empty_lake):
     """`--path a --path b` reads both files (argparse kept only the last one), one source per file."""
-    main(["ingest", "leetcode", "--lake", str(empty_lake), "--path", str(lc_heads[0]), "--path", str(lc_heads[2])])
+    done = factory_cli("ingest", "leetcode", "--path", str(lc_heads[0]), "--path", str(lc_heads[2]), lake=empty_lake)
+    assert done.returncode == 0, done.stderr
     assert q(empty_lake, "SELECT source, split, count(*) FROM silver.problems GROUP BY ALL ORDER BY ALL") == [
         ("leetcode-v0.2.0-train", "train", 20), ("leetcode-v0.3.1-test", "test", 20)]
-    out = capsys.readouterr().out
+    out = done.stdout
     assert "LeetCodeDataset-v0.2.0-train.jsonl.gz -> leetcode-v0.2.0-train: 20 problems (train=20)" in out
     assert "LeetCodeDataset-v0.3.1-test.jsonl.gz -> leetcode-v0.3.1-test: 20 problems (test=20); benchmark: yes" in out
 

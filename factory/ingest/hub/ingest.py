@@ -85,7 +85,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
     import pyarrow as pa
 
     from factory.lake.commit import stage_run
-    from factory.stages.ingest import IngestResult, validate
+    from factory.ingest.outcome import IngestResult, validate
 
     if adapter_name not in HUB_DATASETS:
         repo = parse_url(str(paths[0])).repo_id if paths and is_hub_url(str(paths[0])) else None
@@ -117,7 +117,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                                        [source]).fetchall()
             if previous == [(sha,)]:
                 run.noop = True
-                from factory.stages.ingest import _counts, _file_splits
+                from factory.ingest.outcome import file_splits as _file_splits, source_counts as _counts
                 return IngestResult(source, "unchanged", *_counts(run, source), run_id=None,
                                     file_splits=_file_splits(run, source))
             replacing = bool(previous)
