@@ -37,14 +37,15 @@ def read_records(path: Path) -> Iterator[tuple[int, dict]]:
     if name.endswith(".parquet"):
         yield from _read_parquet(path)
     elif name.endswith((".jsonl", ".jsonl.gz")):
-        yield from _read_jsonl(path)
+        yield from read_jsonl(path)
     elif name.endswith((".json", ".json.gz")):
         yield from _read_json(path)
     else:
         raise InputError(f"unsupported file type (expected one of {', '.join(SUFFIXES)})", file=str(path))
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line, record) of a JSONL file, line by line: only one line's text and record are alive at a time."""
     seen = 0
     with _open_text(path) as fh:
         for lineno, text in enumerate(fh, start=1):
@@ -55,6 +56,7 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(path),
                                  line=lineno) from None
+            del text   # a MB-sized line is not kept beside its record
             if not isinstance(record, dict):
                 raise InputError(f"expected a JSON object, got {type(record).__name__}", file=str(path),
                                  line=lineno)

@@ -3,8 +3,6 @@ line by line. Each yields (row, record) with a 1-based row number, like :func:`f
 """
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 from typing import Iterator
 
@@ -20,7 +18,8 @@ def iter_records(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[i
     if name.endswith(".parquet"):
         yield from _parquet(path, batch_bytes)
     elif name.endswith((".jsonl", ".jsonl.gz")):
-        yield from _jsonl(path)
+        from factory.ingest.readers import read_jsonl   # line by line already
+        yield from read_jsonl(path)
     elif name.endswith((".json", ".json.gz")):
         from factory.ingest.readers import read_records   # a JSON array has to be parsed whole
         yield from read_records(path)
@@ -56,24 +55,3 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
             raise InputError(f"unreadable Parquet row group {rg} ({exc})", file=str(path), line=row + 1) from None
     if row == 0:
         raise InputError("no rows", file=str(path))
-
-
-def _jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    seen = 0
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", file=str(path),
-                                 line=lineno) from None
-            del text
-            if not isinstance(record, dict):
-                raise InputError(f"expected a JSON object, got {type(record).__name__}", file=str(path), line=lineno)
-            seen += 1
-            yield lineno, record
-    if not seen:
-        raise InputError("no records", file=str(path))
