@@ -164,16 +164,18 @@ def test_test_split_only_release_exports_no_empty_file_and_failures_leave_nothin
     from .conftest import VIEWS, init_lake
     lake = init_lake(tmp_path / "lake")
     ingest_source("humaneval", None, lake=lake)
+    from factory.stages.curate import curate
+    curate(lake, {})   # gold.rl_problems is a table curate writes (#40)
     create_release("he", VIEWS, lake=lake, releases_dir=tmp_path / "rel")
     expected = {"verl": {"test.parquet"}, "trl-grpo": {"test.parquet"}, "openrlhf": {"prompts/test.parquet"}}
     for fmt, files in expected.items():
         out = tmp_path / "out" / fmt
         meta = export_release("he", fmt, out, releases_dir=tmp_path / "rel")
-        # 163: HumanEval/34's only test is its docstring example (public), so it has no reward test (#31)
-        assert set(meta["files"]) == files and sum(meta["files"].values()) == 163, meta
+        # 164: a benchmark (test split) row is scored on every test, HumanEval/34's public one included (#40)
+        assert set(meta["files"]) == files and sum(meta["files"].values()) == 164, meta
         assert meta["validation"]["loader"] == "datasets"
         assert not (out / "train.parquet").exists()
-        assert load(out / next(iter(files)), tmp_path).num_rows == 163
+        assert load(out / next(iter(files)), tmp_path).num_rows == 164
     with pytest.raises(FactoryError, match="no rows for the trl format"):
         export_release("he", "trl", tmp_path / "out" / "trl", releases_dir=tmp_path / "rel")  # no preference pairs
     assert not (tmp_path / "out" / "trl").exists()
