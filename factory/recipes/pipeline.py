@@ -90,9 +90,6 @@ for _k in (
 ):
     register_step_kind(*_k)
 
-# the order a recipe without a `pipeline:` list runs in (its `prepare:` stages go after ingest)
-DEFAULT_ORDER = ("ingest", "dedup", "decontam", "dedup-embed", "hidden-tests", "gentests", "synth", "judge-quality",
-                 "sample", "execute", "curate", "filter", "release", "export")
 STEP_KEYS = {"stage", "name", "inputs", "outputs", "source"}
 
 
