@@ -43,7 +43,11 @@ def _drive(lake, send, wait_for_rows: int) -> tuple[int, float, str, int]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})   # a blocked mask survives exec too
         os.execve(sys.executable, [sys.executable, "-m", "factory.cli", "execute", "--batch-programs", str(BATCH),
-                                   "--commit-every", "1", "--cpu-s", "10"], env)
+                                   "--commit-every", "1", "--cpu-s", "10",
+                                   # one worker: the run lasts >= PROGRAMS x one program's time on a machine of
+                                   # any size, so the signal lands mid-run (16 workers on CI finished 60 programs
+                                   # before the poll saw the first batch)
+                                   "--workers", "1"], env)
     out, sent, start = b"", None, time.monotonic()
     while True:
         if sent is None and q(lake, "SELECT count(*) FROM silver.executions")[0][0] >= wait_for_rows:
