@@ -563,3 +563,4 @@ def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
 
 # the hf-* adapters for datasets as published on the Hub (factory.ingest.hub; registered on import)
 from factory.ingest.hub import adapters as _hub_adapters  # noqa: E402,F401
+from factory.ingest import multipl_e as _multipl_e  # noqa: E402,F401  (MultiPL-E harness problems: `ingest multipl-e`)

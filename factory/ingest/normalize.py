@@ -10,7 +10,7 @@ from typing import Any
 
 from factory.errors import InputError
 
-TEST_FORMATS = ("assert", "check", "call", "stdio", "pytest", "unittest", "answer")   # answer: a final answer, not code
+TEST_FORMATS = ("assert", "check", "call", "stdio", "pytest", "unittest", "answer", "harness")   # answer: a final answer, not code; harness: MultiPL-E
 COMPARISONS = ("exact", "token", "float", "casefold")
 
 

@@ -69,7 +69,7 @@ def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
                              file=file, line=line, field="tests")
         if t.kind == "answer" and not (t.expected and t.expected.strip()):
             raise InputError("empty answer", file=file, line=line, field="tests")
-        if t.kind in ("assert", "check", "pytest", "unittest") and not (t.code and t.code.strip()):
+        if t.kind in ("assert", "check", "pytest", "unittest", "harness") and not (t.code and t.code.strip()):
             raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
 
 

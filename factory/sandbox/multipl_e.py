@@ -19,8 +19,11 @@ from . import languages
 from .types import Job, TestSpec
 
 # MultiPL-E's language names (file extensions) -> the sandbox's
-LANGUAGES = {"cpp": "cpp", "java": "java", "js": "javascript", "javascript": "javascript", "rs": "rust",
-             "rust": "rust"}
+LANGUAGES = {"cpp": "cpp", "java": "java", "js": "javascript", "javascript": "javascript", "nodejs": "javascript",
+             "rs": "rust", "rust": "rust", "py": "python", "python": "python", "python3": "python"}
+# the stop tokens MultiPL-E's translators give each language (a ground truth without its row's own uses these)
+STOP_TOKENS = {"cpp": ["\n}"], "java": ["\n    }\n"], "javascript": ["\nfunction ", "\n/*", "\n//", "\nconsole.log"],
+               "rust": ["\n}"], "python": ["\ndef", "\n#", "\nif", "\nclass"]}
 # a full JavaScript program ends at its function's closing line (MultiPL-E's JavaScript tests do not close it)
 KEEP_END = {"javascript": "\n}"}
 
@@ -109,3 +112,79 @@ def job(row: dict, completion: str, program_id: str | None = None, *, full: bool
     lang = language_of(row)
     return Job(program_id or str(row.get("name") or row.get("task_id")), program(row, completion, full=full),
                [TestSpec("tests", "harness", code=row["tests"])], language=lang, **kwargs)
+
+
+def is_row(data) -> bool:
+    """A row in MultiPL-E's published layout (``prompt``, ``tests`` as harness source, ``stop_tokens``)."""
+    return (isinstance(data, dict) and isinstance(data.get("tests"), str) and isinstance(data.get("prompt"), str)
+            and isinstance(data.get("stop_tokens"), list))
+
+
+def harness_row(gt) -> dict | None:
+    """The MultiPL-E row a ground truth stands for, or None when it is not a harness ground truth: a MultiPL-E
+    row itself, or a factory ground truth (``{"tests": [...], "language"}``) whose only test is of kind
+    ``harness`` (its optional ``prompt`` / ``stop_tokens`` place a continuation; without a prompt the completion
+    is a whole program). A harness mixed with other tests is the dataset's fault (ValueError)."""
+    if is_row(gt):
+        return gt
+    tests = gt.get("tests") if isinstance(gt, dict) else None
+    if not isinstance(tests, list) or not any(isinstance(t, dict) and t.get("kind") == "harness" for t in tests):
+        return None
+    if len(tests) != 1:
+        raise ValueError("a harness test is compiled together with the program: it must be the only test")
+    lang = LANGUAGES.get(str(gt.get("language") or "python").strip().lower())
+    if lang is None:
+        raise ValueError(f"harness ground truth: language {gt.get('language')!r} is not one of "
+                         f"{', '.join(sorted(LANGUAGES))}")
+    stops = gt.get("stop_tokens")
+    return {"name": gt.get("entry_point") or "harness", "language": lang, "prompt": gt.get("prompt") or "",
+            "tests": tests[0].get("code") or "",
+            "stop_tokens": stops if isinstance(stops, list) else STOP_TOKENS[lang]}
+
+
+def candidate(row: dict, completion: str) -> str:
+    """The candidate's program for ``row`` (:func:`harness_row`): :func:`program`, except that without a prompt
+    the completion can only be a whole program."""
+    return program(row, completion, full=True if not row.get("prompt") else None)
+
+
+def lake_row(problem: dict) -> dict | None:
+    """The MultiPL-E row of a lake problem (``silver.problems``: test_format, language, starter_code, metadata as
+    `ingest multipl-e` writes them), or None for a problem of another test format."""
+    if problem.get("test_format") != "harness":
+        return None
+    import json
+    meta = problem.get("metadata")
+    meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
+    lang = problem.get("language") or "python"
+    stops = (meta.get("multipl_e") or {}).get("stop_tokens")
+    return {"name": problem.get("source_id"), "language": lang, "prompt": problem.get("starter_code") or "",
+            "stop_tokens": stops if isinstance(stops, list) else STOP_TOKENS.get(LANGUAGES.get(lang, lang), [])}
+
+
+def sample_code(row: dict, rec: dict) -> str | None:
+    """The program of an ``execute --samples`` record for a harness problem: ``solution`` is a whole program,
+    ``completion`` a continuation of the prompt (or a fenced answer), both built as MultiPL-E builds them."""
+    if isinstance(rec.get("solution"), str):
+        return program(row, rec["solution"], full=True)
+    if isinstance(rec.get("completion"), str):
+        return candidate(row, rec["completion"])
+    return None
+
+
+def lake_rows(con, source: str | None = None) -> dict[str, dict]:
+    """{problem_id: :func:`lake_row`} of the lake's harness problems (of ``source`` when given)."""
+    rows = con.execute("SELECT problem_id, source_id, test_format, language, starter_code, metadata "
+                       "FROM silver.problems WHERE test_format = 'harness'" + (" AND source = ?" if source else ""),
+                       [source] if source else []).fetchall()
+    keys = ("problem_id", "source_id", "test_format", "language", "starter_code", "metadata")
+    return {r[0]: lake_row(dict(zip(keys, r))) for r in rows}
+
+
+def by_language(matches: list, harness: dict[str, dict], rec: dict) -> list:
+    """The problems (``(problem_id, ...)`` tuples) a sample record's ``language`` picks among several with its
+    name: MultiPL-E names a problem the same in every language (its completion records carry ``language``)."""
+    lang = LANGUAGES.get(str(rec.get("language") or "").strip().lower())
+    if lang is None:
+        return matches
+    return [m for m in matches if (harness.get(m[0]) or {}).get("language") == lang] or matches

@@ -401,6 +401,8 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
             [source] if source else []).fetchall():
         problems[sid].append((pid, src, starter))
     existing = {r[0] for r in con.execute("SELECT program_id FROM silver.programs WHERE origin = 'sample'").fetchall()}
+    from factory.sandbox import multipl_e
+    harness = multipl_e.lake_rows(con, source)   # MultiPL-E problems: samples are built as MultiPL-E builds them
     con.close()
     rows, ids, counters = [], [], defaultdict(int)
     now = utcnow()
@@ -412,11 +414,15 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
         if not matches:
             raise InputError(f"unknown task_id {task!r}" + (f" in source {source!r}" if source else ""),
                              file=str(samples_path), line=line, field="task_id")
+        if len(matches) > 1 and harness:   # one MultiPL-E name per language: the record's language picks
+            matches = multipl_e.by_language(matches, harness, rec)
         if len(matches) > 1:
             raise InputError(f"task_id {task!r} exists in sources {sorted(m[1] for m in matches)}; pass --source",
                              file=str(samples_path), line=line, field="task_id")
         problem_id, _, starter = matches[0]
-        if isinstance(rec.get("solution"), str):
+        if problem_id in harness and multipl_e.sample_code(harness[problem_id], rec) is not None:
+            code = multipl_e.sample_code(harness[problem_id], rec)
+        elif isinstance(rec.get("solution"), str):
             code = rec["solution"]
         elif isinstance(rec.get("completion"), str):
             code = (starter or "") + rec["completion"]
@@ -430,7 +436,8 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
             rows.append({"program_id": pid, "problem_id": problem_id, "origin": "sample", "model": model,
                          "sample_index": index, "code": code, "raw_completion": rec.get("completion"),
                          "extraction_status": "given", "reported_pass_rate": None, "parent_program_id": None,
-                         "metadata": json.dumps({"file": Path(samples_path).name, "line": line}), "created_at": now})
+                         "metadata": json.dumps({"file": Path(samples_path).name, "line": line}), "created_at": now,
+                         "language": harness[problem_id]["language"] if problem_id in harness else "python"})
             existing.add(pid)
     if rows:
         with stage_run("samples", {"file": str(samples_path), "model": model, "source": source}, lake=lake) as run:

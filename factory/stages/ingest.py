@@ -306,7 +306,8 @@ def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, lake=None
                  answer_rule: str | None = None) -> list[IngestResult]:
     """`factory ingest SOURCE --path ...`: files, folders and globs, one source per :func:`file_groups` group (a
     LeetCodeDataset folder gives its three files as three sources, as `ingest --all` does)."""
-    if adapter_name not in ADAPTERS or not paths or adapter_name.startswith("hf-"):   # hf-*: factory.ingest.hub
+    if adapter_name not in ADAPTERS or not paths or adapter_name.startswith("hf-") or \
+            any(str(p).startswith("hf://") for p in paths):   # hf-* and hf:// paths: factory.ingest.hub
         return [ingest_source(adapter_name, paths, lake=lake, source=source, mapping=mapping, test_format=test_format,
                               replace=replace, answer_rule=answer_rule)]
     files, skipped = resolve_paths(adapter_name, paths)

@@ -1,0 +1,88 @@
+"""MultiPL-E (nuprl/MultiPL-E): HumanEval and MBPP translated to other languages, each problem a prompt (the
+function's signature and doc comment in the language) and a test harness in the language (``tests``: a ``main``
+of asserts that opens by closing the prompt's function), judged by compiling prompt + completion + harness and
+running it: pass iff it exits 0.
+
+Published layout (dataset card ``dataset_info`` of every config, and ``dataset_builder/prepare_prompts_json.py`` /
+``prepare_prompts_for_hfhub.py`` in github.com/nuprl/MultiPL-E, which write the rows): one row per problem with
+``name``, ``language`` (MultiPL-E's file extension: cpp, java, js, rs, py, ...), ``prompt``, ``doctests``
+(keep | remove | transform), ``original`` (the path of the Python original), ``prompt_terminology`` (verbatim |
+reworded), ``tests`` (all strings) and ``stop_tokens`` (a list of strings). On the Hub each config is a folder
+``<benchmark>-<language>/test-00000-of-00001.parquet`` (humaneval-cpp, mbpp-rs, ...; older revisions
+``humaneval-cpp-keep``, ...); the repository writes the same rows as JSON / JSONL (``prompts/humaneval-cpp-keep.jsonl``).
+
+A row becomes a problem of test format ``harness`` in its language (``silver.problems.language``): its one test is
+the harness (kind ``harness``), ``starter_code`` is the prompt, the stop tokens are kept in the metadata, so a
+continuation (``execute --samples`` ``completion``) is cut and placed the way MultiPL-E does it
+(:mod:`factory.sandbox.multipl_e`). The dataset ships no solutions: known-correct programs come in as samples.
+Every harness verdict is judged in the program's own process (``judged_in_process``), so rewards leave it out
+by default (docs/languages.md). Rows are a benchmark: split ``test``, lineage ``humaneval:<n>`` / ``mbpp:<n>``
+(the Python original's task), so decontamination links them to HumanEval and MBPP.
+"""
+from __future__ import annotations
+
+import re
+
+from factory.errors import InputError
+from dataclasses import replace
+
+from factory.ingest.adapters import Ctx, adapter
+from factory.ingest.hub.adapters import HUB_DATASETS, HubDataset, hub_dataset
+from factory.ingest.normalize import Normalized, TestRow, require
+from factory.sandbox import multipl_e
+
+FIELDS = ("name", "language", "prompt", "doctests", "original", "prompt_terminology", "tests", "stop_tokens")
+BENCHMARKS = ("humaneval", "mbpp")
+# MultiPL-E's file extensions the sandbox runs (factory.sandbox.multipl_e.LANGUAGES)
+RUNNABLE = ("cpp", "java", "js", "rs", "py")
+CONFIGS = {f"{b}-{lang}": (f"{b}-{lang}/*.parquet",) for b in BENCHMARKS for lang in RUNNABLE}
+_LINEAGE = re.compile(r"^(HumanEval|mbpp)_(\d+)_", re.I)
+
+
+def lineage(name: str) -> str | None:
+    """``HumanEval_12_longest`` -> ``humaneval:12``; ``mbpp_3_is_not_prime`` -> ``mbpp:3`` (the Python task)."""
+    m = _LINEAGE.match(name or "")
+    return f"{m.group(1).lower()}:{int(m.group(2))}" if m else None
+
+
+@hub_dataset(HubDataset(
+    "hf-multipl-e", "nuprl/MultiPL-E", tuple(f"humaneval-{lang}/*.parquet" for lang in ("cpp", "java", "js", "rs")),
+    configs=CONFIGS, bulky=("tests",), source="multipl-e", license="MIT",
+    schema_from="nuprl/MultiPL-E dataset card dataset_info (name, language, prompt, doctests, original, "
+                "prompt_terminology, tests: string; stop_tokens: list of string) and the repo's "
+                "dataset_builder/prepare_prompts_*.py"),
+    "MultiPL-E prompts + test harnesses in C++, Java, JavaScript, Rust (and Python): harness tests compiled with "
+    "the completion, pass iff exit 0 (judged in process)")
+def convert(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    name = require(rec, "name", ctx)
+    published = require(rec, "language", ctx)
+    try:
+        lang = multipl_e.language_of(rec)
+    except ValueError:
+        raise InputError(f"MultiPL-E language {published!r} has no runtime in this sandbox (it runs "
+                         f"{', '.join(RUNNABLE)}): ingest only those configs", file=ctx[0], line=ctx[1],
+                         field="language") from None
+    prompt = require(rec, "prompt", ctx)
+    tests = require(rec, "tests", ctx)
+    stops = rec.get("stop_tokens")
+    if hasattr(stops, "tolist"):   # a parquet list read as an array
+        stops = stops.tolist()
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise InputError(f"stop_tokens must be a list of non-empty strings, got {str(stops)[:80]}", file=ctx[0],
+                         line=ctx[1], field="stop_tokens")
+    meta = {"multipl_e": {"language": published, "stop_tokens": stops,
+                          **{k: rec.get(k) for k in ("doctests", "prompt_terminology", "original")}}}
+    if lineage(name):
+        meta["lineage"] = lineage(name)
+    return Normalized(source_id=name, question=prompt, starter_code=prompt, test_format="harness",
+                      tests=[TestRow("harness", code=tests)], entry_point=multipl_e.function_name(prompt),
+                      split="test", metadata=meta, language=lang)
+
+
+# `ingest multipl-e --path FILE...`: the repository's JSON / JSONL files (or one config's parquet); an hf:// path
+# given to it goes to the Hub ingest as with hf-multipl-e, which also reads a local folder in the Hub's layout
+# (one folder per config, every file named test-00000-of-00001.parquet)
+adapter("multipl-e", "MIT", "MultiPL-E rows from files (the repo's prompts/*.jsonl, a config's parquet): harness "
+        "tests in C++/Java/JavaScript/Rust/Python; a folder in the Hub's layout or hf://datasets/nuprl/MultiPL-E"
+        "[/CONFIG]: hf-multipl-e")(convert)
+HUB_DATASETS["multipl-e"] = replace(HUB_DATASETS["hf-multipl-e"], adapter="multipl-e")
