@@ -2,7 +2,9 @@
 (greedy set-cover suites with the same kill set, and the top-k that kill most) -> gold.reduced_suites.
 
 `factory augment` works on problems with ``call`` tests (HumanEval+, MBPP+, LeetCode: input = JSON list of
-arguments) and mutants that survive every valid test (oracle: the reference programs, as curation's default).
+arguments) or ``stdio`` tests (CodeContests: shape-preserving stdin mutation under the seeds' inferred contract,
+:mod:`factory.testgen.stdio_mutation`; problems whose statement accepts several answers are skipped) and
+mutants that survive every valid test (oracle: the reference programs, as curation's default).
 Per round it mutates known inputs (EvalPlus-style, :mod:`factory.testgen.input_mutation`), runs the reference on them in the
 sandbox for the expected value (inputs on which the reference errors, times out or returns an unserializable
 value are discarded), runs the reference again and the surviving mutants against that expected value, and
@@ -23,6 +25,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from factory.testgen.input_mutation import generate_inputs, greedy_rank, killed_by
+from factory.testgen.stdio_mutation import generate_stdio_inputs, several_answers, stdio_contract
+from factory.testgen.stdio_mutation import key as stdio_key
 from factory.errors import FactoryError
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
@@ -54,6 +58,8 @@ class _Target:
     left: set = field(default_factory=set)             # survivors no kept input kills yet
     kept: list = field(default_factory=list)           # (serialized input, expected)
     statement: str = ""                                 # normalised question + starter code (test visibility)
+    kind: str = "call"                                  # call | stdio (seeds are then stdin texts)
+    contract: object = None                             # stdio: the seeds' inferred input contract
 
 
 def _in_sources(column: str, sources: list[str] | None) -> tuple[str, list]:
@@ -87,7 +93,7 @@ def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
         SELECT pb.problem_id, pb.source, pb.entry_point, pb.test_preamble, r.program_id, r.code, pb.question,
                pb.starter_code
         FROM silver.problems pb JOIN silver.programs r ON r.problem_id = pb.problem_id AND r.origin = 'reference'
-        WHERE list_contains(?, pb.problem_id) AND pb.entry_point IS NOT NULL
+        WHERE list_contains(?, pb.problem_id)
         QUALIFY row_number() OVER (PARTITION BY pb.problem_id ORDER BY r.program_id) = 1
         ORDER BY pb.problem_id""", [candidates]).fetchall()
     tests = con.execute("""
@@ -102,13 +108,23 @@ def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
     out = []
     for problem_id, source, entry_point, preamble, ref_id, ref_code, question, starter in problems:
         rows = tests_of[problem_id]
-        calls = [r for r in rows if r[0] == "call" and r[6] and r[1] is not None]
-        if not calls:
+        t = None
+        calls = [r for r in rows if r[0] == "call" and r[6] and r[1] is not None] if entry_point else []
+        stdio = [r for r in rows if r[0] == "stdio" and r[6] and r[1] is not None and r[4] != "augment"]
+        if not calls and stdio and not several_answers(question):   # one expected output must judge it
+            t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code, comparison=stdio[0][2],
+                        atol=stdio[0][3], statement=statement_text(question, starter), kind="stdio")
+            t.seen = {stdio_key(r[1]) for r in rows if r[0] == "stdio" and r[1] is not None}
+            t.seeds = [r[1] for r in stdio]
+            t.max_chars = min(max(200, *(2 * len(r[1]) for r in stdio)), 20000)
+            t.contract = stdio_contract(t.seeds)
+        if not calls and t is None:
             continue
-        t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code,
-                    comparison=calls[0][2], atol=calls[0][3], statement=statement_text(question, starter))
+        if t is None:
+            t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code,
+                        comparison=calls[0][2], atol=calls[0][3], statement=statement_text(question, starter))
         for kind, text, _, _, origin, _, valid in rows:
-            if kind == "call" and text is not None:
+            if kind == "call" and text is not None and t.kind == "call":
                 t.seen.add(text)
                 args = deserialize_value(text)
                 if isinstance(args, list):
@@ -128,7 +144,7 @@ def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
 
 
 def _spec(t: _Target, test_id: str, text: str, expected: str | None) -> TestSpec:
-    return TestSpec(test_id=test_id, kind="call", input=text, expected=expected, comparison=t.comparison,
+    return TestSpec(test_id=test_id, kind=t.kind, input=text, expected=expected, comparison=t.comparison,
                     atol=t.atol)
 
 
@@ -145,14 +161,20 @@ def _round(pool: SandboxPool, active: list[_Target], seed: int, rnd: int, per_ro
     cands: dict[str, list] = {}
     for t in active:
         rng = random.Random(f"augment|{seed}|{t.problem_id}|{rnd}")
-        cands[t.problem_id] = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars)
+        cands[t.problem_id] = (generate_stdio_inputs(t.seeds, per_round, rng, t.seen, t.max_chars,
+                                                     contract=t.contract) if t.kind == "stdio" else
+                               generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars))
         stats[t.source]["candidates"] += len(cands[t.problem_id])
     jobs = [_job(t, t.ref_id, t.ref_code, [_spec(t, f"c{i}", text, None) for i, (text, _) in
                                            enumerate(cands[t.problem_id])]) for t in active if cands[t.problem_id]]
     expected: dict[tuple[str, str], str] = {}
+    stdio_refs = {t.ref_id for t in active if t.kind == "stdio"}
     for v in pool.run(jobs):
         actual = clean_text(v.actual) if v.status == "no_expected" and v.actual is not None else None
-        if actual is not None and is_json(actual) and '"$o"' not in actual:
+        if v.program_id in stdio_refs:     # stdout of a clean exit, not blank
+            if actual is not None and actual.strip() and v.exit_code in (0, None):
+                expected[(v.program_id, v.test_id)] = actual
+        elif actual is not None and is_json(actual) and '"$o"' not in actual:
             expected[(v.program_id, v.test_id)] = actual
     screened: dict[str, list] = {}
     jobs = []
@@ -192,11 +214,11 @@ def _final(pool: SandboxPool, targets: list[_Target], limits_hash: str, stats: d
         for text, expected in t.kept:
             ordinal = t.next_ordinal
             t.next_ordinal += 1
-            test_id = stable_hash(t.problem_id, ordinal, "call", None, text)
-            tests[test_id] = {"test_id": test_id, "problem_id": t.problem_id, "ordinal": ordinal, "kind": "call",
+            test_id = stable_hash(t.problem_id, ordinal, t.kind, None, text)
+            tests[test_id] = {"test_id": test_id, "problem_id": t.problem_id, "ordinal": ordinal, "kind": t.kind,
                               "code": None, "input": text, "expected": expected, "comparison": t.comparison,
                               "atol": t.atol, "origin": "augment", "subset": "augment",
-                              "visibility": visibility(t.statement, "call", None, text, expected)}
+                              "visibility": visibility(t.statement, t.kind, None, text, expected)}
             specs.append(_spec(t, test_id, text, expected))
         jobs.append(_job(t, t.ref_id, t.ref_code, specs))
         jobs += [_job(t, mid, code, specs) for mid, code in sorted(t.mutants.items())]

@@ -3,11 +3,25 @@
 A dataset that ships known-wrong programs (CodeContests' ``incorrect_solutions`` -> origin ``incorrect``) lets a
 suite be scored: **TNR** = wrong programs the suite rejects (fails at least one of its tests) / wrong programs
 judged; **TPR** = correct programs (origin ``reference``) it accepts (passes every test) / correct programs judged.
-A suite is a set of test subsets: CodeContests' ``public``, ``public+private`` (what the dataset judges with),
-``public+private+generated``; ``augment`` / ``gentests`` tests, when the factory added some, form the augmented
-suites. Only programs with a verdict on every test of the suite count (``factory execute --select all`` first).
+
+A suite is a set of test *classes*. A test's class is ``augment`` / ``gentests`` for the tests the factory made
+(`factory augment`, `factory gentests`), else the subset the dataset published it in (CodeContests on the Hub:
+``public``, ``private``, ``generated``), else - for a dataset that ships its tests unlabelled, like the
+CodeContests subset in ``../shared/data`` - ``public`` when ingest found it in the statement (its examples) and
+``private`` otherwise. :data:`DEFAULT_SUITES` are the Hub layout's suites, :data:`UNLABELLED_SUITES` those of an
+unlabelled dataset; both end with the dataset's suite plus the factory's tests.
+
+Wrong programs are those of the ``wrong`` origins. A dataset's ``incorrect`` programs are wrong by label. Mutants
+(``factory mutate``) carry no label: one counts as wrong only when some valid test of the largest suite rejects
+it (the reference passes that test and the mutant does not); mutants every test accepts are reported as
+``undecided`` (equivalent to the reference, or wrong in a way no test shows) and left out of TNR. So with mutants
+the largest suite's TNR is 1.0 by construction, and the smaller suites' TNR says how many of the demonstrably
+wrong mutants they miss. Only programs with a verdict (other than ``infra_error``) on every test of the suite
+count; run ``factory execute --select all`` (and ``--select mutants``) first.
 """
 from __future__ import annotations
+
+from collections import defaultdict
 
 DEFAULT_SUITES = {
     "public": ("public",),
@@ -16,33 +30,98 @@ DEFAULT_SUITES = {
     "dataset+augmented": ("public", "private", "generated", "augment", "gentests"),
 }
 
+UNLABELLED_SUITES = {
+    "public": ("public",),
+    "original": ("public", "private"),
+    "public+augmented": ("public", "augment", "gentests"),
+    "original+augmented": ("public", "private", "augment", "gentests"),
+}
 
-def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
-    """One row per suite: tests, correct/wrong programs judged on all of them, TPR, TNR."""
-    out = []
-    for name, subsets in (suites or DEFAULT_SUITES).items():
-        row = con.execute(
-            """
-            WITH suite AS (
-                SELECT t.test_id, t.problem_id FROM silver.tests t JOIN silver.problems p USING (problem_id)
-                WHERE p.source = $source AND coalesce(t.subset, t.origin) IN (SELECT unnest($subsets))
-            ), per_program AS (
-                SELECT g.program_id, g.origin, count(DISTINCT s.test_id) AS n_tests,
-                       count(DISTINCT e.test_id) AS judged,
-                       count(DISTINCT e.test_id) FILTER (e.status = 'pass') AS passed
-                FROM silver.programs g JOIN suite s USING (problem_id)
-                LEFT JOIN silver.executions e ON e.program_id = g.program_id AND e.test_id = s.test_id
-                WHERE g.origin IN ('reference', 'incorrect')
-                GROUP BY ALL
-            )
-            SELECT (SELECT count(*) FROM suite),
-                   count(*) FILTER (origin = 'reference' AND judged = n_tests),
-                   count(*) FILTER (origin = 'reference' AND judged = n_tests AND passed = n_tests),
-                   count(*) FILTER (origin = 'incorrect' AND judged = n_tests),
-                   count(*) FILTER (origin = 'incorrect' AND judged = n_tests AND passed < n_tests)
-            FROM per_program
-            """, {"source": source, "subsets": list(subsets)}).fetchone()
-        tests, correct, accepted, wrong, rejected = row
-        out.append({"suite": name, "tests": tests, "correct": correct, "tpr": accepted / correct if correct else None,
-                    "incorrect": wrong, "tnr": rejected / wrong if wrong else None})
+FACTORY_ORIGINS = ("augment", "gentests")
+
+_CLASS = f"""CASE WHEN t.origin IN {FACTORY_ORIGINS} THEN t.origin WHEN t.subset IS NOT NULL THEN t.subset
+                  WHEN t.visibility = 'public' THEN 'public' ELSE 'private' END"""
+
+
+def program_classes(con, source: str, origins=("reference", "incorrect"), problems: list[str] | None = None
+                    ) -> dict[str, dict]:
+    """Per program of the given origins: its problem, origin and, per test class, (tests, judged, passed)."""
+    rows = con.execute(f"""
+        WITH tc AS (
+            SELECT t.test_id, t.problem_id, {_CLASS} AS cls FROM silver.tests t JOIN silver.problems p USING (problem_id)
+            WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id))
+        )
+        SELECT g.program_id, g.problem_id, g.origin, tc.cls, count(*) AS n,
+               count(e.test_id) FILTER (e.status <> 'infra_error') AS judged,
+               count(e.test_id) FILTER (e.status = 'pass') AS passed
+        FROM silver.programs g JOIN tc USING (problem_id)
+        LEFT JOIN gold.latest_executions e ON e.program_id = g.program_id AND e.test_id = tc.test_id
+        WHERE list_contains($origins, g.origin)
+        GROUP BY ALL ORDER BY ALL""", {"source": source, "origins": list(origins), "problems": problems}).fetchall()
+    out: dict[str, dict] = {}
+    for program_id, problem_id, origin, cls, n, judged, passed in rows:
+        p = out.setdefault(program_id, {"problem_id": problem_id, "origin": origin, "classes": {}})
+        p["classes"][cls] = (n, judged, passed)
     return out
+
+
+def verdict(program: dict, classes) -> str | None:
+    """'accept' / 'reject' for a program under a suite of test classes; None when a test of it has no verdict."""
+    judged_all, accepted = True, True
+    for cls in classes:
+        n, judged, passed = program["classes"].get(cls, (0, 0, 0))
+        if passed < n:
+            accepted = False
+        if judged < n:
+            judged_all = False
+    if not accepted and any(program["classes"].get(c, (0, 0, 0))[1] > program["classes"].get(c, (0, 0, 0))[2]
+                            for c in classes):
+        return "reject"                       # one judged failure is a rejection even with other tests missing
+    return "accept" if judged_all and accepted else None
+
+
+def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = None,
+                wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
+    """One row per suite: tests, correct/wrong programs judged on all of them, TPR, TNR (see the module doc);
+    with mutants among ``wrong``, also ``undecided`` (mutants no test of the largest suite rejects)."""
+    suites = suites or DEFAULT_SUITES
+    programs = program_classes(con, source, ("reference", *wrong), problems)
+    tests = _suite_tests(con, source, problems)
+    largest = tuple(sorted({c for classes in suites.values() for c in classes}))
+    undecided = {pid for pid, p in programs.items() if p["origin"] == "mutant" and verdict(p, largest) != "reject"}
+    out = []
+    for name, classes in suites.items():
+        n = defaultdict(int)
+        for pid, p in programs.items():
+            if pid in undecided:
+                continue
+            v = verdict(p, classes)
+            kind = "correct" if p["origin"] == "reference" else "wrong"
+            if v is not None:
+                n[kind] += 1
+                n[f"{kind}_{v}"] += 1
+        row = {"suite": name, "tests": sum(tests.get(c, 0) for c in classes), "correct": n["correct"],
+               "tpr": n["correct_accept"] / n["correct"] if n["correct"] else None,
+               "incorrect": n["wrong"], "tnr": n["wrong_reject"] / n["wrong"] if n["wrong"] else None}
+        if "mutant" in wrong:
+            row["undecided"] = len(undecided)
+        out.append(row)
+    return out
+
+
+def caught_only_by(con, source: str, base: tuple[str, ...], extra: tuple[str, ...],
+                   wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
+    """Wrong programs the ``base`` suite accepts (every test judged) and the ``extra`` test classes reject: what
+    the extra tests catch that the base suite misses (e.g. a mutant the dataset's full suite passes)."""
+    out = []
+    for pid, p in program_classes(con, source, wrong, problems).items():
+        if verdict(p, base) == "accept" and verdict(p, extra) == "reject":
+            out.append({"program_id": pid, "problem_id": p["problem_id"], "origin": p["origin"]})
+    return out
+
+
+def _suite_tests(con, source: str, problems: list[str] | None) -> dict[str, int]:
+    return dict(con.execute(f"""
+        SELECT {_CLASS} AS cls, count(*) FROM silver.tests t JOIN silver.problems p USING (problem_id)
+        WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id)) GROUP BY 1""",
+        {"source": source, "problems": problems}).fetchall())
