@@ -10,6 +10,10 @@
   (``--reward.remote_url /path/to/factory/reward.py``, ``--data.label_key label``; this file is loadable by path)
 - the local GRPO loop: ``score_completions(completions, ground_truths) -> list[float]``
 
+A final-answer ground truth ({"rule", "answer", ...}: gold.answer_tasks, ReasoningGym) is routed by every entry
+point above but score_completions to factory.answers.r1ci.answer_reward (the ``<<<answer>>>`` checked by its
+rule or the task's verifier; docs/r1ci.md).
+
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
 {"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems, plus the release's reward spec
 ``"reward": {"kind": "binary"|"soft", "tests": "hidden"|"all"}`` (the recipe's: DeepCoder, AceReason, Skywork-OR1
@@ -300,23 +304,28 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
                   exclude_in_process: bool = True) -> float:
     """verl custom reward function (in-process-judged tests excluded unless exclude_in_process=False); a
-    final-answer ground truth gets the R1-CI reward (:func:`r1ci_compute_score`)."""
+    final-answer ground truth gets the answer reward its ``reward.kind`` names (binary: 1.0 for a right final answer,
+    else 0.0, as `factory export` writes for gold.answer_tasks), or without one the R1-CI reward
+    (:func:`r1ci_compute_score`; the interpreter-rollouts stage exports)."""
     from factory.answers.checks import is_answer_ground_truth
-    if is_answer_ground_truth(ground_truth):
-        return r1ci_compute_score(data_source, solution_str, ground_truth, extra_info)["score"]
+    if is_answer_ground_truth(ground_truth):   # its reward.kind: binary 1.0/0.0, soft, or (none) the R1-CI reward
+        from factory.answers.r1ci import answer_reward
+        return answer_reward(solution_str, ground_truth)
     return score_completions([solution_str], [ground_truth], exclude_in_process=exclude_in_process)[0]
 
 
 def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwargs) -> list[float]:
     """TRL GRPOTrainer reward function (dataset column `ground_truth`; in-process-judged tests excluded unless
     exclude_in_process=False, e.g. via functools.partial)."""
-    return score_completions(list(completions), list(ground_truth), exclude_in_process=exclude_in_process)
+    return _with_answers(list(completions), list(ground_truth), lambda c, g: score_completions(
+        c, g, exclude_in_process=exclude_in_process))
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, *,
                         exclude_in_process: bool = True, **kwargs) -> list[float]:
     """verl batch reward manager entry (`reward_model.reward_manager=batch`): all completions in one pool run."""
-    return score_completions(list(solution_strs), list(ground_truths), exclude_in_process=exclude_in_process)
+    return _with_answers(list(solution_strs), list(ground_truths), lambda c, g: score_completions(
+        c, g, exclude_in_process=exclude_in_process))
 
 
 def _response(query: str, prompt: str) -> str:
@@ -328,7 +337,7 @@ def reward_func(queries, prompts, labels, **kwargs) -> dict:
     """OpenRLHF custom reward (`--reward.remote_url <this file>`, labels = the export's `label` column)."""
     import torch
 
-    scores = score_completions([_response(q, p) for q, p in zip(queries, prompts)], list(labels))
+    scores = _with_answers([_response(q, p) for q, p in zip(queries, prompts)], list(labels), score_completions)
     tensor = torch.tensor(scores, dtype=torch.float32)
     return {"rewards": tensor, "scores": tensor.clone(),
             "extra_logs": {"pass_rate": tensor.clone(), "all_passed": (tensor == 1.0).float()}}
@@ -338,6 +347,23 @@ def reward_func(queries, prompts, labels, **kwargs) -> dict:
 # A final-answer ground truth ({"rule": exact|casefold|numeric|choice|reasoning_gym, "answer", ...}, written by
 # `factory interpreter-rollouts release`) is scored by the R1-CI reward: +1 correct final answer (<<<...>>>, checked
 # by the rule or the ReasoningGym task's own verifier), +0.1 / -0.1 format, -0.1 beyond 6 generation turns.
+def _with_answers(completions: list, ground_truths: list, score_code) -> list[float]:
+    """Rewards of a batch mixing final-answer ground truths (factory.answers.r1ci.answer_reward, of the kind each
+    names) with code ones (``score_code(completions, ground_truths)``, one sandbox round)."""
+    from factory.answers.checks import is_answer_ground_truth
+    from factory.answers.r1ci import answer_reward
+
+    answer = [is_answer_ground_truth(gt) for gt in ground_truths]
+    if not any(answer):
+        return score_code(completions, ground_truths)
+    out = [answer_reward(c, gt) if a else 0.0 for c, gt, a in zip(completions, ground_truths, answer)]
+    code = [i for i, a in enumerate(answer) if not a]
+    if code:
+        for i, score in zip(code, score_code([completions[i] for i in code], [ground_truths[i] for i in code])):
+            out[i] = score
+    return out
+
+
 def r1ci_compute_score(data_source, solution_str, ground_truth, extra_info=None) -> dict:
     """verl custom reward for final-answer ground truths: {"score": R1-CI reward, "acc", "format_ok", "turns",
     "code_calls"} (verl logs the extra keys)."""

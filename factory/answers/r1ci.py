@@ -106,3 +106,48 @@ def r1ci_reward(response: str, ground_truth, **kw) -> R1CIReward:
     """The R1-CI reward of a flat response string (interpreter blocks inline, as a trainer decodes it)."""
     return score_trajectory(split_turns(response if isinstance(response, str) else str(response or "")),
                             ground_truth, **kw)
+
+
+# -- the plain answer reward (no-rollout exports: gold.answer_tasks) -----------------------------------------
+ANSWER_REWARD_KINDS = ("binary", "soft", "r1ci")
+
+
+def answer_reward_kind(ground_truth) -> str:
+    """The reward a final-answer ground truth asks for: its ``reward.kind`` (``binary``: 1.0 for a right final
+    answer, else 0.0; ``soft``: the rule's / verifier's score in [0, 1]; ``r1ci``: the shaped R1-CI reward), or
+    ``r1ci`` when it carries none (the multi-turn stage exports of `factory interpreter-rollouts release`).
+    Another kind is the dataset's fault: ValueError."""
+    from factory.answers.checks import parse_ground_truth
+
+    spec = parse_ground_truth(ground_truth).get("reward")
+    if spec is None:
+        return "r1ci"
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind not in ANSWER_REWARD_KINDS:
+        raise ValueError(f"final-answer ground truth 'reward' must be {{\"kind\": one of "
+                         f"{list(ANSWER_REWARD_KINDS)}}}, got {spec!r}")
+    return kind
+
+
+def response_turns(response) -> list[dict]:
+    """A trainer's completion as turns: a string (verl, TRL text) is split at the interpreter blocks; a list of
+    chat messages (TRL conversational) maps assistant messages to policy steps and every other role (tool,
+    interpreter) to interpreter output."""
+    if isinstance(response, list):
+        return [{"role": "assistant" if m.get("role") == "assistant" else "interpreter",
+                 "text": str(m.get("content") or "")} for m in response if isinstance(m, dict)]
+    return split_turns(response if isinstance(response, str) else str(response or ""))
+
+
+def answer_reward(response, ground_truth) -> float:
+    """The reward of one completion of a final-answer task, of the kind its ground truth names
+    (:func:`answer_reward_kind`). The answer is the last ``<<<...>>>`` of the policy's last step; a program's
+    printed ``<<<x>>>`` never answers for it."""
+    turns = response_turns(response)
+    result = score_trajectory(turns, ground_truth)
+    kind = answer_reward_kind(ground_truth)
+    if kind == "binary":
+        return 1.0 if result.correct else 0.0
+    if kind == "soft":
+        return float(result.score)
+    return result.reward

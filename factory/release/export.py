@@ -150,6 +150,12 @@ def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list
 
 def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     """{relative file: rows} for a format, read from a release folder."""
+    answers = view_rows(path, manifest, "gold.answer_tasks")
+    if answers is not None:   # final-answer tasks, no rollouts needed (factory.answers.tasks), after any code rows
+        from factory.answers.tasks import export_files
+        rest = {**manifest, "views": {k: v for k, v in manifest["views"].items() if k != "gold.answer_tasks"}}
+        code = {"gold.rl_problems", "gold.recipe_problems", "gold.rm_pairs"} & set(rest["views"])
+        return export_files(fmt, answers, manifest, build_export(path, rest, fmt) if code else None)
     problems = view_rows(path, manifest, "gold.rl_problems")
     if problems is None:   # a recipe's release (`factory recipe run`): the same RL rows, the recipe's tests
         problems = view_rows(path, manifest, "gold.recipe_problems")
@@ -206,6 +212,10 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
         raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
     meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
             "reward": release_reward(manifest)}
+    if "gold.answer_tasks" in manifest["views"]:   # final-answer tasks: the answer reward their ground truths name
+        from factory.answers.tasks import reward_kind
+        meta["answer_reward"] = {"kind": reward_kind(manifest), "scored_by": "factory.reward.compute_score / "
+                                 "trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
@@ -307,6 +317,8 @@ def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
         truths = []
     for i, t in enumerate(truths):
         gt = json.loads(t)
+        if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
+            continue
         if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
             raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
         if not (gt.get("inputs") or gt.get("tests")):
@@ -317,6 +329,23 @@ def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
         for i, cases in enumerate(table.column("test_cases").to_pylist()):
             if not cases:
                 raise FactoryError(f"{rel} row {i}: no test_cases")
+
+
+def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:
+    """Whether ``gt`` is a final-answer ground truth, checked (its rule and reward spec) - FactoryError if not."""
+    from factory.answers.checks import is_answer_ground_truth, parse_ground_truth
+    from factory.answers.r1ci import answer_reward_kind
+
+    if not is_answer_ground_truth(gt):
+        return False
+    try:
+        parse_ground_truth(gt)
+        answer_reward_kind(gt)
+    except ValueError as exc:
+        raise FactoryError(f"{rel} row {i}: final-answer ground_truth: {exc}") from None
+    if "reward" not in gt:
+        raise FactoryError(f"{rel} row {i}: final-answer ground_truth carries no reward spec (reward.kind)")
+    return True
 
 
 def _load_with_datasets(out: Path, files: dict[str, int]) -> dict | None:
