@@ -68,9 +68,12 @@ def _in_sources(column: str, sources: list[str] | None) -> tuple[str, list]:
     return f"AND {column} IN ({', '.join('?' for _ in sources)})", list(sources)
 
 
-def _targets(con, sources: list[str] | None, budget: int) -> list[_Target]:
-    """Problems with valid call tests and surviving mutants, with everything augmentation needs."""
+def _targets(con, sources: list[str] | None, budget: int, public_only: bool = False) -> list[_Target]:
+    """Problems with valid call tests and surviving mutants, with everything augmentation needs (public_only:
+    the suite is the statement's examples plus earlier augment tests, as if the hidden tests were not there)."""
     src, params = _in_sources("pb.source", sources)
+    if public_only:
+        src += " AND (coalesce(t.subset = 'public', t.visibility = 'public') OR t.origin = 'augment')"
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _aug_valid AS
         SELECT t.test_id, t.problem_id FROM silver.tests t JOIN silver.problems pb USING (problem_id)
@@ -250,16 +253,17 @@ def _final(pool: SandboxPool, targets: list[_Target], limits_hash: str, stats: d
 
 
 def run_augment(lake=None, sources: list[str] | None = None, budget: int = 10, seed: int = 0, rounds: int = 4,
-                per_round: int = 20, limits: Limits | None = None, workers: int | None = None) -> dict:
+                per_round: int = 20, limits: Limits | None = None, workers: int | None = None,
+                public_only: bool = False) -> dict:
     """Add up to `budget` generated call tests per problem that kill surviving mutants; returns the yield
     summary per source (also the run's ops.runs message)."""
     if budget < 1 or rounds < 1 or per_round < 1:
         raise FactoryError(f"budget, rounds and per_round must be >= 1 (got {budget}, {rounds}, {per_round})")
     limits = limits or Limits()
     config = {"sources": sources, "budget": budget, "seed": seed, "rounds": rounds, "per_round": per_round,
-              "limits": limits.as_dict()}
+              "limits": limits.as_dict(), **({"public_only": True} if public_only else {})}
     with stage_run("augment", config, lake=lake) as run:
-        targets = _targets(run.con, sources, budget)
+        targets = _targets(run.con, sources, budget, public_only)
         stats: dict[str, dict] = defaultdict(lambda: defaultdict(int))
         for t in targets:
             stats[t.source]["problems"] += 1
@@ -359,6 +363,8 @@ def register(sub, add_lake) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rounds", type=int, default=4, help="generate-and-screen rounds")
     p.add_argument("--per-round", type=int, default=20, help="candidate inputs per problem and round")
+    p.add_argument("--public-only", action="store_true",
+                   help="seed from and kill the survivors of the public tests (statement examples) only")
     p.add_argument("--cpu-s", type=float, default=4.0, help="CPU seconds per test (as `factory execute`)")
     p.add_argument("--memory-mb", type=int, default=1024)
     p.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
@@ -374,6 +380,7 @@ def register(sub, add_lake) -> None:
 def cmd_augment(args) -> None:
     report = run_augment(args.lake, args.source, budget=args.budget, seed=args.seed, rounds=args.rounds,
                          per_round=args.per_round, limits=Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb),
+                         public_only=args.public_only,
                          workers=args.workers)
     print(f"{report['tests_added']} tests added to {report['problems']} problems with surviving mutants "
           f"({report['verdicts']} verdicts); by source: {json.dumps(report['by_source'])}")

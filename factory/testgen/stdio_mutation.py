@@ -13,7 +13,8 @@ size fields stay consistent with the data they describe. Operators, driven by on
 
 Because the statement's constraints are not machine-read here, :func:`stdio_contract` infers from the seeds (the
 dataset's own inputs, all valid) facts that every seed satisfies and requires them of every candidate: each
-integer within the range the seeds show for its role, body integers bounded by a first-line value where every
+integer within the range the seeds show for its role (and not 0 where no seed has a 0 there: 1-based ids around
+a -1 marker), body integers bounded by a first-line value where every
 seed's are, ``a < b`` / ``a <= b`` / ``a != b`` on two-integer lines, sorted / strictly increasing / distinct /
 permutation-of-1..n on longer lines, no self-loop / repeated edge / cycle and connectivity where the seeds' two-
 or three-integer lines read as edges have them, the same number of negative integers where every seed has
@@ -168,6 +169,7 @@ class Contract:
 
     def __init__(self, seeds: list[list[list[str]]]):
         self.ranges: dict = {}
+        self.zero: set = set()                               # roles where some seed has a 0
         self.line_facts: dict[int, set[str]] = {}          # by width (2, or 3 meaning "3 or more")
         self.alphabet: set[str] = set()
         bounded: set[int] | None = None                      # line-0 columns bounding every body integer
@@ -183,6 +185,8 @@ class Contract:
                         key, v = _role(i, j, len(tokens)), int(tok)
                         lo, hi = self.ranges.get(key, (v, v))
                         self.ranges[key] = (min(lo, v), max(hi, v))
+                        if v == 0:
+                            self.zero.add(key)
                     else:
                         self.alphabet.update(tok)
                 if i and _ints(tokens) is not None and len(tokens) >= 2:
@@ -201,9 +205,10 @@ class Contract:
         for i, tokens in enumerate(lines):
             for j, tok in enumerate(tokens):
                 if _is_int(tok):
-                    lo, hi = self.ranges.get(_role(i, j, len(tokens)), (None, None))
+                    role = _role(i, j, len(tokens))
+                    lo, hi = self.ranges.get(role, (None, None))
                     v = int(tok)
-                    if lo is None or not lo <= v <= hi:
+                    if lo is None or not lo <= v <= hi or (v == 0 and role not in self.zero):
                         return False
                     if i:
                         body_max = v if body_max is None else max(body_max, v)

@@ -21,6 +21,7 @@ count; run ``factory execute --select all`` (and ``--select mutants``) first.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 DEFAULT_SUITES = {
@@ -39,16 +40,28 @@ UNLABELLED_SUITES = {
 
 FACTORY_ORIGINS = ("augment", "gentests")
 
-_CLASS = f"""CASE WHEN t.origin IN {FACTORY_ORIGINS} THEN t.origin WHEN t.subset IS NOT NULL THEN t.subset
+_CLASS = f"""WHEN t.origin IN {FACTORY_ORIGINS} THEN t.origin WHEN t.subset IS NOT NULL THEN t.subset
                   WHEN t.visibility = 'public' THEN 'public' ELSE 'private' END"""
+_NAME = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
-def program_classes(con, source: str, origins=("reference", "incorrect"), problems: list[str] | None = None
-                    ) -> dict[str, dict]:
+def _test_class(runs: dict[str, str] | None) -> str:
+    """The SQL CASE giving a test's class; ``runs`` (run id -> class) names the tests one stage run wrote apart
+    (two `factory augment` runs with different settings in one lake)."""
+    whens = []
+    for run_id, cls in (runs or {}).items():
+        if not (_NAME.fullmatch(run_id) and _NAME.fullmatch(cls)):
+            raise ValueError(f"run id and class must be plain names, got {run_id!r} -> {cls!r}")
+        whens.append(f"WHEN t.run_id = '{run_id}' THEN '{cls}'")
+    return "CASE " + " ".join(whens) + " " + _CLASS
+
+
+def program_classes(con, source: str, origins=("reference", "incorrect"), problems: list[str] | None = None,
+                    runs: dict[str, str] | None = None) -> dict[str, dict]:
     """Per program of the given origins: its problem, origin and, per test class, (tests, judged, passed)."""
     rows = con.execute(f"""
         WITH tc AS (
-            SELECT t.test_id, t.problem_id, {_CLASS} AS cls FROM silver.tests t JOIN silver.problems p USING (problem_id)
+            SELECT t.test_id, t.problem_id, {_test_class(runs)} AS cls FROM silver.tests t JOIN silver.problems p USING (problem_id)
             WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id))
         )
         SELECT g.program_id, g.problem_id, g.origin, tc.cls, count(*) AS n,
@@ -81,12 +94,13 @@ def verdict(program: dict, classes) -> str | None:
 
 
 def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = None,
-                wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
+                wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None,
+                runs: dict[str, str] | None = None) -> list[dict]:
     """One row per suite: tests, correct/wrong programs judged on all of them, TPR, TNR (see the module doc);
     with mutants among ``wrong``, also ``undecided`` (mutants no test of the largest suite rejects)."""
     suites = suites or DEFAULT_SUITES
-    programs = program_classes(con, source, ("reference", *wrong), problems)
-    tests = _suite_tests(con, source, problems)
+    programs = program_classes(con, source, ("reference", *wrong), problems, runs)
+    tests = _suite_tests(con, source, problems, runs)
     largest = tuple(sorted({c for classes in suites.values() for c in classes}))
     undecided = {pid for pid, p in programs.items() if p["origin"] == "mutant" and verdict(p, largest) != "reject"}
     out = []
@@ -110,18 +124,19 @@ def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = No
 
 
 def caught_only_by(con, source: str, base: tuple[str, ...], extra: tuple[str, ...],
-                   wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
+                   wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None,
+                   runs: dict[str, str] | None = None) -> list[dict]:
     """Wrong programs the ``base`` suite accepts (every test judged) and the ``extra`` test classes reject: what
     the extra tests catch that the base suite misses (e.g. a mutant the dataset's full suite passes)."""
     out = []
-    for pid, p in program_classes(con, source, wrong, problems).items():
+    for pid, p in program_classes(con, source, wrong, problems, runs).items():
         if verdict(p, base) == "accept" and verdict(p, extra) == "reject":
             out.append({"program_id": pid, "problem_id": p["problem_id"], "origin": p["origin"]})
     return out
 
 
-def _suite_tests(con, source: str, problems: list[str] | None) -> dict[str, int]:
+def _suite_tests(con, source: str, problems: list[str] | None, runs: dict[str, str] | None) -> dict[str, int]:
     return dict(con.execute(f"""
-        SELECT {_CLASS} AS cls, count(*) FROM silver.tests t JOIN silver.problems p USING (problem_id)
+        SELECT {_test_class(runs)} AS cls, count(*) FROM silver.tests t JOIN silver.problems p USING (problem_id)
         WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id)) GROUP BY 1""",
         {"source": source, "problems": problems}).fetchall())
