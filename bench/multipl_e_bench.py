@@ -9,7 +9,14 @@ solution is known correct, i.e. passes MultiPL-E's own evaluation run natively (
 sandbox, in a network-less namespace: compile, run, pass iff exit 0). The figure: how many of the slice pass in
 the sandbox (``factory.sandbox.multipl_e.job``: program + harness, judged by exit status), and how many of
 the rows the two disagree on. Integrity: each slice solution with ``exit(0)`` as the first statement of its
-function passes too (the harness's verdict channel is in the program's reach) and is flagged in-process."""
+function passes too (the harness's verdict channel is in the program's reach) and is flagged in-process.
+
+``--lake DIR`` also judges the slice through the lake, as a user would: the slice's rows written in MultiPL-E's
+published Hub layout (``humaneval-<lang>/test-00000-of-00001.parquet``, the dataset card's eight fields only),
+``factory ingest hf-multipl-e --path`` that folder, the solutions as MultiPL-E completion records (``task_id`` =
+name, ``language``, ``completion``) through ``factory execute --samples``, and the pass rate per language read
+from the lake's verdicts. ``--reuse-slice RESULTS.json`` takes the slice names a previous run recorded instead of
+running the native evaluation again."""
 from __future__ import annotations
 
 import argparse
@@ -71,6 +78,61 @@ def exit_first(lang: str, code: str) -> str:
     return code[:at + 1] + "\n" + EXIT_FIRST[lang] + code[at + 1:] if at != -1 else code
 
 
+PUBLISHED = ("name", "language", "prompt", "doctests", "original", "prompt_terminology", "tests", "stop_tokens")
+EXT = {"cpp": "cpp", "java": "java", "javascript": "js", "rust": "rs"}
+
+
+def _factory(*args: str) -> str:
+    r = subprocess.run([sys.executable, "-m", "factory.cli", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"factory {' '.join(args[:2])} failed: {r.stderr[-2000:]}")
+    return r.stdout
+
+
+def through_lake(lake: Path, slices: dict[str, list[dict]], workers: int) -> dict:
+    """The slices through the lake: Hub layout -> ingest hf-multipl-e -> execute --samples -> pass rate per
+    language (every verdict, in-process ones included: the figure is the judge's agreement, not a reward)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from factory.lake import connect
+
+    if lake.exists():
+        raise SystemExit(f"{lake} exists: pass a new folder")
+    root = lake.parent / (lake.name + "-multipl-e")
+    schema = pa.schema([(k, pa.list_(pa.string()) if k == "stop_tokens" else pa.string()) for k in PUBLISHED])
+    samples = []
+    for lang, rows in slices.items():
+        folder = root / f"humaneval-{EXT[lang]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist([{k: r[k] for k in PUBLISHED} for r in rows], schema=schema),
+                       folder / "test-00000-of-00001.parquet")
+        samples += [{"task_id": r["name"], "language": r["language"], "completion": r["gpt_solution"]} for r in rows]
+    (root / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    out = {"folder": str(root)}
+    t0 = time.monotonic()
+    _factory("init", "--lake", str(lake))
+    out["ingest_stdout"] = _factory("ingest", "hf-multipl-e", "--path", str(root), "--lake", str(lake)).strip()
+    out["ingest_s"] = round(time.monotonic() - t0, 1)
+    t0 = time.monotonic()
+    out["execute_stdout"] = _factory("execute", "--samples", str(root / "samples.jsonl"), "--model", "gpt_solution",
+                                     "--workers", str(workers), "--lake", str(lake)).strip()
+    out["execute_s"] = round(time.monotonic() - t0, 1)
+    con = connect(lake, read_only=True)
+    rows = con.execute("""
+        SELECT p.language, count(*), count(*) FILTER (WHERE e.status = 'pass'),
+               count(*) FILTER (WHERE e.judged_in_process),
+               list(pb.source_id || ': ' || e.status || ' ' || coalesce(left(e.error_message, 200), ''))
+                   FILTER (WHERE e.status <> 'pass')
+        FROM silver.programs p JOIN gold.latest_executions e USING (program_id)
+        JOIN silver.problems pb USING (problem_id)
+        WHERE p.origin = 'sample' GROUP BY 1 ORDER BY 1""").fetchall()
+    con.close()
+    out["per_language"] = {lang: {"programs": n, "passed": k, "pass_rate": round(k / n, 4), "in_process": f,
+                                  "not_passing": bad} for lang, n, k, f, bad in rows}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sandboxfusion", required=True, type=Path)
@@ -78,7 +140,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--languages", default=",".join(FILES), help="comma-separated subset of " + ", ".join(FILES))
     ap.add_argument("--out", default="bench/results/multipl_e.json")
+    ap.add_argument("--lake", type=Path, help="also judge the slice through ingest hf-multipl-e + execute --samples "
+                                              "in a new lake here (the folder must not exist)")
+    ap.add_argument("--reuse-slice", type=Path, help="a previous --out: its slice names, no native evaluation")
     args = ap.parse_args()
+    reuse = json.loads(args.reuse_slice.read_text())["per_language"] if args.reuse_slice else None
+    slices: dict[str, list[dict]] = {}
     result = {"per_language": {}, "load_avg_start": os.getloadavg()}
     limits = Limits(cpu_s=10.0, wall_factor=4.0, wall_min_s=20.0, memory_mb=1024)
     with SandboxPool(limits, workers=args.workers) as pool:
@@ -91,13 +158,18 @@ def main() -> None:
             rows = rows_of(args.sandboxfusion, name)
             slice_, native_fail, tried = [], [], 0
             t0 = time.monotonic()
+            known = set(reuse[lang]["slice_names"]) if reuse else None
             for row in rows:
                 if len(slice_) >= args.per_language:
                     break
                 tried += 1
                 job = multipl_e.job(row, row["gpt_solution"], compile_cpu_s=60.0)
+                if known is not None:
+                    (slice_ if row["name"] in known else native_fail).append((row, job))
+                    continue
                 source = job.code + "\n" + row["tests"]
                 (slice_ if native(lang, source) else native_fail).append((row, job))
+            slices[lang] = [row for row, _ in slice_]
             native_s = time.monotonic() - t0
             t0 = time.monotonic()
             jobs = [j for _, j in slice_] + [j for _, j in native_fail]
@@ -122,8 +194,12 @@ def main() -> None:
                 "all_in_process_flagged": all(v.judged_in_process for v in verdicts.values()),
                 "exit0_hack_pass": sum(v.status == "pass" for v in hv), "exit0_hack_total": len(hv),
                 "exit0_hack_flagged": sum(v.judged_in_process for v in hv),
-                "native_s": round(native_s, 1), "sandbox_s": round(sandbox_s, 1)}
+                "native_s": round(native_s, 1), "sandbox_s": round(sandbox_s, 1),
+                "slice_names": [row["name"] for row, _ in slice_]}
             print(lang, json.dumps(result["per_language"][lang]), flush=True)
+    if args.lake:
+        result["lake"] = through_lake(args.lake, slices, args.workers)
+        print("lake", json.dumps(result["lake"]), flush=True)
     result["load_avg_end"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

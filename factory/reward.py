@@ -31,9 +31,12 @@ batch to a `factory serve` verifier instead of the in-process pool: same extract
 a verifier failure raises :class:`factory.sandbox.remote.VerifierError` instead of scoring 0.
 
 Tests judged inside the candidate's own process (``Verdict.judged_in_process``: kind ``unittest``, e.g.
-BigCodeBench) can be forged by the program, so by default (``exclude_in_process=True``) they count neither as
-passed nor in the total; a completion whose tests are all of that kind then scores 0. Pass
-``exclude_in_process=False`` to score them like any other test.
+BigCodeBench, and every MultiPL-E ``harness``) can be forged by the program, so by default
+(``exclude_in_process=True``) they count neither as passed nor in the total; a completion whose tests are all of
+that kind then scores 0. Pass ``exclude_in_process=False`` to score them like any other test. A MultiPL-E ground
+truth (a MultiPL-E row: ``name``, ``language``, ``prompt``, ``tests``, ``stop_tokens``; or factory tests whose one
+test is a ``harness``, with ``language`` and optionally ``prompt`` / ``stop_tokens``) builds the candidate as
+MultiPL-E does (:func:`factory.sandbox.multipl_e.candidate`), the same way as /submit, /v1/judge and execute.
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ import threading
 from factory.generation.sample import extract_for_tests
 from factory.lake.templating import DEFAULTS as TRANSFORM_DEFAULTS
 from factory.judging.cache import CacheStats, MemoryCache, enabled as cache_enabled, run_cached
-from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, languages
+from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, languages, multipl_e
 from factory.sandbox.rows import merge_verdicts, tests_reward
 
 _STREAMS: dict = {}              # Limits -> JobStream: one warm pool per limit set, shared by every thread
@@ -142,7 +145,9 @@ def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
     ``comparison``/``atol``/``rtol`` for ``inputs``/``outputs`` ground truths, and ``checker`` (a checker
     program's source) for the stdio/call tests of any form. ``cpu_s`` is read by :func:`ground_truth_cpu_s`."""
     gt = json.loads(gt) if isinstance(gt, str) else gt
-    if "tests" in gt:
+    if multipl_e.is_row(gt):   # a MultiPL-E row: its harness, compiled with the candidate (kind harness)
+        tests, entry, preamble = [TestSpec("tests", "harness", code=gt["tests"])], None, ""
+    elif "tests" in gt:
         tests = [TestSpec(test_id=t.get("test_id") or str(i), kind=t["kind"], code=t.get("code"), input=t.get("input"),
                           expected=t.get("expected"), comparison=t.get("comparison") or "exact", atol=t.get("atol"),
                           rtol=t.get("rtol"))
@@ -208,7 +213,9 @@ def ground_truth_language(gt) -> str:
     python, cpp, java, nodejs/javascript, rust), Python when absent. An unknown name is the dataset's fault
     (ValueError listing the supported ones); a language whose toolchain is missing here names the package."""
     gt = json.loads(gt) if isinstance(gt, str) else gt
-    lang = languages.normalize(gt.get("language") if isinstance(gt, dict) else None)
+    row = multipl_e.harness_row(gt)
+    lang = multipl_e.language_of(row) if row is not None else \
+        languages.normalize(gt.get("language") if isinstance(gt, dict) else None)
     if lang != languages.PYTHON:
         languages.require(lang)
     return lang
@@ -261,10 +268,14 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
             tests, entry, preamble = tests_from_ground_truth(gt)
             item_binary = is_binary(gt, binary)
             lang = ground_truth_language(gt)
+            harness = multipl_e.harness_row(json.loads(gt) if isinstance(gt, str) else gt)
         except (ValueError, KeyError, TypeError, AttributeError) as e:   # the dataset's fault, not the program's
             raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
         try:
-            if lang == languages.PYTHON:
+            if harness is not None:   # MultiPL-E: prompt + continuation cut at the stop tokens (or the answer's
+                code = multipl_e.candidate(harness, _text(completion))   # program), as /submit and execute build it
+                status = "ok" if code.strip() else "empty"
+            elif lang == languages.PYTHON:
                 code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
             else:   # another language: stdio tests, the completion's fenced program
                 code = languages.extract_source(_text(completion), lang)

@@ -8,11 +8,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from factory.sandbox import Job
+from factory.sandbox import Job, clean_text, multipl_e
 
 from .engine import Ticket
-from .protocol import (BadRequest, _flag, _get, _positive, check_language, program_from_completion, request_limits,
-                       score, tests_from_provided, verdict_rows)
+from .protocol import (BadRequest, _flag, _get, _positive, check_language, harness_row, program_from_completion,
+                       request_limits, score, tests_from_provided, verdict_rows)
 from .routing import Service
 
 
@@ -44,11 +44,19 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
             raise BadRequest(f"missing required field '{where}ground_truth' (or '{where}tests')",
                              f"{where}ground_truth")
         tests, entry, preamble = tests_from_provided(truth, where=f"{where}ground_truth")
-        lang = check_language(json.loads(truth) if isinstance(truth, str) else truth, where=f"{where}ground_truth.")
+        # a MultiPL-E harness (a MultiPL-E row, or factory tests whose one test is a harness): its language, and the
+        # candidate built from the completion as /submit and factory.reward build it
+        row = harness_row(truth, f"{where}ground_truth")
+        lang = row["language"] if row is not None else \
+            check_language(json.loads(truth) if isinstance(truth, str) else truth, where=f"{where}ground_truth.")
         if item.get("code") is not None:
             code, status = _get(item, "code", str, where=where), "given"
         elif item.get("completion") is None:
             raise BadRequest(f"missing required field '{where}code' (or '{where}completion')", f"{where}code")
+        elif row is not None:
+            completion = _get(item, "completion", str, required=True, where=where)
+            code = clean_text(multipl_e.candidate(row, completion)) or None
+            status = "ok" if code else "empty"
         else:
             completion = _get(item, "completion", str, required=True, where=where)
             code, status, _ = program_from_completion(completion, entry, tests, lang)

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from factory.sandbox import Job, clean_text
 
-from .protocol import (BadRequest, _get, _positive, check_language, is_multipl_e, memory_field, parse_run_code,
+from .protocol import (BadRequest, _get, _positive, check_language, harness_row, memory_field, parse_run_code,
                        program_from_completion, request_limits, run_code_response, score, tests_from_provided,
                        verdict_rows)
 from .routing import NotStarted, RetryPlaces, Service, error_response
@@ -95,14 +95,11 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
                                 memory_mb=memory_field(extra, "memory_limit_MB", caps),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
         wall = config.get("run_timeout") if caps.run_timeout_clock == "wall" else None   # checked just above
-        if is_multipl_e(provided):   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
-            from factory.sandbox import languages as sandbox_languages, multipl_e
-            lang = multipl_e.language_of(provided)
-            try:
-                sandbox_languages.require(lang)
-            except sandbox_languages.ToolchainMissing as exc:
-                raise BadRequest(f"config.provided_data.language: {exc}", "config.provided_data.language") from None
-            code = clean_text(multipl_e.program(provided, completion)) or None
+        row = harness_row(provided, "config.provided_data")
+        if row is not None:   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
+            from factory.sandbox import multipl_e
+            lang = row["language"]
+            code = clean_text(multipl_e.candidate(row, completion)) or None
             status, kind = ("ok" if code else "empty"), ("fenced" if "```" in completion else "continuation")
         else:
             code, status, kind = program_from_completion(completion, entry, tests, lang)

@@ -419,8 +419,34 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
 
 def is_multipl_e(data) -> bool:
     """A row in MultiPL-E's published layout (``prompt``, ``tests`` as harness source, ``stop_tokens``)."""
-    return (isinstance(data, dict) and isinstance(data.get("tests"), str) and isinstance(data.get("prompt"), str)
-            and isinstance(data.get("stop_tokens"), list))
+    from factory.sandbox import multipl_e
+    return multipl_e.is_row(data)
+
+
+def harness_row(data, where: str) -> dict | None:
+    """The MultiPL-E row a provided problem / ground truth stands for (a MultiPL-E row, or factory tests whose only
+    test is a ``harness``; :func:`factory.sandbox.multipl_e.harness_row`), its ``language`` canonical; None for
+    any other problem. /submit, /v1/judge and ``factory.reward`` build the candidate from it the same way. A
+    language it cannot run, a missing toolchain or a harness beside other tests is a 400 naming the field."""
+    from factory.sandbox import multipl_e
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return None
+    try:
+        row = multipl_e.harness_row(data)
+        if row is None:
+            return None
+        lang = multipl_e.language_of(row)
+    except ValueError as exc:
+        raise BadRequest(f"'{where}': {exc}"[:300], f"{where}.language") from None
+    if lang != languages.PYTHON:
+        try:
+            languages.require(lang)
+        except languages.ToolchainMissing as exc:
+            raise BadRequest(f"{where}.language '{lang}': {exc}", f"{where}.language") from None
+    return {**row, "language": lang}
 
 
 def _check_ground_truth(data: dict, where: str) -> None:
