@@ -10,7 +10,9 @@ A problem of these tasks has one test of kind ``answer`` (silver.tests): ``expec
 Rules: ``exact`` (whitespace-trimmed equality), ``casefold`` (case-insensitive, inner whitespace collapsed),
 ``numeric`` (numbers, fractions a/b, thousands separators; |x - y| <= atol + rtol |y|), ``choice`` (multiple
 choice: the option letter, "(B)", "B)" or "B" all read as B) and ``reasoning_gym`` (the task's own verifier,
-``score_answer(answer, entry)`` of reasoning_gym; correct only at score 1.0, the score is kept). The policy's
+``score_answer(answer, entry)`` of reasoning_gym; correct only at score exactly 1.0, the score is kept; a score
+above 1.0 is a verifier's float drift - reasoning_gym's spell_backward sums 1/len per matching letter, so the
+right word with any suffix scores 1.0000000000000002 - and reads as partial credit, never correct). The policy's
 answer is the text inside its last ``<<<...>>>`` marker (R1-Code-Interpreter's final-answer format); a
 response without one has no answer and is not correct.
 """
@@ -114,8 +116,11 @@ def check_answer(answer: str | None, gt) -> AnswerCheck:
             raise
         except Exception as exc:  # noqa: BLE001 - the verifier choking on a policy's answer scores 0
             return AnswerCheck(False, 0.0, answer, f"verifier raised {type(exc).__name__}")
-        score = 0.0 if math.isnan(score) else max(0.0, min(1.0, score))
-        return AnswerCheck(score >= 1.0, score, answer)
+        if math.isnan(score):
+            return AnswerCheck(False, 0.0, answer, "verifier scored NaN")
+        if score > 1.0:   # float drift of partial credit (spell_backward: the answer + any suffix sums to 1+2e-16)
+            return AnswerCheck(False, math.nextafter(1.0, 0.0), answer, f"verifier score {score!r} above 1: partial")
+        return AnswerCheck(score == 1.0, max(0.0, score), answer)
     if rule == "exact":
         ok = answer.strip() == ref.strip()
     elif rule == "casefold":

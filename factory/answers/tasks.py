@@ -78,15 +78,33 @@ def openrlhf_rows(tasks: list[dict], kind: str) -> list[dict]:
              "datasource": t["source"], "problem_id": t["problem_id"]} for t in tasks]
 
 
-def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[str, list[dict]] | None = None
-                 ) -> dict[str, list[dict]]:
-    """{relative file: rows} of a release's final-answer tasks in format ``fmt``, appended to the code rows
-    the same release yields (``code_files``). Formats without a final-answer form raise a FactoryError naming
-    the ones that have it."""
+def _problem_id(row: dict) -> str | None:
+    return row.get("problem_id") or (row.get("extra_info") or {}).get("problem_id")
+
+
+def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[str, list[dict]] | None = None,
+                 view: str = VIEW) -> dict[str, list[dict]]:
+    """{relative file: rows} of a release's final-answer tasks (``view``: gold.answer_tasks, or gold.r1ci_tasks
+    of the rollout path, one row per problem) in format ``fmt``, appended to the rows the release's other views
+    yield (``code_files``; a task already there is not repeated). Formats without a final-answer form raise a
+    FactoryError naming the ones that have it."""
     from factory.errors import FactoryError
 
     kind = reward_kind(manifest)
     files = {k: list(v) for k, v in (code_files or {}).items()}
+    if not tasks and not files:
+        why = ("gold.r1ci_tasks is filled by the rollout path (`factory interpreter-rollouts sample` + "
+               "`curriculum`); without rollouts, release gold.answer_tasks instead" if view == "gold.r1ci_tasks"
+               else "ingest final-answer tasks first (`factory ingest reasoning-gym --tasks ...`), then "
+                    "`factory transform`")
+        raise FactoryError(f"the release's {view} has no rows: {why}")
+    seen = {_problem_id(r) for rows in files.values() for r in rows}
+    unique = []
+    for t in tasks:
+        if t["problem_id"] not in seen:
+            seen.add(t["problem_id"])
+            unique.append(t)
+    tasks = unique
     if fmt == "verl":
         start = sum(len(v) for v in files.values())
         rows, prefix = verl_rows(tasks, kind, start), ""
@@ -99,7 +117,7 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
     else:
         hint = (" (TRL's RL set of these tasks is --format trl-grpo: prompt + ground_truth for "
                 "factory.reward.trl_reward)" if fmt == "trl" else "")
-        raise FactoryError(f"--format {fmt} has no final-answer form: the release's {VIEW} rows export as "
+        raise FactoryError(f"--format {fmt} has no final-answer form: the release's {view} rows export as "
                            f"--format verl, trl-grpo or openrlhf{hint}")
     for t, r in zip(tasks, rows):
         files.setdefault(f"{prefix}{_split(t)}.parquet", []).append(r)

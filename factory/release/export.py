@@ -150,12 +150,13 @@ def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list
 
 def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     """{relative file: rows} for a format, read from a release folder."""
-    answers = view_rows(path, manifest, "gold.answer_tasks")
-    if answers is not None:   # final-answer tasks, no rollouts needed (factory.answers.tasks), after any code rows
-        from factory.answers.tasks import export_files
-        rest = {**manifest, "views": {k: v for k, v in manifest["views"].items() if k != "gold.answer_tasks"}}
-        code = {"gold.rl_problems", "gold.recipe_problems", "gold.rm_pairs"} & set(rest["views"])
-        return export_files(fmt, answers, manifest, build_export(path, rest, fmt) if code else None)
+    for view in ("gold.answer_tasks", "gold.r1ci_tasks"):   # final-answer tasks (factory.answers.tasks), after code rows
+        answers = view_rows(path, manifest, view)
+        if answers is not None:
+            from factory.answers.tasks import export_files
+            rest = {**manifest, "views": {k: v for k, v in manifest["views"].items() if k != view}}
+            code = {"gold.rl_problems", "gold.recipe_problems", "gold.rm_pairs", "gold.r1ci_tasks"} & set(rest["views"])
+            return export_files(fmt, answers, manifest, build_export(path, rest, fmt) if code else None, view=view)
     problems = view_rows(path, manifest, "gold.rl_problems")
     if problems is None:   # a recipe's release (`factory recipe run`): the same RL rows, the recipe's tests
         problems = view_rows(path, manifest, "gold.recipe_problems")
@@ -207,12 +208,16 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise FactoryError(f"--out {out} is not empty")
-    files = {} if fmt == "hf" else {rel: rows for rel, rows in build_export(path, manifest, fmt).items() if rows}
-    if not files and fmt != "hf":
+    from factory.release.export_stream import streamable, write_streamed
+
+    streamed = fmt != "hf" and streamable(manifest, fmt)   # a batch at a time: memory bounded by one row group
+    files = {} if fmt == "hf" or streamed else {rel: rows for rel, rows in build_export(path, manifest, fmt).items()
+                                                if rows}
+    if not files and fmt != "hf" and not streamed:
         raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
     meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
             "reward": release_reward(manifest)}
-    if "gold.answer_tasks" in manifest["views"]:   # final-answer tasks: the answer reward their ground truths name
+    if {"gold.answer_tasks", "gold.r1ci_tasks"} & set(manifest["views"]):   # final-answer tasks: the answer reward their ground truths name
         from factory.answers.tasks import reward_kind
         meta["answer_reward"] = {"kind": reward_kind(manifest), "scored_by": "factory.reward.compute_score / "
                                  "trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}
@@ -221,6 +226,10 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
         if fmt == "hf":
             meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
+        if streamed:
+            meta["files"] = write_streamed(path, manifest, fmt, staging, _schema_for)
+            if not meta["files"]:
+                raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
         for rel, rows in files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -286,16 +295,20 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
     result = {"files": {}, "loader": "pyarrow"}
     for rel, n in meta["files"].items():
         want = _schema_for(fmt, rel)
-        table = pq.read_table(out / rel)
+        pf = pq.ParquetFile(out / rel)   # read a batch at a time: an export can hold GBs of tests
+        schema = pf.schema_arrow
         for field in want:
-            if field.name not in table.schema.names:
+            if field.name not in schema.names:
                 raise FactoryError(f"{rel}: column {field.name!r} missing ({fmt} format)")
-            if table.schema.field(field.name).type != field.type:
-                raise FactoryError(f"{rel}: column {field.name!r} is {table.schema.field(field.name).type}, "
+            if schema.field(field.name).type != field.type:
+                raise FactoryError(f"{rel}: column {field.name!r} is {schema.field(field.name).type}, "
                                    f"{fmt} expects {field.type}")
-        if table.num_rows != n:
-            raise FactoryError(f"{rel}: {table.num_rows} rows, export.json says {n}")
-        _check_content(fmt, rel, table)
+        if pf.metadata.num_rows != n:
+            raise FactoryError(f"{rel}: {pf.metadata.num_rows} rows, export.json says {n}")
+        start = 0
+        for batch in pf.iter_batches(batch_size=256):
+            _check_content(fmt, rel, pa.Table.from_batches([batch]), start)
+            start += batch.num_rows
         result["files"][rel] = n
     loaded = _load_with_datasets(out, meta["files"])
     if loaded is not None:
@@ -306,8 +319,9 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
     return result
 
 
-def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
-    """Format rules beyond types: JSON ground truths parse, prompts are non-empty, tests exist."""
+def _check_content(fmt: str, rel: str, table: pa.Table, start: int = 0) -> None:
+    """Format rules beyond types: JSON ground truths parse, prompts are non-empty, tests exist (``table``: rows
+    from row ``start`` of the file)."""
     col = {"verl": None, "trl-grpo": "ground_truth", "openrlhf": "label"}.get(fmt)
     if fmt == "verl":
         truths = [r["ground_truth"] for r in table.column("reward_model").to_pylist()]
@@ -315,7 +329,7 @@ def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
         truths = table.column(col).to_pylist()
     else:
         truths = []
-    for i, t in enumerate(truths):
+    for i, t in enumerate(truths, start):
         gt = json.loads(t)
         if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
             continue
@@ -326,7 +340,7 @@ def _check_content(fmt: str, rel: str, table: pa.Table) -> None:
         if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
             raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
     if fmt == "acecode":
-        for i, cases in enumerate(table.column("test_cases").to_pylist()):
+        for i, cases in enumerate(table.column("test_cases").to_pylist(), start):
             if not cases:
                 raise FactoryError(f"{rel} row {i}: no test_cases")
 
