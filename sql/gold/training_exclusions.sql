@@ -6,7 +6,8 @@
 --   duplicate     not the keeper of its duplicate cluster (silver.dedup_clusters, `factory dedup`); benchmark
 --                 sources ({{ benchmarks_label }}) are exempt: they only reach test splits,
 --                 and HumanEval next to HumanEval+ is two benchmarks, not a duplicate
---   other_task    the source is not code generation (CRUXEval: output prediction - the question is the answer)
+--   other_task    the source is not code generation (CRUXEval: output prediction - the question is the answer;
+--                 final-answer tasks such as ReasoningGym: their RL rows are gold.answer_tasks)
 --   environment   the reference cannot run here: a module it imports is missing (gold.environment_failures)
 --   forgeable     every test runs inside the candidate's own process (unittest files, BigCodeBench): the program
 --                 can forge those verdicts, and the reward leaves them out, so no test would reward it
@@ -39,7 +40,9 @@ WITH benchmarks AS (
     WHERE NOT d.is_keeper AND p.source NOT IN (SELECT source FROM benchmarks)
 ), other_task AS (
     SELECT problem_id, 'other_task' AS reason,
-           'task is ' || json_extract_string(metadata, '$.task') || ', not code generation' AS detail
+           CASE WHEN json_extract_string(metadata, '$.task') = 'answer'
+                THEN 'final-answer task (rewarded by its answer): released from gold' || '.answer_tasks'  -- split: no dependency
+                ELSE 'task is ' || json_extract_string(metadata, '$.task') || ', not code generation' END AS detail
     FROM silver.problems
     WHERE coalesce(json_extract_string(metadata, '$.task'), 'code_generation') <> 'code_generation'
 ), environment AS (
