@@ -134,27 +134,36 @@ def child_ingest(folder: str, lake: str) -> None:
                       "revision": r.revision}))
 
 
+def _ingest_peak(work: Path, name: str, n: int, chars: int) -> dict:
+    folder = work / name
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(work / f"lake-{name}", ignore_errors=True)
+    info = make_deepcoder(folder, n, seed=n, shards=1, big_chars=chars, row_group_size=1)
+    r = subprocess.run([sys.executable, __file__, "child-ingest", str(folder), str(work / f"lake-{name}")],
+                       capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr[-3000:])
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res["parquet_mb"] = info["parquet_bytes"] / 2 ** 20
+    return res
+
+
 def memory(args) -> dict:
-    """Peak RSS above baseline while ingesting problems that each carry one ``--big-mb`` test input."""
+    """Peak RSS above baseline while ingesting problems that each carry one ``--big-mb`` test input, and the same
+    for one problem whose largest input is 1 KB: (big - small) / big-mb = how many times the input is held."""
     work = Path(args.work)
-    out = {}
+    small = _ingest_peak(work, "small1", 1, 1024)
+    out = {"1_small_problem": small}
+    print(f"1 problem with a 1 KB input: peak +{small['delta_mb']:.0f} MB over {small['baseline_mb']:.0f} MB "
+          f"baseline; {small['wall_s']:.1f} s", flush=True)
     for n in args.counts:
-        folder = work / f"big{n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(work / f"lake{n}", ignore_errors=True)
-        info = make_deepcoder(folder, n, seed=n, shards=1, big_chars=int(args.big_mb * (1 << 20)),
-                              row_group_size=1)
-        r = subprocess.run([sys.executable, __file__, "child-ingest", str(folder), str(work / f"lake{n}")],
-                           capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
-        if r.returncode != 0:
-            raise RuntimeError(r.stderr[-3000:])
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        res["parquet_mb"] = info["parquet_bytes"] / 2 ** 20
+        res = _ingest_peak(work, f"big{n}", n, int(args.big_mb * (1 << 20)))
         res["copies_of_one_input"] = round(res["delta_mb"] / args.big_mb, 2)
+        res["held_x"] = round((res["delta_mb"] - small["delta_mb"]) / args.big_mb, 2)
         out[f"{n}_big_problems"] = res
         print(f"{n} problem(s) with a {args.big_mb} MB input: peak +{res['delta_mb']:.0f} MB over "
               f"{res['baseline_mb']:.0f} MB baseline = {res['copies_of_one_input']} x the input; "
-              f"{res['wall_s']:.1f} s", flush=True)
+              f"{res['held_x']} x above the 1 KB run; {res['wall_s']:.1f} s", flush=True)
     return out
 
 

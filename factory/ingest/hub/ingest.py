@@ -26,6 +26,8 @@ from factory.ingest.visibility import statement_text, visibility
 
 FLUSH_BYTES = 64 << 20   # write the buffered rows once they hold about this many bytes of text
 ELIDE_CHARS = 4096       # a bulky column's string longer than this is replaced by its digest in bronze
+PAYLOAD_COLUMNS = frozenset({"payload", "question", "starter_code", "test_preamble", "metadata", "code", "input",
+                             "expected", "raw_completion"})   # lake files carry no min/max statistics for these
 _TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
 
 
@@ -141,8 +143,10 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
             def flush():
                 for t in _TABLES:
                     if buffers[t]:
-                        counts[t] += files.write(t, pa.Table.from_pylist(buffers[t], schema=schemas[t]))
-                        buffers[t].clear()
+                        arrow = pa.Table.from_pylist(buffers[t], schema=schemas[t])
+                        buffers[t].clear()   # the rows' Python strings go before the file is written
+                        counts[t] += files.write(t, arrow)
+                        del arrow
                 buffered[0] = 0
                 stats["flushes"] += 1
 
@@ -218,6 +222,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                             "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
                             "created_at": now, "run_id": run.run_id, "language": p.language})
                         buffered[0] += len(p.code) + len(p.raw_completion or "")
+                    t = d = None   # the last test (maybe MB-sized) must not outlive its row in the buffer
                     del norm
                     if buffered[0] >= flush_bytes:
                         flush()
@@ -284,7 +289,10 @@ class _DataFiles:
         self.written.append(path)
         # no dictionary encoding: ids and MB-sized texts never repeat (building the dictionary cost ~1/4 of the
         # ingest's CPU); zstd: the lake stays below the source's size
-        pq.write_table(arrow, path, compression="zstd", use_dictionary=False)
+        # no min/max statistics on payload columns: for a 20 MB value pyarrow kept ~6 copies of it to compute
+        # them (+120 MB measured), and nothing filters on a test's text
+        stats = [c for c in arrow.column_names if c not in PAYLOAD_COLUMNS]
+        pq.write_table(arrow, path, compression="zstd", use_dictionary=False, write_statistics=stats)
         run.con.execute(f"CALL ducklake_add_data_files('{LAKE_ALIAS}', '{name}', ?, schema => '{schema}')",
                         [str(path)])
         run._count(table, "inserted", arrow.num_rows)

@@ -28,13 +28,21 @@ def iter_records(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[i
 
 
 def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
+    """Rows of a Parquet file, a row group at a time (in byte-bounded batches for large row groups).
+
+    A 20 MB value costs what the Parquet reader needs to decode it (compressed page + decoded page + Arrow column)
+    and then one Python string: ``pre_buffer=False`` + ``buffer_size`` stream a column chunk instead of caching it
+    whole; a batch's columns are converted one at a time and each Arrow column is dropped (and the Arrow pool asked
+    to return it) before the next, so Arrow and Python copies of a big value overlap only inside one column."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     except Exception as exc:   # pyarrow raises several types for corrupt files
         raise InputError(f"unreadable Parquet file ({exc})", file=str(path)) from None
     meta = pf.metadata
+    pool = pa.default_memory_pool()
     row = 0
     for rg in range(meta.num_row_groups):
         info = meta.row_group(rg)
@@ -43,10 +51,17 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
         per_row = max(1, info.total_byte_size // info.num_rows)
         batch_rows = max(1, min(4096, batch_bytes // per_row))
         try:
-            batches = pf.iter_batches(batch_size=batch_rows, row_groups=[rg], use_threads=False)
-            for batch in batches:
-                records = batch.to_pylist()
+            for batch in _batches(pf, rg, batch_rows, info.num_rows):
+                names, columns = batch.schema.names, list(batch.columns)
                 del batch
+                pool.release_unused()   # the reader's page buffers: back to the OS before Python allocates
+                values = []
+                for i in range(len(columns)):
+                    values.append(columns[i].to_pylist())
+                    columns[i] = None   # this column's Arrow buffers are freed before the next is converted
+                    pool.release_unused()
+                records = [dict(zip(names, r)) for r in zip(*values)]
+                del values
                 records.reverse()   # pop from the end: a yielded record is the only reference left
                 while records:
                     row += 1
@@ -55,3 +70,12 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
             raise InputError(f"unreadable Parquet row group {rg} ({exc})", file=str(path), line=row + 1) from None
     if row == 0:
         raise InputError("no rows", file=str(path))
+
+
+def _batches(pf, rg: int, batch_rows: int, num_rows: int):
+    """Row group ``rg`` in batches of ``batch_rows``; read whole when it fits one (its reader and buffers are gone
+    once read). Nothing here keeps a yielded batch alive."""
+    if batch_rows >= num_rows:
+        yield pf.read_row_group(rg, use_threads=False)
+        return
+    yield from pf.iter_batches(batch_size=batch_rows, row_groups=[rg], use_threads=False)
