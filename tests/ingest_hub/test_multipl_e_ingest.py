@@ -25,12 +25,20 @@ S = pa.string()
 MULTIPL_E_SCHEMA = pa.schema([("name", S), ("language", S), ("prompt", S), ("doctests", S), ("original", S),
                               ("prompt_terminology", S), ("tests", S), ("stop_tokens", pa.list_(S))])
 EXT = {"cpp": "cpp", "java": "java", "javascript": "js", "rust": "rs"}
+# MultiPL-E's Python layout (humaneval-py): the harness is a check(candidate) called at the end
+PY = {"name": "odd_squares", "language": "py", "stop_tokens": ["\ndef", "\n#", "\nif", "\nclass"],
+      "prompt": "from typing import List\n\ndef odd_squares(xs: List[int]) -> int:\n"
+                "    \"\"\"Sum of the squares of the odd numbers.\"\"\"\n",
+      "tests": "def check(candidate):\n    assert candidate([1, 2, 3]) == 10\n    assert candidate([]) == 0\n\n"
+               "def test_check():\n    check(odd_squares)\n\ntest_check()\n"}
+PY_RIGHT = "    return sum(x * x for x in xs if x % 2)\n\ndef junk(:"
+PY_WRONG = "    return sum(x * x for x in xs)\n"
 
 
 def published(lang: str, name: str = "HumanEval_900_odd_squares") -> dict:
     """A row as MultiPL-E publishes it (every field of the card; language as its file extension)."""
-    row = ROWS[lang]
-    return {"name": name, "language": EXT[lang], "prompt": row["prompt"], "doctests": "transform",
+    row = PY if lang == "python" else ROWS[lang]
+    return {"name": name, "language": row["language"], "prompt": row["prompt"], "doctests": "transform",
             "original": f"/datasets/originals-with-cleaned-doctests/{name}.py", "prompt_terminology": "reworded",
             "tests": row["tests"], "stop_tokens": list(row["stop_tokens"])}
 
@@ -107,10 +115,9 @@ def test_malformed_rows_name_file_row_and_field(tmp_path):
         convert({**published("cpp"), "language": "go"}, ctx, {})
 
 
-RUNNABLE = [lang for lang in EXT if languages.toolchain(lang) is not None]
+RUNNABLE = [lang for lang in EXT if languages.toolchain(lang) is not None] + ["python"]
 
 
-@pytest.mark.skipif(not RUNNABLE, reason="no C++/Java/Node/Rust toolchain installed")
 def test_ingest_execute_pass_rates_per_language(tmp_path):
     """The lake path end to end: the Hub layout as a folder -> `ingest multipl-e` -> `execute --samples` (a base
     model's continuation, a chat answer, a wrong program and an exit(0)-first one per language, in MultiPL-E's
@@ -118,17 +125,24 @@ def test_ingest_execute_pass_rates_per_language(tmp_path):
     t0 = time.monotonic()
     lake = init_lake(tmp_path / "lake")
     for lang in RUNNABLE:
-        fx.write_parquet(tmp_path / "MultiPL-E" / f"humaneval-{EXT[lang]}" / "test-00000-of-00001.parquet",
+        fx.write_parquet(tmp_path / "MultiPL-E" / f"humaneval-{published(lang)['language']}" / "test-00000-of-00001.parquet",
                          [published(lang)], MULTIPL_E_SCHEMA)
-    r = _cli("ingest", "hf-multipl-e", "--path", str(tmp_path / "MultiPL-E"), "--lake", str(lake))
+    r = _cli("ingest", "hf-multipl-e", "--path", str(tmp_path / "MultiPL-E"), "--lake", str(lake))   # 4 languages
     assert r.returncode == 0, r.stderr
+    r = _cli("ingest", "multipl-e", "--path", str(tmp_path / "MultiPL-E" / "humaneval-py" / "test-00000-of-00001.parquet"),
+             "--name", "multipl-e-py", "--lake", str(lake))   # one config's file: a source of its own
+    assert r.returncode == 0, r.stderr
+    assert sorted(query(lake, "SELECT source, language FROM silver.problems")) == sorted(
+        [("multipl-e", lang) for lang in RUNNABLE if lang != "python"] + [("multipl-e-py", "python")])
     samples, expect = [], {}
     for lang in RUNNABLE:
-        kinds = {"right": RIGHT[lang], "wrong": WRONG[lang], "exit0": EXIT_FIRST[lang]}
+        kinds = ({"right": PY_RIGHT, "wrong": PY_WRONG, "exit0": "    import os; os._exit(0)\n"} if lang == "python"
+                 else {"right": RIGHT[lang], "wrong": WRONG[lang], "exit0": EXIT_FIRST[lang]})
         if lang in CHAT:
             kinds["chat"] = CHAT[lang]
         for kind, text in kinds.items():
-            samples.append({"task_id": "HumanEval_900_odd_squares", "language": EXT[lang], "completion": text})
+            samples.append({"task_id": "HumanEval_900_odd_squares", "language": published(lang)["language"],
+                            "completion": text})
             expect[(lang, text)] = "fail" if kind == "wrong" else "pass"
     path = fx.write_jsonl(tmp_path / "samples.jsonl", samples)
     r = _cli("execute", "--samples", str(path), "--model", "known", "--workers", "2", "--lake", str(lake))
