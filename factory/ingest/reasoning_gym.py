@@ -7,7 +7,9 @@ verifier needs state the item does not carry is refused, naming it), and ingests
 ``reasoning-gym-<task>``: one problem per item with one test of kind ``answer`` (expected = the reference
 answer, comparison = ``reasoning_gym``); the item itself (question, answer, metadata) rides in the problem's
 metadata for the verifier. The problems' ``metadata.task`` is ``answer``, so code-generation views leave them
-out (gold.training_exclusions ``other_task``); the R1-CI stage (`factory interpreter-rollouts`) reads them.
+out (gold.training_exclusions ``other_task``); gold.answer_tasks holds them as RL rows that need no rollouts
+(`factory release create --view gold.answer_tasks`, then `factory export --format verl|trl-grpo`), and the R1-CI
+stage (`factory interpreter-rollouts`) reads them for potential and curriculum.
 """
 from __future__ import annotations
 
@@ -92,7 +94,8 @@ def convert(rec: dict, ctx: tuple[str, int], opts: dict) -> Normalized:
 
 
 def answer_ground_truth(expected: str, rule: str, metadata: dict | None, atol: float | None = None) -> dict:
-    """The reward's ground truth of a final-answer problem (factory.answers.checks format)."""
+    """The reward's ground truth of a final-answer problem (factory.answers.checks format); sql/gold/answer_tasks.sql
+    builds the same JSON (tests/release/test_r1ci_export.py compares them row by row)."""
     gt: dict = {"rule": rule, "answer": expected}
     rg = (metadata or {}).get("reasoning_gym") or {}
     if rule == "reasoning_gym":

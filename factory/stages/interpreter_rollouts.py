@@ -9,6 +9,10 @@
 - ``release``: one release per stage (``RECIPE-tasks-stageK-DATE``: the stage's gold.r1ci_tasks rows and their
   rollouts), each exported in the trainers' multi-turn formats (:func:`export_stage`).
 
+Without rollouts, the same problems reach trainers through gold.answer_tasks (`factory release create --view
+gold.answer_tasks`, `factory export --format verl|trl-grpo`: factory.answers.tasks); that view shows this stage's
+pass rate, potential and curriculum stage once ``curriculum`` ran.
+
 Generation happens outside the lake transaction; each step commits once. ``run_step(lake, action=..., ...)`` is
 the recipe pipeline's entry (recipes/r1-code-interpreter.yaml).
 """
