@@ -38,7 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from factory.ingest.hub.suites import caught_only_by, suite_rates  # noqa: E402
+from factory.ingest.hub.suites import (AUGMENTED, DEFAULT_SUITES, UNLABELLED_SUITES,  # noqa: E402
+                                       caught_only_by, suite_rates, valid_problems)
 from factory.lake import connect  # noqa: E402
 from factory.lake.commit import stage_run  # noqa: E402
 from factory.sandbox import Limits  # noqa: E402
@@ -92,45 +93,21 @@ def build_subset_lake(lake: Path, records: list[dict], work: Path, *, mutants: i
 
 def augment_both(lake: Path, step, **kw) -> dict:
     """`factory augment --public-only` (tests that kill the mutants the statement's examples miss: the factory's
-    suite for a problem that ships only its examples), then `factory augment` (the mutants the whole original
-    suite, and those tests, miss). Returns both reports; the run ids tell their tests apart."""
+    suite for a problem that ships only its examples: test class ``augment_public``), then `factory augment`
+    (the mutants the whole original suite, and those tests, miss: class ``augment``). Returns both reports."""
     public = step("augment --public-only", run_augment, lake, None, public_only=True, **kw)
     full = step("augment", run_augment, lake, None, **kw)
-    return {"public_only": public, "full": full,
-            "runs": {public["run_id"]: "augment_public", full["run_id"]: "augment"}}
+    return {"public_only": public, "full": full}
 
 
 # the suites compared: the dataset's own, and the factory's tests on top of the public ones or of all of them
-SUITES = {
-    "public": ("public",),
-    "original": ("public", "private"),
-    "public+augmented": ("public", "augment_public"),
-    "original+augmented": ("public", "private", "augment_public", "augment"),
-}
-HUB_SUITES = {
-    "public": ("public",),
-    "public+private": ("public", "private"),
-    "public+private+generated": ("public", "private", "generated"),
-    "public+augmented": ("public", "augment_public"),
-    "dataset+augmented": ("public", "private", "generated", "augment_public", "augment"),
-}
-AUGMENTED = ("augment_public", "augment")
+SUITES = UNLABELLED_SUITES
+HUB_SUITES = {**DEFAULT_SUITES, "public+augmented": UNLABELLED_SUITES["public+augmented"]}
 
 
-def valid_problems(con, source: str) -> list[str]:
-    """Problems whose reference passes every original test in this sandbox (the oracle the suites rely on)."""
-    return [r[0] for r in con.execute("""
-        SELECT t.problem_id FROM silver.tests t JOIN silver.problems p USING (problem_id)
-        JOIN silver.programs r ON r.problem_id = t.problem_id AND r.origin = 'reference'
-        LEFT JOIN gold.latest_executions e ON e.program_id = r.program_id AND e.test_id = t.test_id
-        WHERE p.source = ? AND t.origin NOT IN ('augment', 'gentests')
-        GROUP BY 1 HAVING bool_and(coalesce(e.status = 'pass', false)) ORDER BY 1""", [source]).fetchall()]
-
-
-def misses(con, source: str, problems: list[str], runs: dict) -> list[dict]:
+def misses(con, source: str, problems: list[str]) -> list[dict]:
     """Mutants the original suite accepts and augmented tests reject, with the killing test for review."""
-    found = caught_only_by(con, source, SUITES["original"], AUGMENTED, wrong=("mutant",), problems=problems,
-                           runs=runs)
+    found = caught_only_by(con, source, SUITES["original"], AUGMENTED, wrong=("mutant",), problems=problems)
     out = []
     for m in found:
         row = con.execute("""
@@ -159,14 +136,13 @@ def measure_subset(args, limits: Limits, timings: dict) -> dict:
         con = connect(lake, read_only=True)
         try:
             problems = valid_problems(con, "codecontests")
-            runs = augment["runs"]
-            rates = suite_rates(con, "codecontests", SUITES, wrong=("mutant",), problems=problems, runs=runs)
-            caught = misses(con, "codecontests", problems, runs)
+            rates = suite_rates(con, "codecontests", SUITES, wrong=("mutant",), problems=problems)
+            caught = misses(con, "codecontests", problems)
             # the factory's public+augmented suite against the dataset's private tests: what each catches alone
             only_private = caught_only_by(con, "codecontests", SUITES["public+augmented"], ("private",),
-                                          wrong=("mutant",), problems=problems, runs=runs)
+                                          wrong=("mutant",), problems=problems)
             only_aug_public = caught_only_by(con, "codecontests", SUITES["original"], ("augment_public",),
-                                             wrong=("mutant",), problems=problems, runs=runs)
+                                             wrong=("mutant",), problems=problems)
             counts = dict(zip(("problems", "mutants", "augment_tests", "problems_with_augment"), con.execute("""
                 SELECT (SELECT count(*) FROM silver.problems), (SELECT count(*) FROM silver.programs
                 WHERE origin = 'mutant' AND list_contains($p, problem_id)),
@@ -203,7 +179,7 @@ def measure_fixture(args, limits: Limits, timings: dict) -> dict:
         timings["hub fixture (all steps)"] = round(time.time() - t0, 1)
         con = connect(lake, read_only=True)
         try:
-            rates = suite_rates(con, "code_contests", HUB_SUITES, runs=augment["runs"])
+            rates = suite_rates(con, "code_contests", HUB_SUITES)
         finally:
             con.close()
     return {"suites": rates, "augment": augment}

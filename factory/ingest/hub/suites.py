@@ -4,8 +4,10 @@ A dataset that ships known-wrong programs (CodeContests' ``incorrect_solutions``
 suite be scored: **TNR** = wrong programs the suite rejects (fails at least one of its tests) / wrong programs
 judged; **TPR** = correct programs (origin ``reference``) it accepts (passes every test) / correct programs judged.
 
-A suite is a set of test *classes*. A test's class is ``augment`` / ``gentests`` for the tests the factory made
-(`factory augment`, `factory gentests`), else the subset the dataset published it in (CodeContests on the Hub:
+A suite is a set of test *classes*. A test's class is ``augment_public`` for the tests of a `factory augment
+--public-only` run (they kill what the statement's examples miss: the factory's suite for a problem shipped with
+its examples alone), ``augment`` / ``gentests`` for the factory's other tests (`factory augment`, `factory
+gentests`), else the subset the dataset published it in (CodeContests on the Hub:
 ``public``, ``private``, ``generated``), else - for a dataset that ships its tests unlabelled, like the
 CodeContests subset in ``../shared/data`` - ``public`` when ingest found it in the statement (its examples) and
 ``private`` otherwise. :data:`DEFAULT_SUITES` are the Hub layout's suites, :data:`UNLABELLED_SUITES` those of an
@@ -21,47 +23,39 @@ count; run ``factory execute --select all`` (and ``--select mutants``) first.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 DEFAULT_SUITES = {
     "public": ("public",),
     "public+private": ("public", "private"),
     "public+private+generated": ("public", "private", "generated"),
-    "dataset+augmented": ("public", "private", "generated", "augment", "gentests"),
+    "dataset+augmented": ("public", "private", "generated", "augment_public", "augment", "gentests"),
 }
 
 UNLABELLED_SUITES = {
     "public": ("public",),
     "original": ("public", "private"),
-    "public+augmented": ("public", "augment", "gentests"),
-    "original+augmented": ("public", "private", "augment", "gentests"),
+    "public+augmented": ("public", "augment_public"),
+    "original+augmented": ("public", "private", "augment_public", "augment", "gentests"),
 }
+AUGMENTED = ("augment_public", "augment", "gentests")
 
 FACTORY_ORIGINS = ("augment", "gentests")
 
-_CLASS = f"""WHEN t.origin IN {FACTORY_ORIGINS} THEN t.origin WHEN t.subset IS NOT NULL THEN t.subset
+# a test's class: the factory's own tests first (`augment --public-only` runs apart: their tests extend the examples
+# alone), then the subset the dataset published, then what ingest saw of it in the statement
+_CLASS = f"""CASE WHEN t.origin = 'augment' AND t.run_id IN (SELECT run_id FROM ops.runs WHERE stage = 'augment'
+                      AND coalesce(TRY_CAST(json_extract(config, '$.public_only') AS BOOLEAN), false))
+                  THEN 'augment_public'
+                  WHEN t.origin IN {FACTORY_ORIGINS} THEN t.origin WHEN t.subset IS NOT NULL THEN t.subset
                   WHEN t.visibility = 'public' THEN 'public' ELSE 'private' END"""
-_NAME = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
-def _test_class(runs: dict[str, str] | None) -> str:
-    """The SQL CASE giving a test's class; ``runs`` (run id -> class) names the tests one stage run wrote apart
-    (two `factory augment` runs with different settings in one lake)."""
-    whens = []
-    for run_id, cls in (runs or {}).items():
-        if not (_NAME.fullmatch(run_id) and _NAME.fullmatch(cls)):
-            raise ValueError(f"run id and class must be plain names, got {run_id!r} -> {cls!r}")
-        whens.append(f"WHEN t.run_id = '{run_id}' THEN '{cls}'")
-    return "CASE " + " ".join(whens) + " " + _CLASS
-
-
-def program_classes(con, source: str, origins=("reference", "incorrect"), problems: list[str] | None = None,
-                    runs: dict[str, str] | None = None) -> dict[str, dict]:
+def program_classes(con, source: str, origins=("reference", "incorrect"), problems: list[str] | None = None) -> dict[str, dict]:
     """Per program of the given origins: its problem, origin and, per test class, (tests, judged, passed)."""
     rows = con.execute(f"""
         WITH tc AS (
-            SELECT t.test_id, t.problem_id, {_test_class(runs)} AS cls FROM silver.tests t JOIN silver.problems p USING (problem_id)
+            SELECT t.test_id, t.problem_id, {_CLASS} AS cls FROM silver.tests t JOIN silver.problems p USING (problem_id)
             WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id))
         )
         SELECT g.program_id, g.problem_id, g.origin, tc.cls, count(*) AS n,
@@ -94,13 +88,12 @@ def verdict(program: dict, classes) -> str | None:
 
 
 def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = None,
-                wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None,
-                runs: dict[str, str] | None = None) -> list[dict]:
+                wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
     """One row per suite: tests, correct/wrong programs judged on all of them, TPR, TNR (see the module doc);
     with mutants among ``wrong``, also ``undecided`` (mutants no test of the largest suite rejects)."""
     suites = suites or DEFAULT_SUITES
-    programs = program_classes(con, source, ("reference", *wrong), problems, runs)
-    tests = _suite_tests(con, source, problems, runs)
+    programs = program_classes(con, source, ("reference", *wrong), problems)
+    tests = _suite_tests(con, source, problems)
     largest = tuple(sorted({c for classes in suites.values() for c in classes}))
     undecided = {pid for pid, p in programs.items() if p["origin"] == "mutant" and verdict(p, largest) != "reject"}
     out = []
@@ -124,19 +117,29 @@ def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = No
 
 
 def caught_only_by(con, source: str, base: tuple[str, ...], extra: tuple[str, ...],
-                   wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None,
-                   runs: dict[str, str] | None = None) -> list[dict]:
+                   wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
     """Wrong programs the ``base`` suite accepts (every test judged) and the ``extra`` test classes reject: what
     the extra tests catch that the base suite misses (e.g. a mutant the dataset's full suite passes)."""
     out = []
-    for pid, p in program_classes(con, source, wrong, problems, runs).items():
+    for pid, p in program_classes(con, source, wrong, problems).items():
         if verdict(p, base) == "accept" and verdict(p, extra) == "reject":
             out.append({"program_id": pid, "problem_id": p["problem_id"], "origin": p["origin"]})
     return out
 
 
-def _suite_tests(con, source: str, problems: list[str] | None, runs: dict[str, str] | None) -> dict[str, int]:
+def _suite_tests(con, source: str, problems: list[str] | None) -> dict[str, int]:
     return dict(con.execute(f"""
-        SELECT {_test_class(runs)} AS cls, count(*) FROM silver.tests t JOIN silver.problems p USING (problem_id)
+        SELECT {_CLASS} AS cls, count(*) FROM silver.tests t JOIN silver.problems p USING (problem_id)
         WHERE p.source = $source AND ($problems IS NULL OR list_contains($problems, t.problem_id)) GROUP BY 1""",
         {"source": source, "problems": problems}).fetchall())
+
+
+def valid_problems(con, source: str) -> list[str]:
+    """Problems whose reference passes every test the dataset shipped, in this sandbox: the oracle the suites'
+    TPR and the mutants' labels rely on."""
+    return [r[0] for r in con.execute(f"""
+        SELECT t.problem_id FROM silver.tests t JOIN silver.problems p USING (problem_id)
+        JOIN silver.programs r ON r.problem_id = t.problem_id AND r.origin = 'reference'
+        LEFT JOIN gold.latest_executions e ON e.program_id = r.program_id AND e.test_id = t.test_id
+        WHERE p.source = ? AND t.origin NOT IN {FACTORY_ORIGINS}
+        GROUP BY 1 HAVING bool_and(coalesce(e.status = 'pass', false)) ORDER BY 1""", [source]).fetchall()]
