@@ -60,6 +60,8 @@ def bon_table(samples: Iterable, ks: Sequence[int] | None = None, ties: str = "a
     Greedy samples form the ``greedy`` row only; sampled ones give ``average`` (= pass@1), ``bon`` (RM
     best-of-k) and ``oracle`` (= pass@k) rows per k. A k is reported only when every problem has ≥ k samples
     (default ks: powers of two up to that minimum, plus the minimum itself). Rows: {method, k, value, n_problems}.
+    Every row is on the same problems: when any problem has a greedy sample, only the problems with both a
+    greedy and sampled ones count (#43: the demo's greedy row covered 3 problems, the others 12).
     """
     pool: dict = defaultdict(list)
     greedy: dict = {}
@@ -69,6 +71,10 @@ def bon_table(samples: Iterable, ks: Sequence[int] | None = None, ties: str = "a
             greedy[pid] = float(bool(passed))
         else:
             pool[pid].append((float(score), float(bool(passed))))
+    if greedy and pool:
+        common = greedy.keys() & pool.keys()
+        greedy = {p: v for p, v in greedy.items() if p in common}
+        pool = {p: v for p, v in pool.items() if p in common}
     rows: list[dict] = []
     if greedy:
         rows.append({"method": "greedy", "k": 1, "value": float(np.mean(list(greedy.values()))),

@@ -79,3 +79,20 @@ def test_bon_table_rows():
     assert ("bon", 8) not in rows
     dict_rows = bon_table([{"problem_id": 0, "sample_idx": 0, "score": 1.0, "passed": True}])
     assert dict_rows[-1]["method"] == "oracle"
+
+
+def test_bon_table_puts_every_row_on_the_same_problems():
+    """#43: greedy on the 3 sampled problems, best-of-N on all 12 with candidates: every row on the 3."""
+    samples = []
+    for pid in range(12):
+        if pid < 3:
+            samples.append((pid, -1, None, pid == 0, True))   # greedy
+        for i in range(4):
+            samples.append((pid, i, float(i), i == 3 and pid >= 3, False))   # problems 3..11: the top one passes
+    rows = bon_table(samples)
+    assert {r["n_problems"] for r in rows} == {3}
+    got = {(r["method"], r["k"]): r["value"] for r in rows}
+    assert got[("greedy", 1)] == pytest.approx(1 / 3)
+    assert got[("bon", 4)] == got[("oracle", 4)] == got[("average", 1)] == 0.0   # only the 3 problems count
+    # without any greedy sample nothing is left out
+    assert {r["n_problems"] for r in bon_table([s for s in samples if not s[4]])} == {12}
