@@ -32,6 +32,10 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
         per_problem[c["problem_id"]] = per_problem.get(c["problem_id"], 0) + 1
     # best-of-N needs a choice: problems with fewer than min_candidates programs are left out
     problems = sorted(p for p, k in per_problem.items() if k >= min_candidates)
+    # every row on the same problems (bon_table): with greedy programs, only the problems that have one
+    greedy = {c["problem_id"] for c in cands if c["is_greedy"]}
+    if greedy & set(problems):
+        problems = [p for p in problems if p in greedy]
     if max_problems:
         problems = problems[:max_problems]
     keep = set(problems)
