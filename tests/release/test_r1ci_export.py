@@ -236,3 +236,41 @@ def test_rollout_path_still_fills_potential_and_curriculum(tmp_path):
         answer = json.loads(truth)["answer"]
         assert compute_score(row["data_source"], f"<<<{answer}>>>", truth) == 1.0
         assert compute_score(row["data_source"], f"<<<{_wrong(answer)}>>>", truth) == 0.0
+
+
+def test_a_release_mixing_code_problems_and_answer_tasks(shared_data, tmp_path):
+    """HumanEval (a code benchmark: test split, sandbox reward) and the answer tasks in one release: one verl
+    export holds both, and a batch mixing them is scored per item - references and right answers 1.0 on verl's
+    batch entry, TRL's and OpenRLHF's, wrong answers 0.0."""
+    from factory.stages.curate import curate
+    from factory.stages.ingest import ingest_source
+    from tests.trainer_clients import openrlhf_reward_module, verl_reward_fn
+
+    lake = init_lake(tmp_path / "lake")
+    ingest_source("humaneval", [shared_data / "humaneval"], lake=lake)
+    ingest_reasoning_gym(["count_primes"], 4, SEED, lake=lake)
+    curate(lake)
+    rel = tmp_path / "releases"
+    r = factory_cli("release", "create", "mix", "--view", "gold.rl_problems", "--view", "gold.answer_tasks",
+                    lake=lake, releases=rel)
+    assert r.returncode == 0, r.stderr
+    r = factory_cli("export", "mix", "--format", "verl", "--out", str(tmp_path / "v"), lake=lake, releases=rel)
+    assert r.returncode == 0, r.stderr
+    test = pq.read_table(tmp_path / "v" / "test.parquet").to_pylist()
+    train = pq.read_table(tmp_path / "v" / "train.parquet").to_pylist()
+    assert len(test) == 164 and {r["data_source"] for r in test} == {"humaneval"}
+    assert len(train) == 4 and {r["extra_info"]["test_format"] for r in train} == {"answer"}
+    assert sorted(r["extra_info"]["index"] for r in test + train) == list(range(168))
+    refs = dict(query(lake, "SELECT problem_id, code FROM silver.programs WHERE origin = 'reference'"))
+    code = test[:3]
+    truths = [r["reward_model"]["ground_truth"] for r in code + train]
+    right = [f"```python\n{refs[r['extra_info']['problem_id']]}\n```" for r in code] + \
+            [f"<<<{json.loads(r['reward_model']['ground_truth'])['answer']}>>>" for r in train]
+    wrong = ["```python\ndef nothing():\n    return None\n```"] * 3 + \
+            [f"<<<{_wrong(json.loads(r['reward_model']['ground_truth'])['answer'])}>>>" for r in train]
+    batch, orl = verl_reward_fn("compute_score_batch"), openrlhf_reward_module()
+    from factory.reward import trl_reward
+    for fn in (lambda a: batch(["s"] * len(a), a, truths, [{}] * len(a)),
+               lambda a: trl_reward([[{"role": "assistant", "content": x}] for x in a], truths),
+               lambda a: orl.reward_func(["P" + x for x in a], ["P"] * len(a), truths)["rewards"].tolist()):
+        assert fn(right) == [1.0] * 7 and fn(wrong) == [0.0] * 7
