@@ -2,7 +2,7 @@
 
 A stdin input is read as lines of whitespace-separated tokens. A mutant input keeps the seed's *shape* (the
 number of lines and of tokens on each line) and every token that looks like a count (a value equal to the number
-of lines or tokens that follow, to the length of the next line's word, or the ``t`` of a multi-test input), so the
+of lines or tokens that follow - on later lines or on its own line -, to the length of the next line's word, or the ``t`` of a multi-test input), so the
 size fields stay consistent with the data they describe. Operators, driven by one ``random.Random``:
 
 * an integer moves by +-1, +-2..10, doubles, halves, or jumps to the smallest / largest value the seeds show in
@@ -18,7 +18,8 @@ a -1 marker), body integers bounded by a first-line value where every
 seed's are, ``a < b`` / ``a <= b`` / ``a != b`` on two-integer lines, sorted / strictly increasing / distinct /
 permutation-of-1..n on longer lines, no self-loop / repeated edge / cycle and connectivity where the seeds' two-
 or three-integer lines read as edges have them, the same number of negative integers where every seed has
-the same (one root marked -1), and words over the seeds' alphabet. Inferred from few seeds the facts are
+the same (one root marked -1) and the same line around it where every seed's is the same ("-1 0": the
+root's parent and flag), and words over the seeds' alphabet. Inferred from few seeds the facts are
 stronger than the statement's constraints, which errs on the side of valid inputs (fewer candidates).
 Problems whose statement accepts several answers must not get tests with one expected output:
 :func:`several_answers` finds CodeContests' wording of that.
@@ -77,6 +78,8 @@ def structural(lines: list[list[str]]) -> set[tuple[int, int]]:
                 continue
             rest = n_lines - i - 1
             counts = {rest, rest + 1, rest - 1}
+            if j == 0 and len(tokens) > 1:            # "k t1 .. tk": the count of the rest of its own line
+                counts.add(len(tokens) - 1)
             for k in (i + 1, i + 2):
                 if k < n_lines:
                     counts.add(len(lines[k]))
@@ -176,6 +179,8 @@ class Contract:
         self.edge_facts: set[str] | None = None
         negatives = {_negatives(lines) for lines in seeds}
         self.negatives = negatives.pop() if len(negatives) == 1 else None   # e.g. exactly one root marked -1
+        marked = {tuple(t) for lines in seeds for t in lines if any(_is_int(x) and int(x) < 0 for x in t)}
+        self.negative_line = marked.pop() if len(marked) == 1 else None      # the root's line: always "-1 0"
         for lines in seeds:
             f = _edge_facts(lines)
             self.edge_facts = f if self.edge_facts is None else self.edge_facts & f
@@ -219,6 +224,9 @@ class Contract:
                 if not need <= _line_facts(tokens):
                     return False
         if self.negatives is not None and _negatives(lines) != self.negatives:
+            return False
+        if self.negative_line is not None and any(tuple(t) != self.negative_line for t in lines
+                                                  if any(_is_int(x) and int(x) < 0 for x in t)):
             return False
         if self.edge_facts and not self.edge_facts <= _edge_facts(lines):
             return False
