@@ -133,6 +133,37 @@ def test_trl_grpo_export_is_scored_by_trl_reward_as_grpotrainer_calls_it(exporte
     assert trl_reward([f"<<<{a}>>>" for a in answers], cols["ground_truth"]) == [1.0] * n
 
 
+def test_grpotrainer_trains_one_step_on_the_trl_export(exported, tmp_path):
+    """TRL's GRPOTrainer itself reads the trl-grpo export and calls factory.reward.trl_reward with its columns: a
+    tiny random policy writes no <<<answer>>> (reward 0.0); the same call with the right answers pays 1.0."""
+    import datasets
+    from trl import GRPOConfig, GRPOTrainer
+
+    from factory.generation.tiny import build_tiny_model, build_tiny_tokenizer
+    from factory.reward import trl_reward
+
+    calls = []
+
+    def reward(**kw):     # the trainer's own call, recorded, then scored by the factory's reward
+        calls.append(kw)
+        return trl_reward(**kw)
+
+    policy, tok = build_tiny_model(build_tiny_tokenizer())
+    ds = datasets.load_dataset("parquet", data_files=str(exported["trl-grpo"] / "train.parquet"), split="train",
+                               cache_dir=str(tmp_path / "hf")).select(range(2))
+    trainer = GRPOTrainer(model=policy, processing_class=tok, reward_funcs=[reward], train_dataset=ds,
+                          args=GRPOConfig(output_dir=str(tmp_path / "grpo"), max_steps=1, per_device_train_batch_size=2,
+                                          num_generations=2, max_completion_length=16, report_to=[], use_cpu=True,
+                                          logging_steps=1, save_strategy="no"))
+    assert trainer.train().global_step == 1
+    logged = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    assert logged == [0.0]
+    kw = calls[0]
+    assert set(ds.column_names) - {"prompt"} <= set(kw) and set(kw["ground_truth"]) <= set(ds["ground_truth"])
+    right = [[{"role": "assistant", "content": f"<<<{json.loads(t)['answer']}>>>"}] for t in kw["ground_truth"]]
+    assert trl_reward(**{**kw, "completions": right}) == [1.0] * len(right)
+
+
 def test_prompts_never_hold_the_answer(exported):
     """Principle 8: the prompt is the answer-format instruction and the generator's own question - nothing of the
     ground truth (answer, generated item, its metadata) is added."""
