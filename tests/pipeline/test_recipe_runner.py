@@ -50,11 +50,10 @@ def test_the_recipe_modules_import_no_circle():
     assert not circles, f"import circle among {circles}: {graph}"
 
 
-def test_an_unloadable_model_gets_one_factory_line_naming_the_ways_out(monkeypatch):
+def test_an_unloadable_model_gets_one_factory_line_naming_the_ways_out(hf_offline):
     pytest.importorskip("transformers")
     from factory.generation import make_backend
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")   # offline, as on a machine without network
     with pytest.raises(FactoryError) as err:
         make_backend("transformers", MODEL)
     text = str(err.value)
@@ -92,8 +91,8 @@ def lake_with_user_samples(tmp_path_factory, shared_data):
 SETTINGS = {"strong_model": MODEL, "sample_limit": N_PROBLEMS}
 
 
-def test_a_sample_step_with_enough_samples_in_the_lake_is_current(lake_with_user_samples, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")   # loading MODEL would fail fast: the step must not try
+def test_a_sample_step_with_enough_samples_in_the_lake_is_current(lake_with_user_samples, hf_offline):
+    # offline: loading MODEL would fail fast, and the step must not try
     env = lake_with_user_samples
     out = run_recipe("klear", lake=env["lake"], releases_dir=env["base"] / "releases",
                      export_dir=env["base"] / "exports", date="20260101",
@@ -115,8 +114,7 @@ def test_a_sample_step_with_enough_samples_in_the_lake_is_current(lake_with_user
     assert q(env["lake"], "SELECT count(*) FROM gold.model_pass_rates WHERE model = ?", [MODEL])[0][0] >= 1
 
 
-def test_a_sample_step_short_of_samples_names_the_ways_out(lake_with_user_samples, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_a_sample_step_short_of_samples_names_the_ways_out(lake_with_user_samples, hf_offline):
     env = lake_with_user_samples
     with pytest.raises(FactoryError, match=r"cannot load model .*Ways out: bring its samples") as err:
         run_recipe("klear", lake=env["lake"], releases_dir=env["base"] / "releases",
