@@ -382,12 +382,11 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     if raw.get("out_total", 0) > len(stdout_b) + len(raw.get("stderr", b"")):
         v.status, v.error_type = "output_limit", "OutputLimit"
         return v
-    actual = stdout_b.decode("utf-8", "replace")
     if spec.expected is None:
-        v.status, v.actual = "no_expected", actual
+        v.status, v.actual = "no_expected", stdout_b.decode("utf-8", "replace")
         return v
-    if spec.checker:
-        v.status, v.actual = PENDING, actual   # decided by the problem's checker (pool: .checker)
+    if spec.checker:   # decided by the problem's checker (pool: .checker)
+        v.status, v.actual = PENDING, stdout_b.decode("utf-8", "replace")
         return v
     good = stdio_equal(stdout_b, spec.expected, spec.comparison, spec.atol, spec.rtol)   # the bytes written
     v.status = "pass" if good else "fail"

@@ -16,14 +16,25 @@ import struct
 _HDR = struct.Struct("!I")
 
 
-def read_exact(fd: int, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
+def read_exact(fd: int, n: int) -> bytes | bytearray | None:
+    """Exactly ``n`` bytes from ``fd`` (None at EOF before them). A frame a pipe delivers in pieces is read into
+    one buffer of its final size (``readv``): no ``n``-byte allocation per piece, no joining copy at the end."""
+    first = os.read(fd, n)
+    if len(first) == n:
+        return first
+    if not first:
+        return None
+    buf = bytearray(n)
+    view = memoryview(buf)
+    view[:len(first)] = first
+    got = len(first)
+    del first
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if not k:
             return None
-        buf += chunk
-    return bytes(buf)
+        got += k
+    return buf
 
 
 def recv(fd: int):
