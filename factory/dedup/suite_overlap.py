@@ -40,20 +40,78 @@ class TestOverlapParams:
         return asdict(self)
 
 
-def problem_keys(tests, with_inputs: bool = False) -> set[str]:
+def problem_keys(tests, with_inputs: bool = False, info: dict | None = None) -> set[str]:
     """Fingerprints of a problem's tests (rows of kind, code, input, expected) that carry an expected value.
     Input-only keys (a test whose expected value is not known yet) are dropped: inputs alone link unrelated
     tasks. ``with_inputs`` keeps them (and adds an input-only key per input-output key) for measurements of
-    that old rule only."""
+    that old rule only. ``info`` (a dict): keys longer than :data:`LONG_KEY` characters (a test with an MB-sized
+    input) are replaced by a digest key (:func:`compact_key`) and what the overlap needs of them goes into
+    ``info``, so a caller can hold the keys of a whole corpus."""
     keys = set()
     for kind, code, inp, expected in tests:
-        for key in fingerprints(kind, code, inp, expected):
-            if key.startswith("in:") and not with_inputs:
-                continue
-            keys.add(key)
-            if with_inputs and key.startswith("io:"):
-                keys.add("in:" + key[3:].split("=>", 1)[0])
+        keys |= test_keys(kind, code, inp, expected, with_inputs, info)
     return keys
+
+
+def test_keys(kind, code, inp, expected, with_inputs: bool = False, info: dict | None = None) -> set[str]:
+    """The keys of one test (see :func:`problem_keys`)."""
+    keys = set()
+    for key in fingerprints(kind, code, inp, expected):
+        if key.startswith("in:") and not with_inputs:
+            continue
+        keys.add(compact_key(key, info) if info is not None else key)
+        if with_inputs and key.startswith("io:"):
+            extra = "in:" + key[3:].split("=>", 1)[0]
+            keys.add(compact_key(extra, info) if info is not None else extra)
+    return keys
+
+
+LONG_KEY = 512   # characters: a longer key is kept as its sha256 (a test with a large input or output)
+
+
+def compact_key(key: str, info: dict) -> str:
+    """``key`` itself when short, else ``<kind>:#<sha256>`` (never a real key: their bodies start with ``[``),
+    with its weight, test identity, example and display text recorded in ``info``. Equal keys give equal
+    compact keys, so overlap counts are the same as on the full keys."""
+    if len(key) <= LONG_KEY:
+        return key
+    import hashlib
+
+    short = key.split(":", 1)[0] + ":#" + hashlib.sha256(key.encode()).hexdigest()
+    if short not in info:
+        info[short] = (_weight(key), _test_id(key), key[:300], _show(key), key_tails(key))
+    return short
+
+
+TAIL = 64   # characters of a key's end kept to recognise its expected output
+
+
+def key_tails(key: str) -> tuple[str, ...]:
+    """What a key may end with: each ``=>...`` suffix up to :data:`TAIL` characters, and its last TAIL characters.
+    A test whose key ends ``=>`` + its output is a candidate for ``key`` only when ``output_tail(output)`` is
+    among these (a stdio test's output is known before its input is normalised)."""
+    end = key[-TAIL:]
+    out = [end]
+    i = end.find("=>")
+    while i != -1:
+        out.append(end[i:])
+        i = end.find("=>", i + 1)
+    return tuple(out)
+
+
+def output_tail(output: str) -> str:
+    """The end of every key of a test with this (normalised) expected output (see :func:`key_tails`)."""
+    return ("=>" + output)[-TAIL:]
+
+
+def _test_id(key: str) -> tuple:
+    """:func:`_test_of`, as a digest when long (the same rule for every key, so equal tests stay equal)."""
+    test = _test_of(key)
+    if sum(map(len, test)) <= LONG_KEY:
+        return test
+    import hashlib
+
+    return ("#", hashlib.sha256(json.dumps(test).encode()).hexdigest())
 
 
 def _weight(key: str) -> int:
@@ -72,12 +130,16 @@ def _test_of(key: str) -> tuple:
 
 def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, str], set],
                         params: TestOverlapParams = TestOverlapParams(),
-                        families: dict[str, str] | None = None) -> list[dict]:
+                        families: dict[str, str] | None = None, info: dict | None = None) -> list[dict]:
     """One row per (problem, benchmark item) that share an informative test: problem_id, benchmark,
     benchmark_id, matched (shared informative tests), example (the longest shared key), reason (a sentence).
     ``families`` maps problem ids and benchmark ids to a task lineage (missing: the id itself) for the corpus
-    document frequency of a test (``max_family_df``)."""
+    document frequency of a test (``max_family_df``). ``info``: what :func:`compact_key` recorded for the
+    digest keys among them."""
     families = families or {}
+    info = info or {}
+    weight = lambda k: info[k][0] if k in info else _weight(k)
+    test_of = lambda k: info[k][1] if k in info else _test_id(k)
     holders: dict[str, set] = defaultdict(set)
     index: dict[str, set] = defaultdict(set)
     for item, keys in benchmarks.items():
@@ -88,7 +150,7 @@ def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, st
         for key in keys:
             if key in index:
                 holders[key].add(families.get(pid) or pid)
-    index = {k: v for k, v in index.items() if len(v) <= params.max_key_df and _weight(k) >= params.min_test_chars
+    index = {k: v for k, v in index.items() if len(v) <= params.max_key_df and weight(k) >= params.min_test_chars
              and len(holders[k]) <= params.max_family_df and (params.first_argument or not k.startswith("io1:"))}
     rows = []
     for pid, keys in problems.items():
@@ -97,14 +159,15 @@ def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, st
             for item in index.get(key, ()):
                 hits[item].append(key)
         for item, shared in hits.items():
-            tests = {_test_of(k) for k in shared}   # one test shares its io and io1 keys: counted once
-            best = max(shared, key=_weight)
-            if len(tests) >= params.min_shared or _weight(best) >= params.min_chars:
+            tests = {test_of(k) for k in shared}   # one test shares its io and io1 keys: counted once
+            best = max(shared, key=weight)
+            if len(tests) >= params.min_shared or weight(best) >= params.min_chars:
+                example, shown = (info[best][2], info[best][3]) if best in info else (best[:300], _show(best))
                 rows.append({"problem_id": pid, "benchmark": item[0], "benchmark_id": item[1],
-                             "matched": len(tests), "example": best[:300],
+                             "matched": len(tests), "example": example,
                              "reason": f"shares {len(tests)} test(s), input and expected value, with the benchmark "
                                        f"item (informative: >= {params.min_test_chars} characters, held by <= "
-                                       f"{params.max_family_df} tasks), e.g. {_show(best)}"})
+                                       f"{params.max_family_df} tasks), e.g. {shown}"})
     return rows
 
 

@@ -48,35 +48,85 @@ def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec,
     return f"SELECT {cols} FROM {spec.name}{filtered} ORDER BY {order}", columns
 
 
+ROW_GROUP_BYTES = 64 << 20   # ... and at most this many bytes of values (a row group of MB-sized rows is one read)
+READ_ROWS = 1_024            # rows per Arrow batch read from DuckDB
+
+
+def _row_bytes(batch: pa.RecordBatch):
+    """Bytes of each row's string / binary values (what makes a row large; other columns are a few bytes)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    total = np.zeros(batch.num_rows, dtype=np.int64)
+    for column in batch.columns:
+        t = column.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            total += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            total += 8
+    return total
+
+
 def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,
                  prefix: str = "part") -> list[dict]:
     """Stream a query into PREFIX-00000.parquet, ... of at most shard_rows rows each (always >= 1 file).
 
-    Chunks are combined before writing so row-group boundaries depend only on the data, never on how
-    DuckDB batched the result: the same rows give byte-identical files.
+    Row groups hold :data:`ROW_GROUP_ROWS` rows, fewer where their values pass :data:`ROW_GROUP_BYTES`: their
+    boundaries depend only on the data, never on how DuckDB batched the result, so the same rows give
+    byte-identical files; each row group is written as soon as it is complete (one ParquetWriter per shard), so
+    memory holds one row group and one read batch, whatever the view's size.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    reader = con.execute(sql).to_arrow_reader(min(shard_rows, 10_000))
+    reader = con.execute(sql).to_arrow_reader(min(shard_rows, READ_ROWS))
+    schema = reader.schema
     files: list[dict] = []
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
+    state = {"writer": None, "rows": 0}
+    group: list[pa.RecordBatch] = []
+    group_rows = group_bytes = 0
 
-    def flush(table: pa.Table) -> None:
-        path = out_dir / f"{prefix}-{len(files):05d}.parquet"
-        pq.write_table(table.combine_chunks(), path, compression="zstd", row_group_size=ROW_GROUP_ROWS,
+    def write_group() -> None:
+        nonlocal group, group_rows, group_bytes
+        if not group_rows:
+            return
+        if state["writer"] is None:
+            path = out_dir / f"{prefix}-{len(files):05d}.parquet"
+            state["writer"] = pq.ParquetWriter(path, schema, compression="zstd", write_statistics=True)
+            files.append({"path": path, "rows": 0})
+        table = pa.Table.from_batches(group, schema=schema).combine_chunks()
+        state["writer"].write_table(table, row_group_size=ROW_GROUP_ROWS)
+        files[-1]["rows"] += table.num_rows
+        group, group_rows, group_bytes = [], 0, 0
+        if files[-1]["rows"] >= shard_rows:
+            state["writer"].close()
+            state["writer"] = None
+
+    try:
+        for batch in reader:
+            sizes = _row_bytes(batch)
+            start = 0
+            for i in range(batch.num_rows):
+                shard_left = shard_rows - (files[-1]["rows"] if state["writer"] is not None else 0)
+                full = group_rows + (i - start) >= min(ROW_GROUP_ROWS, shard_left)
+                heavy = group_bytes > 0 and group_bytes + int(sizes[i]) > ROW_GROUP_BYTES
+                if full or heavy:
+                    if i > start:
+                        group.append(batch.slice(start, i - start))
+                        group_rows += i - start
+                    start = i
+                    write_group()
+                group_bytes += int(sizes[i])
+            if batch.num_rows > start:
+                group.append(batch.slice(start))
+                group_rows += batch.num_rows - start
+        write_group()
+    finally:
+        if state["writer"] is not None:
+            state["writer"].close()
+    if not files:   # an empty view: one file with its schema
+        path = out_dir / f"{prefix}-00000.parquet"
+        pq.write_table(schema.empty_table(), path, compression="zstd", row_group_size=ROW_GROUP_ROWS,
                        write_statistics=True)
-        files.append({"path": path, "rows": table.num_rows})
-
-    for batch in reader:
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        while pending_rows >= shard_rows:
-            table = pa.Table.from_batches(pending, schema=reader.schema)
-            flush(table.slice(0, shard_rows))
-            rest = table.slice(shard_rows)
-            pending, pending_rows = rest.to_batches(), rest.num_rows
-    if pending_rows or not files:
-        flush(pa.Table.from_batches(pending, schema=reader.schema))
+        files.append({"path": path, "rows": 0})
     return files
 
 

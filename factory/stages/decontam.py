@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from factory.dedup.suite_overlap import TestOverlapParams, lineage_overlap, problem_keys, shared_test_overlap
+from factory.dedup.suite_overlap import TestOverlapParams, lineage_overlap, key_tails, output_tail, shared_test_overlap, test_keys
 from factory.errors import FactoryError
 from factory.lake.templating import DEFAULT_BENCHMARKS
 
@@ -53,6 +53,8 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
               "test_params": test_params.as_dict()}
     with stage_run("decontam", config, lake=lake) as run:
         con = run.con
+        # DuckDB would otherwise keep every Parquet file it reads (the tests: GBs) cached in its buffer pool
+        con.execute("SET enable_external_file_cache = false")
         present = {r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()}
         used = [b for b in benchmarks if b in present]
         if not used:
@@ -160,25 +162,73 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
                                  {(src, pid): lin for pid, (src, lin, _) in targets.items() if lin}):
             rows.append(_row(r, "lineage"))
     if "test" in methods:
-        tests: dict[str, list] = {}
-        # EvalPlus' generated `plus` inputs are never another dataset's tests: their base inputs are enough
-        for pid, kind, code, inp, expected in con.execute(
-                "SELECT problem_id, kind, code, input, expected FROM silver.tests "
-                "WHERE coalesce(subset, '') <> 'plus' ORDER BY problem_id, ordinal").fetchall():
-            tests.setdefault(pid, []).append((kind, code, inp, expected))
+        info: dict = {}   # the digest keys of long tests (MB-sized inputs): keys, never the test text, are kept
+        bench_of = {pid: src for pid, (src, _, _) in targets.items()}
+        bench_tests = _stream_keys(con, bench_of, info)
         bench_keys = {}
         for pid, (src, _, assertion) in targets.items():
-            extra = [("assert", assertion, None, None)] if assertion else []   # MBPP+ keeps MBPP's asserts
-            keys = problem_keys(tests.get(pid, []) + extra, with_inputs=False)
+            keys = bench_tests.pop(pid, set())
+            if assertion:   # MBPP+ keeps MBPP's asserts
+                keys |= test_keys("assert", assertion, None, None, info=info)
             if keys:
                 bench_keys[(src, pid)] = keys
-        problem_k = {pid: problem_keys(tests.get(pid, [])) for pid in checked}
+        # a checked problem's key matters only when a benchmark item has it: only those are kept
+        wanted = set().union(*bench_keys.values()) if bench_keys else set()
+        problem_k = _stream_keys(con, checked, info, wanted) if wanted else {}
         families = {pid: lin for pid, lin in checked.items() if lin}
         families.update({pid: lin for pid, (_, lin, _) in targets.items() if lin})
-        for r in shared_test_overlap({p: k for p, k in problem_k.items() if k}, bench_keys, test_params,
-                                     families):
+        for r in shared_test_overlap({p: problem_k[p] for p in checked if problem_k.get(p)}, bench_keys,
+                                     test_params, families, info):
             rows.append(_row(r, "test"))
     return rows
+
+
+STREAM_ROWS = 256   # tests per Arrow batch read from silver.tests (MB-sized inputs: a batch stays small)
+NOT_PLUS = "coalesce(subset, '') <> 'plus'"   # EvalPlus' generated inputs are never another dataset's tests
+
+
+def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> dict[str, set]:
+    """Test keys per problem of ``problems`` (ids), reading silver.tests in Arrow batches (test text held a batch
+    at a time, never the whole table). ``wanted``: keep only these keys, and read a stdin/stdout test's input
+    only when its keys (``...=>`` + its normalised expected output) can end like one of them: a first pass
+    reads ids, kinds and expected outputs only; the second reads the whole rows of the candidates."""
+    import pyarrow as pa
+
+    from factory.ingest.visibility import normalise
+
+    ids = pa.table({"problem_id": pa.array(list(problems), pa.string())})
+    con.register("_decontam_ids", ids)
+    try:
+        if wanted is not None:   # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
+            tails = set()
+            for key in wanted:
+                tails.update(info[key][4] if key in info else key_tails(key))
+            candidates = []
+            reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN _decontam_ids "
+                                 f"USING (problem_id) WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS * 16)
+            for batch in reader:
+                for tid, kind, expected in zip(*(batch.column(i).to_pylist() for i in range(3))):
+                    if kind != "stdio" or (expected is not None and output_tail(normalise(expected)) in tails):
+                        candidates.append(tid)
+            con.unregister("_decontam_ids")
+            ids = pa.table({"test_id": pa.array(candidates, pa.string())})
+            con.register("_decontam_ids", ids)
+            rows = f"SEMI JOIN _decontam_ids USING (test_id)"
+        else:
+            rows = f"SEMI JOIN _decontam_ids USING (problem_id)"
+        keys: dict[str, set] = {}
+        reader = con.execute(f"SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t {rows} "
+                             f"WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS)
+        for batch in reader:
+            for pid, kind, code, inp, expected in zip(*(batch.column(i).to_pylist() for i in range(5))):
+                got = test_keys(kind, code, inp, expected, info=info)
+                if wanted is not None:
+                    got &= wanted
+                if got:
+                    keys.setdefault(pid, set()).update(got)
+        return keys
+    finally:
+        con.unregister("_decontam_ids")
 
 
 AUDIT_DIR = "audit/decontam"
