@@ -269,6 +269,7 @@ def test_rollout_path_still_fills_potential_and_curriculum(tmp_path):
         assert compute_score(row["data_source"], f"<<<{_wrong(answer)}>>>", truth) == 0.0
 
 
+@pytest.mark.slow   # 38 s at load 15 on 2 cores (curate of HumanEval); the CI's slow step runs it
 def test_a_release_mixing_code_problems_and_answer_tasks(shared_data, tmp_path):
     """HumanEval (a code benchmark: test split, sandbox reward) and the answer tasks in one release: one verl
     export holds both, and a batch mixing them is scored per item - references and right answers 1.0 on verl's
