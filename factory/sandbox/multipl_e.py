@@ -1,4 +1,4 @@
-"""Function-level problems in C++, Java, JavaScript and Rust in MultiPL-E's published layout (``name``,
+"""Function-level problems in C++, Java, JavaScript, Rust (and Python) in MultiPL-E's published layout (``name``,
 ``language``, ``prompt``, ``tests``, ``stop_tokens``; also HumanEval-X-style rows): the candidate's code and the
 problem's test harness are compiled and run as one program (:class:`~.types.TestSpec` kind ``harness``), which
 passes when it exits 0.
@@ -10,6 +10,10 @@ the tests, which open by closing it) and followed by the tests. Integrity: the h
 process, so its verdict channel (the exit status) is in the program's reach (``exit(0)`` before the asserts
 passes); every harness verdict is ``judged_in_process`` and rewards leave it out unless asked
 (``exclude_in_process=False``), like in-process ``unittest`` verdicts.
+
+One construction serves every path: :func:`candidate` for a ground truth (:func:`harness_row`: /submit, /v1/judge,
+``factory.reward``) and :func:`sample_code` for ``execute --samples`` on problems ``ingest multipl-e`` wrote
+(:func:`lake_rows`).
 """
 from __future__ import annotations
 
