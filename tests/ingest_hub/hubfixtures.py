@@ -220,6 +220,53 @@ def lcb_rows() -> list[dict]:
     ]
 
 
+# open-r1/codeforces: the card's dataset_info features, in its order (configs default = data/, verifiable =
+# verifiable/); verifiable-prompts/ adds language + prompt (open-r1's cf_code_reward reads kwargs["language"])
+CF_CASES = pa.list_(pa.struct([("input", S), ("output", S)]))
+CODEFORCES_SCHEMA = pa.schema([
+    ("id", S), ("aliases", pa.list_(S)), ("contest_id", S), ("contest_name", S), ("contest_type", S),
+    ("contest_start", pa.int64()), ("contest_start_year", pa.int64()), ("index", S), ("time_limit", pa.float64()),
+    ("memory_limit", pa.float64()), ("title", S), ("description", S), ("input_format", S), ("output_format", S),
+    ("interaction_format", S), ("note", S), ("examples", CF_CASES), ("editorial", S), ("rating", pa.int64()),
+    ("tags", pa.list_(S)), ("testset_size", pa.int64()), ("official_tests", CF_CASES),
+    ("official_tests_complete", pa.bool_()), ("input_mode", S), ("generated_checker", S), ("executable", pa.bool_()),
+    ("generated_tests", pa.int64()),
+])
+CODEFORCES_PROMPTS_SCHEMA = pa.schema(list(CODEFORCES_SCHEMA) + [pa.field("language", S), pa.field("prompt", S)])
+CF_CHECKER = ("def check(input, expected, actual):\n"
+              "    a, b = map(int, actual.split())\n"
+              "    return a + b == int(input) and a > 0 and b > 0\n")
+
+
+def codeforces_rows() -> list[dict]:
+    base = {"aliases": None, "contest_name": "Codeforces Round 1", "contest_type": "CF", "contest_start": 1266580800,
+            "contest_start_year": 2010, "time_limit": 2.0, "memory_limit": 256.0, "interaction_format": None,
+            "note": None, "editorial": "Read both numbers and print their sum.", "tags": ["math"],
+            "official_tests_complete": True, "input_mode": "stdio", "generated_checker": None, "executable": True,
+            "generated_tests": 0}
+    return [
+        {**base, "id": "1/A", "contest_id": "1", "index": "A", "title": "Sum", "rating": 800, "testset_size": 3,
+         "description": "Given two integers a and b, print a+b.", "input_format": "Two integers a and b.",
+         "output_format": "Their sum.", "examples": [{"input": "1 2\n", "output": "3\n"}],
+         # Codeforces' official tests start with the examples
+         "official_tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "10 20\n", "output": "30\n"},
+                            {"input": "-5 5\n", "output": "0\n"}], "generated_tests": 12},
+        {**base, "id": "1/B", "contest_id": "1", "index": "B", "title": "Split", "rating": 1200, "testset_size": 40,
+         "description": "Print two positive integers whose sum is n.", "input_format": "One integer n (n >= 2).",
+         "output_format": "Two positive integers.", "examples": [{"input": "3\n", "output": "1 2\n"}],
+         "official_tests": [], "official_tests_complete": False, "generated_checker": CF_CHECKER,
+         "note": "Any valid answer is accepted."},
+        {**base, "id": "1/C", "contest_id": "1", "index": "C", "title": "Guess", "rating": 1500, "testset_size": 5,
+         "description": "Guess the hidden number.", "input_format": "", "output_format": "",
+         "interaction_format": "Print queries '? x'; the jury answers < or >.", "examples": [],
+         "official_tests": [{"input": "7\n", "output": "\n"}], "executable": False},
+        {**base, "id": "1/D", "contest_id": "1", "index": "D", "title": "Files", "rating": 1000, "testset_size": 1,
+         "description": "Read n from input.txt, write 2n to output.txt.", "input_format": "n", "output_format": "2n",
+         "examples": [{"input": "2\n", "output": "4\n"}], "official_tests": [{"input": "2\n", "output": "4\n"}],
+         "input_mode": "file"},
+    ]
+
+
 # -- a huggingface_hub cache ------------------------------------------------------------------------------
 def write_hub_cache(cache: Path, repo_id: str, files: dict[str, Path], commit: str | None = None,
                     branch: str = "main") -> str:

@@ -288,3 +288,56 @@ def test_release_card_names_the_revision(tmp_path, cc_cache, monkeypatch):
     assert manifest["source_revisions"] == {"code_contests": [commit]}
     card = (tmp_path / "rel" / "cc" / "README.md").read_text()
     assert "## Hub revisions" in card and f"| code_contests | `{commit}` |" in card
+
+
+def test_codeforces_configs_and_skipped_problems(tmp_path, monkeypatch):
+    """open-r1/codeforces in its published layout: data/{train,test}-*.parquet (config default) and
+    verifiable-prompts/ (one row per problem and prompt language)."""
+    rows = fx.codeforces_rows()
+    later = {**rows[0], "id": "2/A", "contest_id": "2", "title": "Sum again"}
+    prompts = [{**rows[0], "language": lang, "prompt": f"Solve it in {lang}."} for lang in ("python", "cpp")]
+    files = {"data/train-00000-of-00001.parquet": fx.write_parquet(tmp_path / "s/train.parquet", rows,
+                                                                   fx.CODEFORCES_SCHEMA),
+             "data/test-00000-of-00001.parquet": fx.write_parquet(tmp_path / "s/test.parquet", [later],
+                                                                  fx.CODEFORCES_SCHEMA),
+             "verifiable-prompts/train-00000-of-00001.parquet": fx.write_parquet(
+                 tmp_path / "s/prompts.parquet", prompts, fx.CODEFORCES_PROMPTS_SCHEMA)}
+    lake, commit, r = _ingest(tmp_path, "hf-codeforces", "open-r1/codeforces", files, monkeypatch=monkeypatch)
+    assert (r.source, r.problems, r.tests, r.revision) == ("codeforces", 3, 3 + 1 + 3, commit)
+    assert r.records_skipped == {"interactive problem (interaction_format): no stdin/stdout test can judge it": 1,
+                                 "input_mode file: the program reads/writes files, not stdin/stdout": 1}
+    # the examples are Codeforces' first official tests: stored once, public (they are in the statement)
+    assert query(lake, "SELECT t.input, t.expected, t.subset, t.visibility, t.comparison FROM silver.tests t JOIN "
+                       "silver.problems p USING (problem_id) WHERE p.source_id = '1/A' ORDER BY t.ordinal") == [
+        ("1 2\n", "3\n", "official", "public", "token"), ("10 20\n", "30\n", "official", "hidden", "token"),
+        ("-5 5\n", "0\n", "official", "hidden", "token")]
+    assert _tests(lake, "1/B") == [("1/B", "stdio", "3\n", "1 2\n", "examples")]   # no official tests: the example
+    got = {sid: (split, diff, json.loads(meta)) for sid, split, diff, meta in query(
+        lake, "SELECT source_id, split, difficulty_label, metadata FROM silver.problems")}
+    assert {sid: (split, diff) for sid, (split, diff, _) in got.items()} == {
+        "1/A": ("train", "800"), "1/B": ("train", "1200"), "2/A": ("test", "800")}
+    meta = got["1/B"][2]
+    assert meta["needs_checker"] is True and meta["generated_checker"] == fx.CF_CHECKER
+    assert (meta["time_limit_s"], meta["memory_limit_mb"], meta["official_tests_complete"]) == (2.0, 256.0, False)
+    assert got["1/A"][2]["generated_tests"] == 12 and got["1/A"][2]["tags"] == ["math"]
+    question = query(lake, "SELECT question FROM silver.problems WHERE source_id = '1/A'")[0][0]
+    assert question.startswith("Sum\n\nGiven two integers") and "Input\nTwo integers a and b." in question
+    assert query(lake, "SELECT count(*), count(DISTINCT source_revision) FROM bronze.raw_records") == [(5, 1)]
+
+    from factory.stages.ingest import ingest_source
+    r = ingest_source("hf-codeforces", ["hf://datasets/open-r1/codeforces/verifiable-prompts"], lake=lake)
+    assert (r.source, r.problems, r.duplicates) == ("codeforces-verifiable-prompts", 1, 1)   # python + cpp rows
+    meta = json.loads(query(lake, "SELECT metadata FROM silver.problems WHERE source = "
+                                  "'codeforces-verifiable-prompts'")[0][0])
+    assert (meta["prompt_language"], meta["config"]) == ("python", "verifiable-prompts")
+
+
+def test_codeforces_malformed_tests_name_file_row_field(tmp_path, monkeypatch):
+    rows = fx.codeforces_rows()[:1]
+    rows[0]["official_tests"] = [{"input": "1 2\n", "output": "3\n"}, {"input": "4 5\n", "output": None}]
+    files = {"data/train-00000-of-00001.parquet": fx.write_parquet(tmp_path / "s/bad.parquet", rows,
+                                                                   fx.CODEFORCES_SCHEMA)}
+    with pytest.raises(InputError) as err:
+        _ingest(tmp_path, "hf-codeforces", "open-r1/codeforces", files, monkeypatch=monkeypatch)
+    msg = str(err.value)
+    assert "official_tests[1]" in msg and "train-00000-of-00001.parquet" in msg and "official_tests" in msg

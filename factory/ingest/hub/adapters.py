@@ -479,3 +479,83 @@ def livecodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         metadata={"title": rec.get("question_title"), "platform": rec.get("platform"),
                   "contest_id": rec.get("contest_id"), "contest_date": rec.get("contest_date")},
     )
+
+
+# -- open-r1/codeforces -----------------------------------------------------------------------------------
+def _cf_statement(rec: dict) -> str:
+    """The statement as Codeforces shows it: description, input / output (/ interaction) format, the examples
+    and the note. The examples are in it, so they are the public tests (factory.ingest.visibility finds them)."""
+    parts = [rec.get("title") or "", rec.get("description") or ""]
+    for key, head in (("input_format", "Input"), ("output_format", "Output"), ("interaction_format", "Interaction")):
+        if rec.get(key):
+            parts.append(f"{head}\n{rec[key]}")
+    for k, ex in enumerate(rec.get("examples") or []):
+        if isinstance(ex, dict):
+            parts.append(f"Example {k + 1}\nInput\n{ex.get('input') or ''}\nOutput\n{ex.get('output') or ''}")
+    if rec.get("note"):
+        parts.append(f"Note\n{rec['note']}")
+    return "\n\n".join(p.strip("\n") for p in parts if p and p.strip())
+
+
+def _cf_cases(rec: dict, key: str, ctx: Ctx) -> list[tuple[str, str]]:
+    cases = rec.get(key)
+    if cases is None:
+        return []
+    if not isinstance(cases, list):
+        raise InputError(f"expected a list of {{input, output}}, got {type(cases).__name__}", file=ctx[0],
+                         line=ctx[1], field=key)
+    out = []
+    for i, c in enumerate(cases):
+        if not isinstance(c, dict) or not isinstance(c.get("input"), str) or not isinstance(c.get("output"), str):
+            raise InputError(f"{key}[{i}] must be {{input: string, output: string}}", file=ctx[0], line=ctx[1],
+                             field=key)
+        out.append((c["input"], c["output"]))
+    return out
+
+
+@hub_dataset(HubDataset(
+    "hf-codeforces", "open-r1/codeforces", ("data/*.parquet",),
+    configs={"default": ("data/*.parquet",), "verifiable": ("verifiable/*.parquet",),
+             "verifiable-prompts": ("verifiable-prompts/*.parquet",)},
+    bulky=("official_tests", "examples", "editorial", "generated_checker"), source="codeforces",
+    license="CC-BY-4.0",
+    schema_from="open-r1/codeforces card dataset_info (configs default / verifiable / verifiable-prompts) and "
+                "open-r1's cf_code_reward / cf_scoring (official_tests + generated_checker, time_limit, "
+                "memory_limit, input_mode; verifiable-prompts adds language + prompt)"),
+    "open-r1/codeforces: official_tests (+ the statement's examples as public tests), time/memory limits, "
+    "rating, tags; interactive, file-I/O and non-executable problems counted and kept in bronze only; "
+    "generated_checker kept in metadata")
+def codeforces(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
+    pid = require(rec, "id", ctx)
+    if rec.get("interaction_format"):
+        raise SkipRecord("interactive problem (interaction_format): no stdin/stdout test can judge it")
+    mode = rec.get("input_mode") or "stdio"
+    if mode != "stdio":
+        raise SkipRecord(f"input_mode {mode}: the program reads/writes files, not stdin/stdout")
+    if rec.get("executable") is False:
+        raise SkipRecord("not executable (the dataset's executable flag)")
+    examples = _cf_cases(rec, "examples", ctx)
+    official = _cf_cases(rec, "official_tests", ctx)
+    seen = set(official)
+    tests = [TestRow("stdio", input=i, expected=o, comparison="token", subset="examples")
+             for i, o in examples if (i, o) not in seen]   # Codeforces' official tests start with the examples
+    tests += [TestRow("stdio", input=i, expected=o, comparison="token", subset="official") for i, o in official]
+    del official
+    if not tests:
+        raise SkipRecord("no official tests or examples")
+    checker = rec.get("generated_checker") or None
+    return Normalized(
+        source_id=str(pid), question=_cf_statement(rec), test_format="stdio", tests=tests,
+        difficulty_label=str(rec["rating"]) if rec.get("rating") is not None else None, split=_split_of(opts),
+        metadata={"title": rec.get("title"), "contest_id": rec.get("contest_id"), "index": rec.get("index"),
+                  "contest_name": rec.get("contest_name"), "contest_type": rec.get("contest_type"),
+                  "contest_start": rec.get("contest_start"), "contest_start_year": rec.get("contest_start_year"),
+                  "aliases": rec.get("aliases") or None, "rating": rec.get("rating"), "tags": rec.get("tags"),
+                  "time_limit_s": rec.get("time_limit"), "memory_limit_mb": rec.get("memory_limit"),
+                  "testset_size": rec.get("testset_size"),
+                  "official_tests_complete": rec.get("official_tests_complete"),
+                  "generated_tests": rec.get("generated_tests"),
+                  # several correct answers: token comparison rejects valid ones until the checker is applied
+                  "generated_checker": checker, "needs_checker": bool(checker),
+                  "prompt_language": rec.get("language"), "config": opts.get("config")},
+    )
