@@ -237,14 +237,33 @@ def reap(plan: dict, statuses: dict, z=None) -> None:
         if pid == 0:
             if not plan.get("worker_ns"):
                 break
-            if kj is not None and not any(n.isdigit() and int(n) not in (1, kj.pid) for n in os.listdir("/proc")):
-                break
+            if kj is not None:
+                left = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, kj.pid)]
+                if not left:
+                    break
+                if _left_by_the_judge(left, plan):
+                    # the tests' own code started them (a kept judge runs under its own uid, which the program-uid
+                    # kill cannot reach): waiting would cost this and every later program the whole deadline
+                    kill_everything(z, plan, [])
+                    continue
             time.sleep(0.0005)
         elif kj is not None and pid == kj.pid:  # the kept judge exited on its own: a fresh one next time
             z.kept = None
             kj.close()
         elif pid in statuses and statuses[pid] is None:
             statuses[pid] = st
+
+
+def _left_by_the_judge(pids: list[int], plan: dict) -> bool:
+    """Whether a process other than the program's own (another uid: the judge's) is left in the namespace."""
+    uid = plan.get("sandbox_uid")
+    for pid in pids:
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                return True
+        except OSError:   # gone meanwhile
+            pass
+    return False
 
 
 def has_exited(pid: int) -> bool:

@@ -57,6 +57,20 @@ def test_abnormal_or_dirty_program_replaces_the_judge(pool, trouble, expect):
     assert after.status == "pass", after    # a fresh judge: no marker from before
 
 
+def test_a_process_the_tests_leave_ends_with_the_judge_and_costs_later_programs_nothing(pool):
+    """Test code runs in the judge under the judge's uid, so a process it starts is out of the program-uid kill:
+    the worker must end it with the judge at once, not wait out its reaping deadline (2 s) on every later program."""
+    import time
+    run(pool, [MARK("warm")])
+    v = run(pool, [A("bg", "import subprocess; subprocess.Popen(['sleep', '777'])")])[("bg", "t0")]
+    assert v.status == "pass", v
+    start = time.monotonic()
+    after = [run(pool, [MARK(f"after{i}")])[(f"after{i}", "t0")] for i in range(5)]
+    took = time.monotonic() - start
+    assert after[0].status == "pass", after[0]     # a fresh judge: no marker from before
+    assert took < 5.0, f"5 programs after a leftover process took {took:.1f} s (each waited out the reaper)"
+
+
 def test_program_driven_import_replaces_the_judge(pool):
     run(pool, [MARK("warm")])
     program = "import colorsys\ndef f():\n    return colorsys\n"   # a module handle: the judge imports its own
