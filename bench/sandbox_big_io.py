@@ -8,8 +8,8 @@ Each size runs in a fresh process (pool mode) or against a fresh server (serve m
 peak RSS figures are that size's alone: the trusted parent's (the pool: building the batch, collecting the
 output, comparing it) and the zygote's (it must never hold the bytes: stdin is spliced into a memfd, stdout is
 spliced to the pool). ``echo`` writes its stdin back (stdout = stdin, compared token by token against the
-expected text = the input, as CodeContests / TACO tests are); ``echo_diff`` expects the input with its last byte changed (must fail,
-and compares token by token: the slow path); ``sum`` reads it and prints one number. The
+expected text = the input, as CodeContests / TACO tests are); ``echo_diff`` expects the input with its last byte
+changed (must fail, and compares token by token: the slow path); ``sum`` reads it and prints one number. The
 program's own process is not counted (it holds what it reads). Linear = time and RSS per MB flat across sizes.
 """
 from __future__ import annotations
