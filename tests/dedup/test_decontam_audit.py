@@ -13,15 +13,12 @@ from factory.dedup.suite_overlap import TestOverlapParams as OverlapParams
 from factory.dedup.suite_overlap import problem_keys, shared_test_overlap
 from factory.lake import connect
 from factory.stages.decontam import audit_decontam, run_decontam
-from factory.stages.ingest import ingest_all
-from tests.lakeutil import init_lake
+from tests.lakeutil import copy_lake
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory, shared_data):
-    lake = init_lake(tmp_path_factory.mktemp("decontam-audit") / "lake")
-    ingest_all(shared_data, lake=lake)
-    return lake
+def lake(tmp_path_factory, ingested_all):
+    return copy_lake(ingested_all, tmp_path_factory.mktemp("decontam-audit") / "lake")
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.stages.ingest import ingest_all
-from tests.lakeutil import init_lake
+from tests.lakeutil import copy_lake, init_lake
 
 EXPECTED_PROBLEMS = {
     "humaneval": 164, "humanevalplus": 164, "mbpp": 974, "mbpp-sanitized": 427, "mbppplus": 378,
@@ -18,10 +17,8 @@ EXPECTED_RAW = {**EXPECTED_PROBLEMS, "apps": 150}
 
 
 @pytest.fixture(scope="session")
-def full_lake(tmp_path_factory, shared_data) -> Path:
-    lake = init_lake(tmp_path_factory.mktemp("full") / "lake")
-    ingest_all(shared_data, lake=lake)
-    return lake
+def full_lake(tmp_path_factory, ingested_all) -> Path:
+    return copy_lake(ingested_all, tmp_path_factory.mktemp("full") / "lake")
 
 
 @pytest.fixture
