@@ -306,7 +306,8 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
         if pf.metadata.num_rows != n:
             raise FactoryError(f"{rel}: {pf.metadata.num_rows} rows, export.json says {n}")
         start = 0
-        for batch in pf.iter_batches(batch_size=16):
+        from factory.release.export_stream import iter_batches
+        for batch in iter_batches(out / rel):
             _check_content(fmt, rel, pa.Table.from_batches([batch]), start)
             start += batch.num_rows
         result["files"][rel] = n

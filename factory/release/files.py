@@ -48,7 +48,7 @@ def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec,
     return f"SELECT {cols} FROM {spec.name}{filtered} ORDER BY {order}", columns
 
 
-ROW_GROUP_BYTES = 64 << 20   # ... and at most this many bytes of values (a row group of MB-sized rows is one read)
+ROW_GROUP_BYTES = 16 << 20   # ... and at most this many bytes of values (a reader holds a row group: MB-sized rows)
 READ_ROWS = 1_024            # rows per Arrow batch read from DuckDB
 
 

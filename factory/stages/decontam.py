@@ -185,40 +185,52 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
 
 STREAM_ROWS = 256   # tests per Arrow batch read from silver.tests (MB-sized inputs: a batch stays small)
 NOT_PLUS = "coalesce(subset, '') <> 'plus'"   # EvalPlus' generated inputs are never another dataset's tests
+IN_LIST_MAX = 0   # (an IN list of test ids measured no better than the semi-join: DuckDB still reads the text)
 
 
 def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> dict[str, set]:
     """Test keys per problem of ``problems`` (ids), reading silver.tests in Arrow batches (test text held a batch
     at a time, never the whole table). ``wanted``: keep only these keys, and read a stdin/stdout test's input
     only when its keys (``...=>`` + its normalised expected output) can end like one of them: a first pass
-    reads ids, kinds and expected outputs only; the second reads the whole rows of the candidates."""
+    reads ids, kinds and expected outputs only; the second reads the whole rows of the candidates (every test
+    of ``problems`` when ``wanted`` is None)."""
     import pyarrow as pa
 
     from factory.ingest.visibility import normalise
 
-    ids = pa.table({"problem_id": pa.array(list(problems), pa.string())})
-    con.register("_decontam_ids", ids)
+    tails = None
+    if wanted is not None:   # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
+        tails = set()
+        for key in wanted:
+            tails.update(info[key][4] if key in info else key_tails(key))
+    con.register("_decontam_ids", pa.table({"problem_id": pa.array(list(problems), pa.string())}))
+    try:   # the narrow pass: no test text is read
+        candidates = []
+        reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN _decontam_ids "
+                             f"USING (problem_id) WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS * 16)
+        for batch in reader:
+            for tid, kind, expected in zip(*(batch.column(i).to_pylist() for i in range(3))):
+                if tails is None or kind != "stdio" or (
+                        expected is not None and output_tail(normalise(expected)) in tails):
+                    candidates.append(tid)
+    finally:
+        con.unregister("_decontam_ids")
+    keys: dict[str, set] = {}
+    if not candidates:
+        return keys
+    # the candidates' whole rows: a short id list is a filter DuckDB applies inside the Parquet scan (the other
+    # tests' text is never materialised); a long one a semi-join
+    if len(candidates) <= IN_LIST_MAX:
+        sql = (f"SELECT problem_id, kind, code, input, expected FROM silver.tests "
+               f"WHERE test_id IN ({', '.join('?' for _ in candidates)})")
+        params = candidates
+    else:
+        con.register("_decontam_ids", pa.table({"test_id": pa.array(candidates, pa.string())}))
+        sql = ("SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t "
+               "SEMI JOIN _decontam_ids USING (test_id)")
+        params = []
     try:
-        if wanted is not None:   # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
-            tails = set()
-            for key in wanted:
-                tails.update(info[key][4] if key in info else key_tails(key))
-            candidates = []
-            reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN _decontam_ids "
-                                 f"USING (problem_id) WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS * 16)
-            for batch in reader:
-                for tid, kind, expected in zip(*(batch.column(i).to_pylist() for i in range(3))):
-                    if kind != "stdio" or (expected is not None and output_tail(normalise(expected)) in tails):
-                        candidates.append(tid)
-            con.unregister("_decontam_ids")
-            ids = pa.table({"test_id": pa.array(candidates, pa.string())})
-            con.register("_decontam_ids", ids)
-            rows = f"SEMI JOIN _decontam_ids USING (test_id)"
-        else:
-            rows = f"SEMI JOIN _decontam_ids USING (problem_id)"
-        keys: dict[str, set] = {}
-        reader = con.execute(f"SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t {rows} "
-                             f"WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS)
+        reader = con.execute(sql, params).to_arrow_reader(STREAM_ROWS)
         for batch in reader:
             for pid, kind, code, inp, expected in zip(*(batch.column(i).to_pylist() for i in range(5))):
                 got = test_keys(kind, code, inp, expected, info=info)
@@ -226,9 +238,10 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
                     got &= wanted
                 if got:
                     keys.setdefault(pid, set()).update(got)
-        return keys
     finally:
-        con.unregister("_decontam_ids")
+        if not params:
+            con.unregister("_decontam_ids")
+    return keys
 
 
 AUDIT_DIR = "audit/decontam"
