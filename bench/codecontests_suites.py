@@ -129,7 +129,7 @@ def misses(con, source: str, problems: list[str]) -> list[dict]:
 def measure_subset(args, limits: Limits, timings: dict) -> dict:
     records = eligible_records(args.data_dir, args.problems)
     with tempfile.TemporaryDirectory(prefix="cc-suites-") as tmp:
-        lake = Path(tmp) / "lake"
+        lake = args.lake or Path(tmp) / "lake"
         augment = build_subset_lake(lake, records, Path(tmp), mutants=args.mutants, limits=limits,
                                     budget=args.budget, rounds=args.rounds, per_round=args.per_round,
                                     seed=args.seed, workers=args.workers, timings=timings)
@@ -234,6 +234,7 @@ def main() -> None:
     ap.add_argument("--per-round", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--lake", type=Path, help="the subset's lake folder, kept (default: a temporary one)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "codecontests_suites.json")
     args = ap.parse_args()
     limits = Limits(cpu_s=args.cpu_s)

@@ -245,10 +245,10 @@ def mutate_stdio(lines: list[list[str]], rng: random.Random, contract: Contract)
     """One or two shape-preserving edits of a parsed input (a copy; may return it unchanged)."""
     lines = [list(t) for t in lines]
     fixed = structural(lines)
-    free_ints = [(i, j) for i, tokens in enumerate(lines) for j, t in enumerate(tokens)
-                 if _is_int(t) and (i, j) not in fixed]
-    words = [(i, j) for i, tokens in enumerate(lines) for j, t in enumerate(tokens) if not _is_int(t) and t]
     for _ in range(2 if rng.random() < 0.3 else 1):
+        free_ints = [(i, j) for i, tokens in enumerate(lines) for j, t in enumerate(tokens)   # after a swap too
+                     if _is_int(t) and (i, j) not in fixed]
+        words = [(i, j) for i, tokens in enumerate(lines) for j, t in enumerate(tokens) if not _is_int(t) and t]
         op = rng.choice(("int", "int", "int", "swap_tokens", "swap_lines", "word"))
         if op == "int" and free_ints:
             i, j = rng.choice(free_ints)
