@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -19,19 +22,31 @@ from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
 POLICY = "policy-a"   # the mutants' code as samples of a named model (recipes refuse mutants as a model)
+MBPPPLUS_ROWS = 40
 PAPERS = {"acecoder", "klear", "skywork-or1", "acereason", "r1-code-interpreter", "deepcoder", "default"}
 
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory, shared_data):
-    """HumanEval + MBPP+: references executed (all HumanEval, 40 MBPP+); mutants (the 'policy') of 30 HumanEval problems executed."""
+    """HumanEval + the first 40 MBPP+ rows: references executed (all HumanEval, 12 MBPP+); mutants (the 'policy')
+    of 30 HumanEval problems executed.
+
+    A slice of MBPP+, not all 378: executing any MBPP+ reference first fills the expected outputs of every MBPP+
+    problem in the lake (41,124 reference runs, 88 s for one program at load 12), and 12 problems (~100 tests
+    each) are enough for the 15-longest-inputs check (#43)."""
+    import gzip
+
     lake = init_lake(tmp_path_factory.mktemp("recipes") / "lake")
     ingest_source("humaneval", None, lake=lake)
-    ingest_source("mbppplus", [shared_data / "mbppplus"], lake=lake)
+    plus = lake.parent / "mbppplus" / "MbppPlus.jsonl.gz"
+    plus.parent.mkdir()
+    with gzip.open(shared_data / "mbppplus" / "MbppPlus.jsonl.gz", "rt") as src, gzip.open(plus, "wt") as dst:
+        dst.writelines(line for _, line in zip(range(MBPPPLUS_ROWS), src))
+    ingest_source("mbppplus", [plus.parent], lake=lake)
     refs = [r[0] for r in q(lake, "SELECT p.program_id FROM silver.programs p JOIN silver.problems USING (problem_id) "
                                   "WHERE p.origin = 'reference' AND (source = 'humaneval' OR problem_id IN (SELECT "
                                   "problem_id FROM silver.problems WHERE source = 'mbppplus' ORDER BY problem_id "
-                                  "LIMIT 40))")]
+                                  "LIMIT 12))")]
     execute(lake, selection="reference", limits=Limits(cpu_s=5.0), program_ids=refs)
     run_mutate(lake, ["humaneval"], max_per_program=4)
     some = [r[0] for r in q(lake, "SELECT program_id FROM silver.programs WHERE origin = 'mutant' "
@@ -103,7 +118,7 @@ def test_deepcoder_recipe_rules_counts_release_and_card(lake, releases):
     # executed the references this test needs, the rest of MBPP+ is not run here (--skip execute, recorded)
     out = run_recipe("deepcoder", lake=lake, releases_dir=releases, date="20260101", log=quiet, skip=["execute"])
     rules = out["rules"]
-    assert rules[0]["candidates"] == out["candidates"] == 164 + 378
+    assert rules[0]["candidates"] == out["candidates"] == 164 + MBPPPLUS_ROWS
     for before, after in zip(rules, rules[1:]):
         assert after["candidates"] == before["remaining"] == before["candidates"] - before["removed"]
     assert rules[-1]["remaining"] == out["kept"]
@@ -196,7 +211,7 @@ def test_policy_difficulty_rule_and_per_model_difficulty(lake, releases):
     assert json.loads(md[pid]) == correct
 
 
-def test_diff_names_the_rule_that_dropped_each_problem(lake, releases):
+def test_diff_names_the_rule_that_dropped_each_problem(lake, releases, tmp_path):
     run_recipe("default", lake=lake, releases_dir=releases, date="20260101", prepare=False, log=quiet)
     d = diff_recipes("default", "deepcoder-20260101", releases_dir=releases)
     assert d["only_b"]["problems"] == 0
@@ -204,6 +219,17 @@ def test_diff_names_the_rule_that_dropped_each_problem(lake, releases):
     assert d["kept_a"] == kept["default"]
     assert sum(d["only_a"]["why_other_dropped"].values()) == d["kept_a"] - d["kept_both"] > 0
     assert set(d["only_a"]["why_other_dropped"]) <= {"min_tests", "minhash_dedup", "reference_verified", "clean"}
+    # the CLI finds them under the lake's releases folder given only --lake (#43: every command takes --lake)
+    from factory.recipes.diff import diff_text
+    home = tmp_path / "home"
+    (home / "lake").mkdir(parents=True)
+    (home / "lake" / "releases").symlink_to(releases, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FACTORY_")}
+    env["XDG_CONFIG_HOME"] = str(home)   # no user config names a releases folder
+    out = subprocess.run([sys.executable, "-m", "factory.cli", "recipe", "diff", "default", "deepcoder-20260101",
+                          "--lake", str(home / "lake")], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == diff_text(d)
 
 
 def test_unknown_source_fails_without_writing(lake, tmp_path):

@@ -31,9 +31,10 @@ def register(sub, add_lake) -> None:
     p.set_defaults(fn=cmd_run)
 
     p = rsub.add_parser("diff", help="problems one recipe's release keeps and the other's does not, and why")
+    add_lake(p)   # the lake whose releases folder (LAKE/releases) holds A and B, when --releases-dir is not given
     p.add_argument("a", help="release name, or recipe name (its newest release)")
     p.add_argument("b")
-    p.add_argument("--releases-dir")
+    p.add_argument("--releases-dir", help="where the releases are (default $FACTORY_RELEASES, else LAKE/releases)")
     p.add_argument("--json", dest="json_out", help="also write the diff as JSON to this file")
     p.set_defaults(fn=cmd_diff)
 
