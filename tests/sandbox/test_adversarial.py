@@ -242,8 +242,8 @@ def test_tmp_and_shm_leave_nothing_for_the_next_program():
     from factory.sandbox import SandboxPool
 
     from sbx_helpers import FAST
-    # a pool of its own: on the pool above the first program's `sleep 777` outlives its (passing) run, and until a
-    # program times out every later one waits out the reaper's 2 s deadline (12 programs here: 24 s, #43)
+    # a pool of its own, independent of the orphan above: until 9d69aea the orphan `sleep 777` outlived its passing
+    # run and every later program on that worker waited out the reaper's 2 s deadline (12 programs here: 24 s, #43)
     with SandboxPool(FAST, workers=1) as pool:
         # /tmp and /dev/shm are kept for the next program only when untouched: empty files, dirs, links, FIFOs,
         # /dev/shm and files created then deleted must not leak (the first four force a fresh tmpfs)
