@@ -106,11 +106,13 @@ def _ints(tokens: list[str]) -> list[int] | None:
     return [int(t) for t in tokens] if tokens and all(_is_int(t) for t in tokens) else None
 
 
-def _edge_facts(lines: list[list[str]]) -> set[str]:
+def _edge_facts(lines: list[list[str]]) -> set[str] | None:
     """Facts about the body lines of width 2 or 3 read as edges (the first two integers, both >= 1): no self-loop,
     no repeated edge, acyclic, and connected over 1..n (n = the first integer of line 0)."""
     edges = [(int(t[0]), int(t[1])) for t in lines[1:] if len(t) in (2, 3) and _ints(t) is not None]
-    if not edges or any(a < 1 or b < 1 for a, b in edges):
+    if not edges:
+        return None                                  # no edge lines: says nothing (n = 1: a tree without edges)
+    if any(a < 1 or b < 1 for a, b in edges):
         return set()
     facts = set()
     if all(a != b for a, b in edges):
@@ -183,7 +185,8 @@ class Contract:
         self.negative_line = marked.pop() if len(marked) == 1 else None      # the root's line: always "-1 0"
         for lines in seeds:
             f = _edge_facts(lines)
-            self.edge_facts = f if self.edge_facts is None else self.edge_facts & f
+            if f is not None:
+                self.edge_facts = f if self.edge_facts is None else self.edge_facts & f
             for i, tokens in enumerate(lines):
                 for j, tok in enumerate(tokens):
                     if _is_int(tok):
@@ -228,7 +231,7 @@ class Contract:
         if self.negative_line is not None and any(tuple(t) != self.negative_line for t in lines
                                                   if any(_is_int(x) and int(x) < 0 for x in t)):
             return False
-        if self.edge_facts and not self.edge_facts <= _edge_facts(lines):
+        if self.edge_facts and not self.edge_facts <= (_edge_facts(lines) or set()):
             return False
         if body_max is not None and lines:
             for j in self.bounded:

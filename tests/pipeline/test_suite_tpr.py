@@ -65,6 +65,8 @@ def test_contract_rejects_what_no_seed_shows():
     assert not c.holds(parse("4\n1 2\n2 3\n1 3\n"))          # a cycle
     assert not c.holds(parse("4\n0 2\n2 3\n3 4\n"))          # 0: no seed has one
     assert not c.holds(parse("4\n1 2\n2 3\n3 5\n"))          # above n
+    c = stdio_contract(seeds + ["1\n"])                      # a one-vertex tree has no edge: it vetoes no fact
+    assert not c.holds(parse("3\n1 2\n1 2\n"))             # 538_E's hand-checked invalid input (a repeated edge)
 
 
 def test_augmented_suite_catches_more_and_keeps_every_reference(tmp_path, records):
