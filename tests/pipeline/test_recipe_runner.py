@@ -109,7 +109,10 @@ def test_a_sample_step_with_enough_samples_in_the_lake_is_current(lake_with_user
     # high-water mark alone (what `/usr/bin/time` reports for the whole run)
     import resource
     assert all(s["seconds"] >= 0 and s["peak_rss_mb"] > 0 for s in out["steps"])
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 >= max(s["peak_rss_mb"] for s in out["steps"])
+    # (VmRSS and the high-water mark come from per-CPU page counters the kernel syncs lazily: they may disagree by
+    # a few pages, which straddled a MiB boundary once, 538 vs 539; a reset high-water mark falls far lower)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 + 2 >= \
+        max(s["peak_rss_mb"] for s in out["steps"])
     # the samples were executed: the strong-model rule reads their pass rates
     assert q(env["lake"], "SELECT count(*) FROM gold.model_pass_rates WHERE model = ?", [MODEL])[0][0] >= 1
 
