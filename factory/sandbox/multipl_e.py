@@ -107,7 +107,23 @@ def program(row: dict, completion: str, *, full: bool | None = None) -> str:
         end = code.find(KEEP_END[lang])
         if end != -1:
             code = code[:end + len(KEEP_END[lang])]
-    return code
+    return (prompt_header(row["prompt"], code) if lang in HEADER_LANGS else "") + code
+
+
+# a prompt's lines that set up the program (headers, imports) rather than declare the function; given to whole
+# programs in C++ (the harness's assert and the types of the signature) and Python (typing), not in Java, whose
+# prompts import org.javatuples (a jar this sandbox does not ship) where an answer brings its own imports
+HEADER_LANGS = ("cpp", "python")
+_HEADER = re.compile(r"^\s*(#include\b|using\s+namespace\b|import\s|use\s|from\s+\S+\s+import\s)")
+
+
+def prompt_header(prompt: str, code: str) -> str:
+    """The prompt's include / import lines a whole program lacks. The harness relies on them (C++'s ``assert``
+    comes from the prompt's ``#include<assert.h>``), so a chat answer that defines only the function gets them,
+    as a continuation does; a line the program already has is not repeated (Rust refuses a duplicate ``use``)."""
+    have = {ln.strip() for ln in code.splitlines()}
+    lines = [ln for ln in prompt.splitlines() if _HEADER.match(ln) and ln.strip() not in have]
+    return "".join(ln + "\n" for ln in lines)
 
 
 def job(row: dict, completion: str, program_id: str | None = None, *, full: bool | None = None,

@@ -58,6 +58,10 @@ CHAT = {   # a chat model's answer: the whole function in a fenced block, then a
                   "  return s;\n}\n```\nUse it:\n```js\nconsole.log(odd_squares([1]));\nprocess.exit(3);\n```",
 }
 
+# a chat answer that defines only the function: the prompt's includes (the harness's assert) are put before it
+BARE = {"cpp": "```cpp\nlong long odd_squares(std::vector<long long> xs) {\n    long long s = 0;\n"
+               "    for (auto x : xs) if (x % 2) s += x * x;\n    return s;\n}\n```"}
+
 LIMITS = Limits(cpu_s=5.0, wall_factor=4.0, wall_min_s=10.0, memory_mb=512)
 
 
@@ -75,7 +79,11 @@ def test_harness_right_wrong_and_exit_hack_per_language(pool, lang):
             multipl_e.job(row, EXIT_FIRST[lang], "exit0", compile_cpu_s=30.0)]
     if lang in CHAT:
         jobs.append(multipl_e.job(row, CHAT[lang], "chat", compile_cpu_s=30.0))
+    if lang in BARE:
+        jobs.append(multipl_e.job(row, BARE[lang], "bare", compile_cpu_s=30.0))
     got = {v.program_id: v for v in pool.run(jobs)}
+    if lang in BARE:
+        assert got["bare"].status == "pass", (got["bare"].error_message, got["bare"].stderr)
     assert got["right"].status == "pass", (got["right"].error_type, got["right"].error_message, got["right"].stderr)
     assert got["wrong"].status == "fail", (got["wrong"].status, got["wrong"].error_message)
     if lang in CHAT:
@@ -109,3 +117,9 @@ def test_multipl_e_program_building():
     with pytest.raises(ValueError, match="language"):
         multipl_e.language_of({"name": "x", "language": "cobol"})
     assert multipl_e.cut_at_stop_tokens("a\nb\nfunction c", ["\nfunction ", "re:\\nb"]) == "a"
+    # a whole C++ program gets the prompt's includes it lacks (once); Java gets none (its prompts import
+    # org.javatuples, which this sandbox does not ship)
+    assert multipl_e.program(ROWS["cpp"], BARE["cpp"]).startswith("#include<assert.h>\n#include<bits/stdc++.h>\nlong")
+    assert multipl_e.program(ROWS["cpp"], CHAT["cpp"]).count("#include<bits/stdc++.h>") == 1
+    java = "```java\nclass Problem {\n    public static long oddSquares(ArrayList<Long> xs) {\n        return 0;\n    }\n}\n```"
+    assert not multipl_e.program(ROWS["java"], java).startswith("import")
