@@ -37,6 +37,56 @@ def warn_not_executed(rows: list[dict]) -> None:
               f"--select reference --source {r['source']}` first, then curate again", file=sys.stderr)
 
 
+RL_PROBLEMS = "gold.rl_problems"
+PARTITION_MARK = "WHERE true  -- rl_problems partition"
+PARTITION_BYTES = 256 << 20   # test text packed per partition (the aggregate holds ~4.5x its partition's text)
+TEXT_PER_FILE_BYTE = 3        # test text per byte of silver.tests' zstd Parquet files (MB inputs: digits, ~2.4x)
+
+
+def rl_partitions(con) -> int:
+    """How many hash partitions gold.rl_problems is packed in: 1 (one statement, as any view) unless the lake's
+    tests pass PARTITION_BYTES of text (estimated from silver.tests' file sizes: no test text is read)."""
+    from factory.lake.connection import LAKE_ALIAS
+
+    try:
+        size = con.execute(f"SELECT coalesce(sum(data_file_size_bytes), 0) FROM ducklake_list_files('{LAKE_ALIAS}', "
+                           f"'tests', schema => 'silver')").fetchone()[0]
+    except Exception:   # noqa: BLE001  (a catalog without the function: one statement)
+        return 1
+    return max(1, -(-int(size) * TEXT_PER_FILE_BYTE // PARTITION_BYTES))
+
+
+def materialize_rl_problems(run, params: dict, parts: int) -> None:
+    """gold.rl_problems as ``parts`` statements: the first creates the table from hash partition 0 of the
+    problems, each next one INSERTs its partition (sql/gold/rl_problems.sql marks where the filter goes: before
+    the aggregate, so each packs only its partition's tests). The same rows as one statement."""
+    from factory.errors import FactoryError
+    from factory.lake.commit import PROJECT_ROOT, describe
+    from factory.lake.connection import LAKE_ALIAS
+    from factory.lake.templating import render_sql, transform_params
+
+    spec = run.catalog[RL_PROBLEMS]
+    con = run.con
+    con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())
+    body = render_sql(spec.sql_text(), transform_params(params, run_id=run.run_id), spec.sql).strip().rstrip(";")
+    if body.count(PARTITION_MARK) != 1:
+        raise FactoryError(f"{spec.sql} lacks the partition mark {PARTITION_MARK!r} curate packs a large lake by")
+    part = lambda k: body.replace(PARTITION_MARK, f"WHERE hash(problem_id) % {parts} = {k}  -- partition")
+    target = f"{LAKE_ALIAS}.{RL_PROBLEMS}"
+    if con.execute("SELECT count(*) FROM duckdb_views() WHERE database_name = ? AND schema_name || '.' || view_name "
+                   "= ?", [LAKE_ALIAS, RL_PROBLEMS]).fetchone()[0]:
+        con.execute(f"DROP VIEW {target}")   # a lake from before rl_problems became a table
+    con.execute(f"CREATE OR REPLACE TABLE {target} AS {part(0)}")
+    for k in range(1, parts):
+        con.execute(f"INSERT INTO {target} {part(k)}")
+    run._count(RL_PROBLEMS, "rows", con.execute(f"SELECT count(*) FROM {target}").fetchone()[0])
+    actual = [r[0] for r in con.execute(f"DESCRIBE {target}").fetchall()]
+    if actual != spec.column_names:
+        raise FactoryError(f"{spec.sql} produces columns {actual}, data_catalog.yaml declares {spec.column_names} "
+                           f"for {RL_PROBLEMS}")
+    describe(con, [spec])
+
+
 def resolve_auto(con, overrides: dict) -> dict:
     """difficulty_model='auto' picks the model with the most sampled programs (else 'mutant')."""
     params = {**DEFAULTS, **overrides}
@@ -63,7 +113,14 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
         params = resolve_auto(run.con, overrides)
         run.config["params"] = params
         names = [s.name for s in run.catalog.transforms() if s.producer == "curate" or s.producer == "transform"]
-        run.materialize(names, params)
+        parts = rl_partitions(run.con) if RL_PROBLEMS in names else 1
+        if parts > 1:   # the packed tests in parts: memory holds one partition's tests, not the lake's
+            i = names.index(RL_PROBLEMS)
+            run.materialize(names[:i], params)
+            materialize_rl_problems(run, params, parts)
+            run.materialize(names[i + 1:], params)
+        else:
+            run.materialize(names, params)
         counts = CurateResult({name: c.get("rows", 0) for name, c in run.row_counts.items()})
         counts.funnel = curation_funnel(run.con)
         counts.unhealthy = unhealthy_sources(run.con)
