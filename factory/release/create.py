@@ -113,11 +113,18 @@ def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
         return None
 
 
-def release_reward(con: duckdb.DuckDBPyConnection, recipe: dict | None) -> dict:
+ANSWER_VIEWS = ("gold.answer_tasks", "gold.r1ci_tasks")   # final-answer tasks: scored by their answer, not tests
+
+
+def release_reward(con: duckdb.DuckDBPyConnection, recipe: dict | None, views=()) -> dict:
     """The reward spec `factory export` writes into every ground truth: the recipe's kind (binary = 1.0 only when
     every test passes, soft = the fraction passed; a plain release is soft) and which tests are reward tests
-    (curate's ``reward_tests`` of the latest curate run: hidden, or all)."""
+    (curate's ``reward_tests`` of the latest curate run: hidden, or all). A release of final-answer tasks only
+    is binary on the final answer."""
     from factory.lake.templating import DEFAULTS
+
+    if views and set(views) <= set(ANSWER_VIEWS):
+        return {"kind": "binary", "tests": "final answer"}
 
     spec = dict((recipe or {}).get("reward") or {})
     row = con.execute("SELECT config FROM ops.runs WHERE stage = 'curate' AND status = 'success' "
@@ -217,7 +224,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             revisions = _source_revisions(con)
             runs = _stage_runs(con)
             curation = _curation(con)
-            reward = release_reward(con, recipe)
+            reward = release_reward(con, recipe, views)
             decontamination = decontamination_figures(con)
         finally:
             con.close()

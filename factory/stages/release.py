@@ -22,6 +22,18 @@ def cmd_create(args) -> None:
     rows = ", ".join(f"{v}={i['rows']}" for v, i in m["views"].items())
     print(f"release {m['name']}: snapshot {m['snapshot_id']}, {files} data files ({rows}) "
           f"in {time.monotonic() - t0:.1f}s")
+    for view, info in m["views"].items():
+        if not info["rows"]:
+            import sys
+            print(f"warning: {view} froze 0 rows{EMPTY_VIEW_HINTS.get(view, '')}", file=sys.stderr)
+
+
+# why a view a user releases can be empty, and the way out
+EMPTY_VIEW_HINTS = {
+    "gold.r1ci_tasks": ": it holds tasks with interpreter rollouts (`factory interpreter-rollouts sample`); without "
+                       "rollouts, release gold.answer_tasks (the same tasks with their answer reward)",
+    "gold.rl_problems": ": run `factory curate` (it packs gold.rl_problems) after execute has validated references",
+}
 
 
 def cmd_list(args) -> None:

@@ -41,6 +41,11 @@ def exported(tmp_path_factory):
     return {"lake": lake, "releases": rel, "root": root, **out}
 
 
+def test_the_release_records_the_answer_reward(exported):
+    manifest = json.loads((exported["releases"] / "rg-tasks" / "manifest.json").read_text())
+    assert manifest["reward"] == {"kind": "binary", "tests": "final answer"}
+
+
 def _generated() -> dict[str, dict]:
     """The items reasoning_gym itself generates for the tasks and seed: source_id -> item."""
     out = {}
@@ -216,6 +221,9 @@ def test_empty_r1ci_tasks_release_names_the_no_rollout_view(exported, tmp_path):
     lake, rel = exported["lake"], exported["releases"]
     r = factory_cli("release", "create", "r1ci-empty", "--view", "gold.r1ci_tasks", lake=lake, releases=rel)
     assert r.returncode == 0, r.stderr
+    # create already says the view is empty and where the tasks are (warning, not an error: an empty freeze is
+    # a valid release)
+    assert "gold.r1ci_tasks froze 0 rows" in r.stderr and "gold.answer_tasks" in r.stderr, r.stderr
     r = factory_cli("export", "r1ci-empty", "--format", "verl", "--out", str(tmp_path / "v"), lake=lake, releases=rel)
     assert r.returncode != 0 and "gold.answer_tasks" in r.stderr and "interpreter-rollouts" in r.stderr
     assert not (tmp_path / "v").exists()
