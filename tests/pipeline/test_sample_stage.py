@@ -40,6 +40,9 @@ def test_kill_9_mid_sampling_then_rerun(tmp_path):
 
     from factory.generation.tiny import build_tiny_model
 
+    # 96 problems: the run outlasts the poll on an idle machine (24 once committed every chunk
+    # between two polls, and the kill hit a finished run)
+    LIMIT = 96
     model_dir = tmp_path / "tiny"
     model, tok = build_tiny_model(seed=0)
     model.save_pretrained(model_dir)
@@ -48,7 +51,7 @@ def test_kill_9_mid_sampling_then_rerun(tmp_path):
     init_lake(lake)
     ingest_source("humaneval", None, lake=lake)
     cmd = [sys.executable, "-m", "factory.cli", "sample", "--model", str(model_dir), "--source", "humaneval",
-           "--limit", "24", "--n", "2", "--max-tokens", "16"]
+           "--limit", str(LIMIT), "--n", "2", "--max-tokens", "16"]
     env = dict(os.environ, FACTORY_LAKE=str(lake))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300
@@ -61,12 +64,12 @@ def test_kill_9_mid_sampling_then_rerun(tmp_path):
     proc.wait()
     calls_before = q(lake, "SELECT count(*) FROM silver.llm_calls")[0][0]
     programs_before = q(lake, "SELECT count(*) FROM silver.programs WHERE origin = 'sample'")[0][0]
-    assert 6 <= calls_before < 24 and programs_before == 2 * calls_before  # only whole chunks were committed
+    assert 6 <= calls_before < LIMIT and programs_before == 2 * calls_before  # only whole chunks were committed
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     import json
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["cached_calls"] == calls_before and report["new_calls"] == 24 - calls_before
+    assert report["cached_calls"] == calls_before and report["new_calls"] == LIMIT - calls_before
     assert q(lake, "SELECT count(*), count(DISTINCT program_id) FROM silver.programs WHERE origin = 'sample'") == \
-        [(48, 48)]
-    assert q(lake, "SELECT count(*) FROM silver.llm_calls") == [(24,)]
+        [(2 * LIMIT, 2 * LIMIT)]
+    assert q(lake, "SELECT count(*) FROM silver.llm_calls") == [(LIMIT,)]
