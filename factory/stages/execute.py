@@ -79,10 +79,8 @@ def _tty() -> bool:
 
 
 def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport,
-                          con=None, selected: tuple[str, list] | None = None) -> bool:
-    """Compute missing expected values of call tests by running each problem's reference program; ``selected``
-    (a WHERE clause over ``p`` = silver.programs, ``pb`` = silver.problems, and its parameters) keeps it to the
-    problems that have a program the run will execute (``--select samples --model M`` fills only those). With ``con``
+                          con=None) -> bool:
+    """Compute missing expected values of call tests by running each problem's reference program. With ``con``
     (a read-only connection of the caller's) the check for missing values reads through it; when there are some,
     that connection is closed before the commit (a SQLite catalog takes one writer and no open reader), and the
     return value is True."""
@@ -97,11 +95,6 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     own = con is None
     con = connect(lake, read_only=True) if own else con
     src_clause = f"AND pb.source IN ({', '.join('?' for _ in sources)})" if sources else ""
-    sel_params: list = []
-    if selected is not None:
-        src_clause += (" AND t.problem_id IN (SELECT p.problem_id FROM silver.programs p JOIN silver.problems pb "
-                       f"USING (problem_id) WHERE {selected[0]})")
-        sel_params = list(selected[1])
     pending = con.execute(f"""
         SELECT t.*, p.program_id, p.code, p.language, pb.entry_point, pb.test_preamble
         FROM silver.tests t JOIN silver.problems pb USING (problem_id)
@@ -109,7 +102,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
                                   AND coalesce(p.language, 'python') = 'python'
         WHERE t.kind = 'call' AND t.expected IS NULL {src_clause}
         QUALIFY row_number() OVER (PARTITION BY t.test_id ORDER BY p.program_id) = 1
-        ORDER BY t.problem_id, t.ordinal""", (sources or []) + sel_params).to_arrow_table().to_pylist()
+        ORDER BY t.problem_id, t.ordinal""", sources or []).to_arrow_table().to_pylist()
     if not pending:
         if own:
             con.close()
@@ -178,7 +171,6 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     if program_ids is not None:
         where += " AND p.program_id IN (SELECT unnest(?::VARCHAR[]))"
         params.append(program_ids)
-    selected = (where, list(params))   # every shard's programs: the one filling writer fills for all of them
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
     with _pool(engine, limits, workers, ray_address) as pool:
         if shipped_rules and (shard is None or shard[0] == 0):   # the rules the factory ships judge by default
@@ -186,7 +178,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             apply_shipped_rules(lake, sources)
         con = connect(lake, read_only=True)   # one read of the lake before the run (each connection ~0.1 s)
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
-            if fill_expected_outputs(lake, pool, sources, report, con=con, selected=selected):
+            if fill_expected_outputs(lake, pool, sources, report, con=con):
                 con = connect(lake, read_only=True)
         check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
                     "run `factory ingest` first")
