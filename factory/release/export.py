@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from factory.errors import FactoryError
-from factory.release.create import load_manifest
+from factory.release.create import ANSWER_VIEWS, load_manifest
 from factory.release.manage import verify_release
 from factory.release.prompts import assert_cases, ground_truth, problem_prompt
 
@@ -150,7 +150,7 @@ def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list
 
 def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     """{relative file: rows} for a format, read from a release folder."""
-    for view in ("gold.answer_tasks", "gold.r1ci_tasks"):   # final-answer tasks (factory.answers.tasks), code first
+    for view in ANSWER_VIEWS:   # final-answer tasks (factory.answers.tasks), code first
         answers = view_rows(path, manifest, view)
         if answers is not None:
             from factory.answers.tasks import export_files
@@ -217,7 +217,7 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
         raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
     meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
             "reward": release_reward(manifest)}
-    if {"gold.answer_tasks", "gold.r1ci_tasks"} & set(manifest["views"]):   # the answer reward their truths name
+    if set(ANSWER_VIEWS) & set(manifest["views"]):   # the answer reward their truths name
         from factory.answers.tasks import reward_kind
         meta["answer_reward"] = {"kind": reward_kind(manifest), "scored_by": "factory.reward.compute_score / "
                                  "trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}

@@ -16,11 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from factory.release.create import ANSWER_VIEWS
+
 READ_ROWS = 16                 # rows per batch read from a release file (rows can carry MB of tests)
 WRITE_ROWS = 10_000            # rows per output row group ...
 WRITE_BYTES = 16 << 20         # ... or fewer, once their text passes this many bytes
 STREAMED = ("verl", "trl-grpo", "openrlhf", "trl")
-NOT_STREAMED_VIEWS = ("gold.answer_tasks", "gold.r1ci_tasks")   # final-answer exports build their rows whole
+NOT_STREAMED_VIEWS = ANSWER_VIEWS   # final-answer exports build their rows whole
 
 
 def iter_view(path: Path, manifest: dict, view: str, batch_rows: int = READ_ROWS) -> Iterator[dict] | None:
