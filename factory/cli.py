@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from factory.errors import FactoryError, Interrupted, caused_by_interrupt
+from factory.errors import FactoryError, Interrupted, caused_by_interrupt, note_interrupt
 
 
 def _add_lake(p: argparse.ArgumentParser) -> None:
@@ -124,7 +124,10 @@ def _stop_on_signals() -> None:
     def first(signum, frame):
         signal.signal(signal.SIGINT, second)
         signal.signal(signal.SIGTERM, second)
+        note_interrupt(signal.Signals(signum).name)   # raised again at the next commit if a library swallows it
         raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    note_interrupt(None)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(sig) is not signal.SIG_IGN:   # `factory ... &` in a script keeps ignoring Ctrl-C

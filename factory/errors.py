@@ -40,6 +40,35 @@ def caused_by_interrupt(exc: BaseException) -> bool:
     return interrupt_in(exc) is not None
 
 
+# The CLI's first SIGINT / SIGTERM raises KeyboardInterrupt where the main thread happens to be; a library that
+# catches broadly there (DuckDB turns it into "Query interrupted", which an ``except duckdb.Error`` fallback may
+# take for an ordinary failure) would swallow it and the run would go on to the end. The signal is also noted
+# here, and the one commit path (factory.lake.commit.stage_run) raises it again before it begins or commits.
+_pending_interrupt: str | None = None
+
+
+def note_interrupt(signal_name: str | None) -> None:
+    """Record (a name) or clear (None) the stop request of the process's first SIGINT / SIGTERM."""
+    global _pending_interrupt
+    _pending_interrupt = signal_name
+
+
+def raise_pending_interrupt() -> None:
+    """KeyboardInterrupt when a stop was requested and not yet acted on (it is consumed: raised once)."""
+    global _pending_interrupt
+    name, _pending_interrupt = _pending_interrupt, None
+    if name is not None:
+        raise KeyboardInterrupt(name)
+
+
+def reraise_if_interrupt(exc: BaseException) -> None:
+    """In a broad ``except`` that falls back: a Ctrl-C / SIGTERM that DuckDB wrapped is not a failure to fall back
+    from, it is re-raised."""
+    interrupt = interrupt_in(exc)
+    if interrupt is not None:
+        raise interrupt
+
+
 def reraise_as_interrupted(exc: BaseException, describe) -> None:
     """In a stage's ``except BaseException`` block: when exc comes from Ctrl-C / SIGTERM, raise Interrupted with
     ``describe(signal name)`` (what was committed, how to resume); otherwise return so the caller re-raises."""

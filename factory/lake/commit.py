@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import factory
 from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
-from factory.errors import FactoryError
+from factory.errors import FactoryError, interrupt_in, note_interrupt, raise_pending_interrupt, reraise_if_interrupt
 from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
 
 if TYPE_CHECKING:   # DuckDB and Arrow load when a run starts: importing the commit path stays cheap
@@ -354,7 +354,8 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     try:
         return con.execute(f"SELECT max(schema_version) FROM __ducklake_metadata_{LAKE_ALIAS}.ducklake_snapshot"
                            ).fetchone()[0]
-    except Exception:  # noqa: BLE001 - another catalog layout: always sync
+    except Exception as exc:  # noqa: BLE001 - another catalog layout: always sync
+        reraise_if_interrupt(exc)
         return None
 
 
@@ -402,6 +403,7 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
 
     lake_dir = resolve_lake_dir(lake)
     catalog = catalog or default_catalog()
+    raise_pending_interrupt()   # a Ctrl-C that a library swallowed since the last commit: stop before this one
     with writer_lock(lake_dir):
         con = connect(lake_dir, create=create)
         try:
@@ -420,6 +422,7 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                     if not synced and not changes:
                         mark_schema_synced(con, lake_dir, catalog)
                     return
+                raise_pending_interrupt()   # ... or one swallowed while the body ran: roll it back, not commit
                 con.register("_run_row", pa.Table.from_pylist([run.run_row("success", run.summary)]))
                 con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _run_row")
                 con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
@@ -432,7 +435,9 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                     con.execute("ROLLBACK")
                 except duckdb.Error:
                     pass   # a failed COMMIT (e.g. a DuckLake transaction conflict) already ended the transaction
-                if not isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+                if interrupt_in(exc) is not None:
+                    note_interrupt(None)   # acted on: this rollback is the stop it asked for
+                elif not isinstance(exc, GeneratorExit):
                     _record_failure(lake_dir, run, exc)
                 raise
         finally:

@@ -1,6 +1,7 @@
 """The lake and its one commit path: catalog enforcement, atomicity, time travel, concurrency, crashes."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -81,6 +82,37 @@ def test_commit_metadata_and_failed_runs(empty_lake, tmp_path):
     assert info["run_id"] == runs[-1][0] and info["stage"] == "ingest" and info["config_hash"] == runs[-1][3]
     assert "git_sha" in info
     assert json.loads(runs[-1][4])["silver.problems"]["inserted"] == 164
+
+
+def test_an_interrupt_a_library_swallowed_still_stops_before_the_commit(empty_lake):
+    """The CLI's first Ctrl-C is noted as well as raised: when a broad ``except`` in a library (DuckDB's "Query
+    interrupted" under a fallback) swallows the KeyboardInterrupt, the commit path raises it again and rolls the
+    run back, instead of the stage going on to the end (CI: ^C echoed, all 60 programs executed, exit 0)."""
+    from factory.errors import note_interrupt
+
+    con = connect(empty_lake, read_only=True)
+    before = current_snapshot(con)
+    con.close()
+    metric_row = pa.Table.from_pylist([{"run_id": "probe", "step": 1, "metric": "loss", "value": 1.0,
+                                        "logged_at": datetime.datetime(2026, 1, 1)}])
+    with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+        with stage_run("ingest", {"probe": 1}, lake=empty_lake) as run:
+            try:
+                note_interrupt("SIGINT")   # what the CLI's handler does, then raises where the main thread is
+                raise KeyboardInterrupt("SIGINT")
+            except BaseException:   # noqa: BLE001 - the library that swallows it
+                pass
+            run.write("ops.train_metrics", metric_row)
+    con = connect(empty_lake, read_only=True)
+    assert current_snapshot(con) == before   # rolled back: nothing of the run in the lake
+    assert con.execute("SELECT count(*) FROM ops.train_metrics").fetchone()[0] == 0
+    con.close()
+    assert failed_runs(empty_lake) == []   # a stop asked for is not a failure
+    with stage_run("ingest", {"probe": 2}, lake=empty_lake) as run:   # acted on once: the next run commits
+        run.write("ops.train_metrics", metric_row)
+    con = connect(empty_lake, read_only=True)
+    assert con.execute("SELECT count(*) FROM ops.train_metrics").fetchone()[0] == 1
+    con.close()
 
 
 BAD_INPUTS = [
