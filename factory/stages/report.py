@@ -8,6 +8,8 @@ def register(sub, add_lake) -> None:
     add_lake(p)
     p.add_argument("--out", default="report", help="output folder (default: ./report)")
     p.add_argument("--snapshot", type=int, help="report on this snapshot (time travel)")
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="also render the page with headless Chromium into this full-page PNG (as a reader sees it)")
     p.set_defaults(fn=cmd_report)
 
 
@@ -16,3 +18,12 @@ def cmd_report(args) -> None:
 
     path = build_report(lake=args.lake, out=args.out, snapshot=args.snapshot)
     print(f"report written to {path}")
+    if args.screenshot:
+        from factory.errors import FactoryError
+        from factory.report.browser import screenshot
+
+        try:
+            png = screenshot(path, args.screenshot, colors=256)
+        except RuntimeError as exc:
+            raise FactoryError(str(exc)) from None
+        print(f"screenshot written to {png} ({png.stat().st_size // 1024} KB)")
