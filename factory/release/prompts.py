@@ -25,7 +25,10 @@ def ground_truth(row: dict, reward: dict | None = None) -> dict:
     Anything else (assert/check/pytest/unittest or mixed) -> our own test list under "tests" (+ "assert_case"
     for the assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores.
     A problem with its own judging rule adds "comparison"/"atol"/"rtol" (a stated tolerance), "checker" (a checker
-    program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them.
+    program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them. A problem
+    in another language than Python adds "language" (cpp, java, javascript, rust: the reward extracts and judges
+    the completion's program in it), a harness problem (MultiPL-E) also "prompt" (its starter code: the
+    signature a whole answer is cut after and the include lines it gets, as MultiPL-E builds the program).
     The tests are the problem's hidden tests (gold.rl_problems.tests); the tests whose input and output the prompt
     shows go under "public_tests" (factory test rows, as in "tests"), which no reward reads as reward tests.
     ``reward`` (the release's spec, `factory export`) goes under "reward": {"kind": "binary"|"soft", "tests":
@@ -34,6 +37,11 @@ def ground_truth(row: dict, reward: dict | None = None) -> dict:
     tests = json.loads(row["tests"])
     kinds = {t["kind"] for t in tests}
     judging = {k: row[k] for k in ("checker", "cpu_s") if row.get(k) is not None}
+    language = (row.get("language") or "python").strip().lower()
+    if language != "python":   # the reward judges the completion in the problem's language (its fenced block)
+        judging["language"] = language
+    if kinds == {"harness"} and row.get("starter_code"):   # MultiPL-E: the prompt's signature places the answer
+        judging["prompt"] = row["starter_code"]
     if reward:   # the release's reward spec: factory.reward / factory serve score the item by its kind
         judging["reward"] = {k: reward[k] for k in ("kind", "tests") if reward.get(k) is not None}
     if row.get("public_tests"):   # the prompt's own examples: never reward tests, a format / sanity check

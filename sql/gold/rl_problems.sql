@@ -44,7 +44,8 @@ SELECT
     d.pass_rate, d.potential, d.curriculum_stage,
     CASE WHEN ck.policy = 'program' THEN ck.code END AS checker,
     coalesce(tl.cpu_s, CASE WHEN {{ reference_cpu_factor }} * rc.slowest_s > {{ reward_cpu_s }}
-                            THEN least(600.0, round({{ reference_cpu_factor }} * rc.slowest_s, 3)) END) AS cpu_s
+                            THEN least(600.0, round({{ reference_cpu_factor }} * rc.slowest_s, 3)) END) AS cpu_s,
+    coalesce(p.language, 'python') AS language
 FROM silver.problems AS p
 JOIN gold.clean_problems AS c USING (problem_id)
 JOIN gold.problem_prompts AS pp USING (problem_id)

@@ -9,11 +9,13 @@
 --   other_task    the source is not code generation (CRUXEval: output prediction - the question is the answer;
 --                 final-answer tasks such as ReasoningGym: their RL rows are gold.answer_tasks)
 --   environment   the reference cannot run here: a module it imports is missing (gold.environment_failures)
---   forgeable     every test runs inside the candidate's own process (unittest files, BigCodeBench): the program
---                 can forge those verdicts, and the reward leaves them out, so no test would reward it
+--   forgeable     every test runs inside the candidate's own process (unittest files, BigCodeBench; MultiPL-E
+--                 harnesses, compiled with the program and judged by its exit status): the program can forge
+--                 those verdicts, and the reward leaves them out by default, so no test would reward it
 --   unvalidated   a problem that would reach a train split whose tests no reference validated (no oracle ran them,
 --                 e.g. APPS without solutions) and that has no cross-checked generated tests (`factory gentests`)
---   validation    AceCoder test validation excluded it (gold.problem_validation; always applied)
+--   validation    AceCoder test validation excluded it (gold.problem_validation; always applied), or the problem
+--                 has several correct outputs (metadata needs_checker) and no checker program judges them
 WITH benchmarks AS (
     SELECT unnest({{ benchmarks }}) AS source
 ), contaminated AS (
@@ -61,13 +63,21 @@ WITH benchmarks AS (
     SELECT problem_id, 'validation' AS reason, exclude_reason AS detail
     FROM gold.problem_validation
     WHERE excluded AND oracle_tested > 0
+    UNION ALL
+    -- several correct outputs (metadata needs_checker: open-r1/codeforces generated_checker) but no checker program
+    -- judges them (not attached, or it does not parse): token comparison would reward only the jury's answer
+    SELECT problem_id, 'validation' AS reason, 'needs_checker: several correct outputs, checker not wired' AS detail
+    FROM silver.problems
+    WHERE json_extract_string(metadata, '$.needs_checker') = 'true'
+      AND problem_id NOT IN (SELECT problem_id FROM silver.checkers WHERE policy = 'program')
+      AND problem_id NOT IN (SELECT problem_id FROM gold.problem_validation WHERE excluded AND oracle_tested > 0)
 ), forgeable AS (
     SELECT problem_id, 'forgeable' AS reason,
            count(*) || ' test(s), all ' || string_agg(DISTINCT kind, '/') ||
                ': judged in the program''s own process (forgeable), never rewarded' AS detail
     FROM silver.tests
     GROUP BY problem_id
-    HAVING bool_and(kind = 'unittest')
+    HAVING bool_and(kind IN ('unittest', 'harness'))
 ), reasons AS (
     SELECT * FROM contaminated UNION ALL SELECT * FROM duplicate UNION ALL SELECT * FROM other_task
     UNION ALL SELECT * FROM environment UNION ALL SELECT * FROM unvalidated UNION ALL SELECT * FROM validation UNION ALL SELECT * FROM forgeable
