@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from factory.errors import InputError
+from factory.judging.file_checker import ORIGIN as DATASET_ORIGIN, script_checker
 from factory.judging.rules import Rule, checker_hash, detect_rule
 
 CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
@@ -64,17 +65,30 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
         where, params = _source_clause(sources)
         problems = run.con.execute(f"""
             SELECT pb.problem_id, pb.source_id, pb.question, pb.test_format,
-                   list(t.expected ORDER BY t.ordinal) FILTER (WHERE t.kind = 'stdio') AS outputs
+                   list(t.expected ORDER BY t.ordinal) FILTER (WHERE t.kind = 'stdio') AS outputs,
+                   json_extract_string(pb.metadata, '$.generated_checker') AS dataset_checker
             FROM silver.problems pb LEFT JOIN silver.tests t USING (problem_id)
             WHERE {where} GROUP BY ALL ORDER BY pb.problem_id""", params).fetchall()
         found: dict[str, dict] = {}
         matched_files = set()
-        for problem_id, source_id, question, test_format, outputs in problems:
+        unusable = 0
+        for problem_id, source_id, question, test_format, outputs, dataset_checker in problems:
             path = files.get(_file_key(source_id))
             if path is not None:
                 code = read_checker_file(path)
                 matched_files.add(path.stem)
                 found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
+            elif detect and dataset_checker and test_format == "stdio":
+                # the dataset's own checker (open-r1/codeforces generated_checker: several correct outputs), run in
+                # the sandbox as open-r1 runs it; one that does not parse stays unwired, and curate keeps the
+                # problem out of training (gold.training_exclusions: needs_checker)
+                try:
+                    code = script_checker(dataset_checker)
+                except ValueError:
+                    unusable += 1
+                    continue
+                found[problem_id] = _row(problem_id, Rule("program", None, None, DATASET_ORIGIN,
+                                                          "the dataset's checker (metadata generated_checker)"), code)
             elif detect and test_format == "stdio":
                 rule = detect_rule(question, outputs or [])
                 if rule is not None:
@@ -84,7 +98,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
             raise InputError(f"{len(unknown)} checker file(s) name no selected problem, e.g. {unknown[0]}.py "
                              "(file name = source_id with '/' written '__')", file=str(checker_dir))
         ids = [p[0] for p in problems]
-        owned = ["statement", "answers"] if detect else []
+        owned = ["statement", "answers", DATASET_ORIGIN] if detect else []
         owned += ["file"] if files else []
         old = {r[0]: r for r in run.con.execute(
             f"SELECT {', '.join(CHECKER_COLUMNS)} FROM silver.checkers WHERE list_contains(?, problem_id) "
@@ -102,7 +116,8 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
         counts = defaultdict(int)
         for r in found.values():
             counts[f"{r['policy']} ({r['origin']})"] += 1
-        report = {"problems": len(problems), "rules": len(found), "changed": len(changed), "by_rule": dict(counts)}
+        report = {"problems": len(problems), "rules": len(found), "changed": len(changed), "by_rule": dict(counts),
+                  "unusable_dataset_checkers": unusable}
         run.summary = json.dumps(report)
     report["run_id"] = None if run.noop else run.run_id
     return report
@@ -127,12 +142,20 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
     and lacks any of its rules in silver.checkers (an unchanged lake: no run at all). Returns the reports."""
     from factory.lake import connect
 
-    if sources and not any(shipped_folder(s) for s in sources):   # nothing shipped for them: no lake read
-        return {}
     con = connect(lake, read_only=True)
     try:
         present = [r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()]
         todo = {}
+        # checkers the dataset ships in the problems' metadata (open-r1/codeforces generated_checker) and that
+        # are not in silver.checkers yet: judged by them from the first execute on
+        selected = [s for s in present if not sources or s in sources]
+        for (source,) in con.execute(f"""
+                SELECT DISTINCT pb.source FROM silver.problems pb
+                WHERE list_contains(?, pb.source) AND json_extract_string(pb.metadata, '$.generated_checker') <> ''
+                  AND pb.problem_id NOT IN (SELECT problem_id FROM silver.checkers
+                                            WHERE origin IN ('{DATASET_ORIGIN}', 'file'))""",
+                                     [selected]).fetchall():
+            todo[source] = shipped_folder(source)
         for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
             stems = {p.stem for p in shipped_folder(source).glob("*.py")}
             rows = con.execute("""
