@@ -9,7 +9,7 @@ report #43 describes. docs/images/report-{before,after}.png come from:
     python bench/report_screenshots.py --lake demo/lake --out docs/images --before 802f29d
 
 (the lake of `factory demo --data-dir ../shared/data`; any lake both versions can read works). Each PNG is
-stored with a 256-color palette (about 230 KB for a 6,500 px page); --max-kb fails the run when one is larger.
+stored with a 256-color palette (about 280 KB for a 6,500 px page); --max-kb fails the run when one is larger.
 """
 from __future__ import annotations
 

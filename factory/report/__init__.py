@@ -72,15 +72,20 @@ HEADLINE = (("source", "source"), ("problems", "problems"), ("tests", "tests"),
             ("contamination removed", "contamination_removed"))
 
 
+def _n(value) -> str:
+    """A count as a reader reads it: 206,388, not 206388."""
+    return f"{value:,}" if isinstance(value, int) else html.escape(str(value))
+
+
 def _cell(row: dict, key: str) -> str:
     value = row[key]
     if key == "references_all_pass":
-        return f"{value} / {row['references']}" if row["references"] else "not executed"
+        return f"{_n(value)} / {_n(row['references'])}" if row["references"] else "not executed"
     if key.endswith("pass_rate"):
         return "-" if value is None else f"{value:.3f}"
     if key == "rl_problems" and value is not None and row.get("rl_train") is not None:
-        return f"{value} ({row['rl_train']} / {value - row['rl_train']})"
-    return "not curated" if value is None else html.escape(str(value))
+        return f"{_n(value)} ({_n(row['rl_train'])} / {_n(value - row['rl_train'])})"
+    return "not curated" if value is None else _n(value)
 
 
 def headline_html(head: dict) -> str:
@@ -107,6 +112,9 @@ def headline_html(head: dict) -> str:
                f"{', ...' if len(rel) > 10 else ''})" if rel else " (none yet: `factory release create` or "
                                                                    "`factory recipe run`)") + "</p>")
     return "".join(out)
+
+
+BON_FEW = 30   # best-of-N on fewer held-out problems: one problem moves a value by more than 0.03
 
 
 def summary_html(head: dict, summaries: dict) -> str:
@@ -149,11 +157,13 @@ def summary_html(head: dict, summaries: dict) -> str:
         main = max((r["n_problems"] for r in bon if r["method"] == "bon"), default=None)
         same = [r for r in bon if r["n_problems"] == main]
         other = [r for r in bon if r["n_problems"] != main]
+        few = (f" <span class='warn'>{main} problems are too few to rank the methods: one problem moves a "
+               f"value by {1 / main:.2f}.</span>" if main and main < BON_FEW else "")
         items.append(f"Best-of-N on <b>{main}</b> held-out problems: " + ", ".join(
             f"{e(r['method'])}@{r['k']} {r['value']:.2f}" for r in same) + "." + (
             " On other problem sets (not comparable): " + ", ".join(
                 f"{e(r['method'])}@{r['k']} {r['value']:.2f} on {r['n_problems']} problems" for r in other) + "."
-            if other else ""))
+            if other else "") + few)
     return "<ul id='summary'>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
@@ -173,7 +183,7 @@ img{max-width:100%;border:1px solid #eee}.note{color:#a60}
 
 def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple], summary: str = "") -> str:
     e = html.escape
-    rows = "".join(f"<tr><td>{e(s)}</td><td>{p}</td><td>{t}</td><td>{e(', '.join(f'{k}: {v}' for k, v in sorted(kinds.items())))}"
+    rows = "".join(f"<tr><td>{e(s)}</td><td>{p:,}</td><td>{t:,}</td><td>{e(', '.join(f'{k}: {v:,}' for k, v in sorted(kinds.items())))}"
                    "</td></tr>" for s, p, t, kinds in src)
     body = [f"<h1>Dataset factory report</h1><p>Lake snapshot {snap}, generated {utcnow():%Y-%m-%d %H:%M:%S} UTC.</p>",
             summary, headline_html(head),

@@ -7,6 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.ticker  # noqa: E402
+import matplotlib.transforms  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 
@@ -21,6 +22,20 @@ def _spans_decades(values) -> bool:
     """Counts that span two decades or more read better on a log axis (one big source flattens the rest)."""
     vals = [v for v in values if v and v > 0]
     return bool(vals) and max(vals) / min(vals) >= 100
+
+
+def _short(name: str, width: int = 32) -> str:
+    """A model or origin name that fits a legend: a file path's last part, long names cut in the middle."""
+    name = name.rstrip("/").rsplit("/", 1)[-1] if "/" in name and name.endswith(".gguf") else name
+    return name if len(name) <= width else name[:width // 2 - 1] + "..." + name[-(width // 2 - 2):]
+
+
+def _legend_below(ax, ncol: int = 4) -> None:
+    """The legend under the axes' tick labels (a fixed distance in points, whatever the axes' height), never
+    over a bar however long the bars are."""
+    below = matplotlib.transforms.offset_copy(ax.transAxes, fig=ax.figure, y=-24, units="points")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, ncol=ncol,
+              frameon=False)
 
 
 def _label_bars(ax, bars, values) -> None:
@@ -64,11 +79,14 @@ def pass_rates(rows: list[tuple], path: Path) -> Path | None:
     bins = [i / 10 for i in range(11)]
     for ax, (source, groups) in zip(axes.flat, by_source.items()):
         for grp, rates in sorted(groups.items()):
-            ax.hist(rates, bins=bins, histtype="step", linewidth=1.5, label=f"{grp} (n={len(rates)})")
+            # each group as a share of its own programs: 9 samples stay visible beside 631 mutants
+            ax.hist(rates, bins=bins, weights=[1 / len(rates)] * len(rates), histtype="step", linewidth=1.5,
+                    label=f"{_short(grp)} (n={len(rates):,})")
         ax.set_title(source)
         ax.set_xlabel("pass rate (passed / executed tests)")
-        ax.set_ylabel("programs")
-        ax.legend(fontsize=7)
+        ax.set_ylabel("share of the group's programs")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7, loc="upper center")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     return _save(fig, path)
@@ -117,7 +135,7 @@ def funnel(rows: list[tuple], runs: dict, path: Path) -> Path | None:
     bars = a.barh(labels, [n for _, _, n in rows], color=colors, edgecolor="black", linewidth=0.5)
     _label_bars(a, bars, [n for _, _, n in rows])
     a.set_xscale("log")
-    a.set_xlim(0.8, max(n for _, _, n in rows) * 10)
+    a.set_xlim(0.8, max(n for _, _, n in rows) * 5)
     a.invert_yaxis()
     a.set_title("rows per table after the recorded stage runs (log scale)")
     # stage names on the y axis, one per row: horizontal text never overlaps, however many stages ran
@@ -126,12 +144,20 @@ def funnel(rows: list[tuple], runs: dict, path: Path) -> Path | None:
     bad = [sum(v for k, v in runs[s].items() if k != "success") for s in stages]
     b.barh(stages, ok, color="tab:green", label="success")
     b.barh(stages, bad, left=ok, color="tab:red", label="failed")
+    for i, (o, f) in enumerate(zip(ok, bad)):
+        b.text(o + f, i, f" {o}" + (f" + {f} failed" if f else ""), va="center", fontsize=8)
+    b.set_xlim(0, max(max(o + f for o, f in zip(ok, bad)), 1) * 1.3)
     b.set_title("stage runs")
     b.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     b.tick_params(axis="y", labelsize=8)
     b.invert_yaxis()
-    b.legend(fontsize=8)
+    _legend_below(b, ncol=2)
     return _save(fig, path)
+
+
+CURVE_LABELS = {"loss": "training loss", "accuracy": "training-batch accuracy",
+                "eval/accuracy": "held-out pair accuracy", "reward_mean": "mean reward", "solve_rate": "solve rate",
+                "entropy": "entropy", "pg_clipfrac": "clipped fraction"}
 
 
 def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | None = None) -> Path | None:
@@ -158,6 +184,9 @@ def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | 
                     label = method if n is None or n == main else f"{method} (other set: {n} problems)"
                     ax.plot([k for k, _ in pts], [v for _, v in pts], style, label=label)
             ax.set_xscale("log", base=2)
+            ks = sorted({int(m.split("@")[1]) for m in by if "@" in m})
+            ax.set_xticks(ks, [str(k) for k in ks])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_xlabel("k (candidates)")
             ax.set_ylabel("pass rate of the chosen program")
             ax.set_title("best-of-N on held-out problems" + (f" ({main} problems)" if main else ""))
@@ -168,7 +197,7 @@ def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | 
                 pts = sorted(by.get(key, []))
                 if pts:
                     ax.plot([s for s, _ in pts], [v for _, v in pts], "o-" if key.startswith("eval") else "-",
-                            label=key)
+                            label=CURVE_LABELS.get(key, key))
             ax.set_xlabel("step")
             ax.set_title("reward model (Bradley-Terry)" if stage == "train-rm" else "GRPO")
         ax.legend(fontsize=8)
@@ -191,9 +220,12 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
         vals = [r[key] for r in rows]
         a.barh(names, vals, left=left, color=color, label=key.replace("_", " "))
         left = [x + y for x, y in zip(left, vals)]
-    a.set_title("problems per source: in the training views vs kept out")
+    for i, r in enumerate(rows):
+        a.text(left[i], i, f" {r['train'] + r['test']:,} of {left[i]:,}", va="center", fontsize=8)
+    a.set_xlim(0, max(max(left), 1) * 1.25)
+    a.set_title("problems per source: in the training views (train, test) vs kept out")
     a.invert_yaxis()
-    a.legend(fontsize=8)
+    _legend_below(a)
     left = [0] * len(rows)
     # one color per rule (none of the left panel's), as many as REASONS has: a rule without a color was dropped
     palette = ("tab:purple", "tab:orange", "tab:olive", "tab:brown", "tab:pink", "tab:cyan", "gold", "navy",
@@ -203,9 +235,10 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
         vals = [r[reason] for r in rows]
         b.barh(names, vals, left=left, color=color, label=reason)
         left = [x + y for x, y in zip(left, vals)]
-    b.set_title("problems matched per exclusion rule")
+    b.set_xlim(0, max(max(left), 1) * 1.05)
+    b.set_title("problems matched per exclusion rule (rules overlap)")
     b.invert_yaxis()
-    b.legend(fontsize=8)
+    _legend_below(b)
     return _save(fig, path)
 
 

@@ -24,12 +24,13 @@ def test_report_on_ingested_lake(releases, tmp_path):
     for name in images:
         data = (page.parent / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 5000
-    assert f"<tr><td>apps</td><td>{releases.apps_problems}</td>" in text
+    assert f"<tr><td>apps</td><td>{releases.apps_problems:,}</td>" in text
     # the page opens with the headline table: before any figure, one row per source, no pass rate yet
     head = text.split("<h2>", 1)[0]
     assert "<table id='headline'>" in head and "contamination removed" in head and "Releases:" in head
-    apps = re.search(r"<tr><td>apps</td><td>(\d+)</td><td>(\d+)</td><td>([^<]*)</td><td>([^<]*)</td>", head)
-    assert apps and int(apps.group(1)) == releases.apps_problems and apps.group(4) == "not executed", apps
+    apps = re.search(r"<tr><td>apps</td><td>([\d,]+)</td><td>([\d,]+)</td><td>([^<]*)</td><td>([^<]*)</td>", head)
+    assert apps and int(apps.group(1).replace(",", "")) == releases.apps_problems, apps
+    assert apps.group(4) == "not executed", apps
     assert f"Lake snapshot {releases.r2['snapshot_id']}" in text
     assert "no executions yet" in text  # the pass-rate figure is skipped with a note, not faked
     assert "no training runs yet" in text
@@ -59,7 +60,7 @@ def test_report_with_executions(releases, tmp_path):
             FROM silver.executions) e JOIN silver.programs p USING (program_id)
         JOIN silver.problems pb USING (problem_id) WHERE pb.source = 'humaneval' AND p.origin = 'reference'""")[0]
     head = text.split("<h2>", 1)[0]
-    row = re.search(r"<tr><td>humaneval</td><td>\d+</td><td>\d+</td><td>([0-9.]+)</td><td>(\d+) / (\d+)</td>",
+    row = re.search(r"<tr><td>humaneval</td><td>[\d,]+</td><td>[\d,]+</td><td>([0-9.]+)</td><td>(\d+) / (\d+)</td>",
                     head)
     assert row, head
     assert (int(row.group(3)), int(row.group(2))) == done and done[0] >= 12
