@@ -72,6 +72,16 @@ def test_generated_checker_judges_another_valid_answer(tmp_path):
     assert [(s, pol, o) for s, pol, o, _ in attached] == [("1/B", "program", "dataset")]
     assert attached[0][3] == script_checker(CF_SCRIPT)
 
+    # the lake's verdicts are the checker's too: samples printing another valid answer pass, a wrong one fails
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": "1/B", "solution": code}) + "\n" for code in (
+        "n = int(input())\nprint(n - 1, 1)", "n = int(input())\nprint(0, n)")))
+    _cli(env, "execute", "--samples", str(samples), "--model", "m", "--lake", str(lake))
+    verdicts = query(lake, "SELECT pr.code, list(e.status ORDER BY e.test_id) FROM gold.latest_executions e "
+                           "JOIN silver.programs pr USING (program_id) GROUP BY ALL ORDER BY 1")
+    assert verdicts == [("n = int(input())\nprint(0, n)", ["fail", "fail"]),
+                        ("n = int(input())\nprint(n - 1, 1)", ["pass", "pass"])]
+
     _cli(env, "curate", "--lake", str(lake))
     excluded = query(lake, "SELECT p.source_id, x.reason, x.detail, x.applied FROM gold.training_exclusions x "
                            "JOIN silver.problems p USING (problem_id)")
