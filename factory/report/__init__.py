@@ -183,8 +183,9 @@ img{max-width:100%;border:1px solid #eee}.note{color:#a60}
 
 def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple], summary: str = "") -> str:
     e = html.escape
-    rows = "".join(f"<tr><td>{e(s)}</td><td>{p:,}</td><td>{t:,}</td><td>{e(', '.join(f'{k}: {v:,}' for k, v in sorted(kinds.items())))}"
-                   "</td></tr>" for s, p, t, kinds in src)
+    rows = "".join(f"<tr><td>{e(s)}</td><td>{p:,}</td><td>{t:,}</td>"
+                   f"<td>{e(', '.join(f'{k}: {v:,}' for k, v in sorted(kinds.items())))}</td></tr>"
+                   for s, p, t, kinds in src)
     body = [f"<h1>Dataset factory report</h1><p>Lake snapshot {snap}, generated {utcnow():%Y-%m-%d %H:%M:%S} UTC.</p>",
             summary, headline_html(head),
             "<h2>Tests by kind</h2>"

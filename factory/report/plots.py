@@ -100,8 +100,8 @@ def validity(rows: list[tuple], path: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(8, max(3, 0.4 * len(rows) + 1.5)))
     bars = ax.barh(names, frac, color="tab:green")
     for bar, r in zip(bars, rows):
-        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r[2]}/{r[1]}", va="center", fontsize=8)
-    ax.set_xlim(0, 1.15)
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r[2]:,} / {r[1]:,}", va="center", fontsize=8)
+    ax.set_xlim(0, 1.3)
     ax.set_xlabel("fraction of tests passed by every reference solution")
     ax.invert_yaxis()
     return _save(fig, path)
@@ -254,7 +254,7 @@ def recipes(data: dict | None, path: Path) -> Path | None:
     a.barh(names, [data[n]["candidates"] for n in names], color="lightgrey", label="candidates")
     a.barh(names, kept, color="tab:green", label="kept")
     for i, k in enumerate(kept):
-        a.text(k, i, f" {k}", va="center", fontsize=8)
+        a.text(k, i, f" {k:,}", va="center", fontsize=8)
     a.invert_yaxis()
     a.set_title("problems kept per recipe")
     a.legend(fontsize=8)
