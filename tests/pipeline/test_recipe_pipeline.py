@@ -107,15 +107,22 @@ def test_default_recipe_end_to_end(env):
     assert counts == SLICE
     # decontam: the 5 MBPP rows that are the MBPP+ benchmark's tasks (lineage), nothing for template text
     assert json.loads(st["decontam"]["summary"])["contaminated_by_source"] == {"mbpp": 5}
-    # LeetCode's statement examples are its only tests: 32 hidden tests from the reference for 4 of the 6
-    # public-only problems (LeetCode 5 + one MBPP prompt row)
-    assert st["hidden-tests"]["summary"] == "32 tests added to 4 of 6 public-only problems"
+    # public-only problems: LeetCode's 5 (the statement's examples are its only tests) and the 3 KodCode rows whose
+    # pytest modules are all public; each gets 8 hidden tests from its reference (KodCode's function read from the
+    # asserts since 6bc6c8e)
+    assert st["hidden-tests"]["summary"] == "64 tests added to 8 of 8 public-only problems"
+    hidden = dict(q(env["lake"], "SELECT p.source, count(DISTINCT t.problem_id) FROM silver.tests t JOIN "
+                                 "silver.problems p USING (problem_id) WHERE t.origin = 'augment' GROUP BY 1"))
+    assert hidden == {"leetcode-v0.2.0-train": 5, "kodcode": 3}
     assert st["execute"]["summary"] == "reference: 25 programs run"
     assert out["candidates"] == 25
-    # rows kept per rule: clean drops the 5 contaminated MBPP rows and 1 duplicate, rl_ready the 3 without usable
-    # (hidden) tests
-    assert removed(out) == {"clean": 6, "rl_ready": 3}
-    assert out["kept"] == 16 and out["releases"] == ["default-20260101"]
+    # rows kept per rule: clean drops the 5 contaminated MBPP rows (one of them, Mbpp/7, is also the duplicate of
+    # its MBPP+ copy, the keeper: more tests); every clean row has usable tests, so rl_ready drops none
+    assert removed(out) == {"clean": 5, "rl_ready": 0}
+    dup = q(env["lake"], "SELECT e.source, p.source_id FROM gold.training_exclusions e JOIN silver.problems p "
+                         "USING (problem_id) WHERE e.reason = 'duplicate'")
+    assert dup == [("mbpp", "7")], dup
+    assert out["kept"] == 20 and out["releases"] == ["default-20260101"]
     assert export_reward(env, "default-20260101")["kind"] == "soft"
 
 
