@@ -102,3 +102,26 @@ def test_generated_checker_judges_another_valid_answer(tmp_path):
     assert score("n = int(input())\nprint(0, n)") == 0.0         # 0 is not positive
     assert score("n = int(input())\nprint(n - 1, 1, 0)") == 0.0  # three numbers
     assert score("print(2, 1)") == 0.5                           # right on n = 3 only (soft reward)
+
+
+def test_script_checker_accepts_only_a_clean_1():
+    """open-r1's rule: exit 0 and stdout exactly "1" (stripped); anything else the script does is a reject."""
+    import pytest
+
+    from factory.sandbox import Job, Limits, SandboxPool, TestSpec
+
+    with pytest.raises(ValueError, match="does not parse"):
+        script_checker("def check(:\n")
+    assert script_checker(fx.CF_CHECKER) == fx.CF_CHECKER   # already check(input, expected, actual)
+    scripts = {"accept": "print(1)", "reject": "print(0)", "chatty": "print('ok')\nprint(1)",
+               "exit 1": "print(1)\nimport sys\nsys.exit(1)", "exit 0": "print(1)\nraise SystemExit(0)",
+               "crash": "raise RuntimeError('checker bug')",
+               "reads files": "import sys\nprint(int(open(sys.argv[3]).read().split()[0] == open(sys.argv[2]).read()"
+                              ".split()[0] and open('input.txt').read() == '3\\n'))"}
+    jobs = [Job(name, "print(1, 2)", [TestSpec("t", "stdio", input="3\n", expected="1 2\n", comparison="token",
+                                               checker=script_checker(s))]) for name, s in scripts.items()]
+    with SandboxPool(Limits(cpu_s=5)) as pool:
+        got = {v.program_id: (v.status, v.error_type) for v in pool.run(jobs)}
+    assert got == {"accept": ("pass", None), "reject": ("fail", "WrongAnswer"), "chatty": ("fail", "WrongAnswer"),
+                   "exit 1": ("fail", "WrongAnswer"), "exit 0": ("pass", None), "crash": ("fail", "CheckerError"),
+                   "reads files": ("pass", None)}
