@@ -12,6 +12,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import duckdb
+
 from factory.errors import InputError
 from factory.judging.file_checker import ORIGIN as DATASET_ORIGIN, script_checker
 from factory.judging.rules import Rule, checker_hash, detect_rule
@@ -149,12 +151,15 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
         # checkers the dataset ships in the problems' metadata (open-r1/codeforces generated_checker) and that
         # are not in silver.checkers yet: judged by them from the first execute on
         selected = [s for s in present if not sources or s in sources]
-        for (source,) in con.execute(f"""
+        try:
+            with_checkers = con.execute(f"""
                 SELECT DISTINCT pb.source FROM silver.problems pb
                 WHERE list_contains(?, pb.source) AND json_extract_string(pb.metadata, '$.generated_checker') <> ''
                   AND pb.problem_id NOT IN (SELECT problem_id FROM silver.checkers
-                                            WHERE origin IN ('{DATASET_ORIGIN}', 'file'))""",
-                                     [selected]).fetchall():
+                                            WHERE origin IN ('{DATASET_ORIGIN}', 'file'))""", [selected]).fetchall()
+        except duckdb.CatalogException:   # a lake from before silver.checkers existed: nothing to attach to
+            with_checkers = []
+        for (source,) in with_checkers:
             todo[source] = shipped_folder(source)
         for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
             stems = {p.stem for p in shipped_folder(source).glob("*.py")}
