@@ -1,7 +1,9 @@
 """The first hour, scripted (#43): in a fresh folder, the main job on a small slice (`factory demo` with its quick
 options: no SmolLM2, the tiny RM, HumanEval + MBPP), then every next step the README and the demo's own output
-suggest, run as written, and the typos a newcomer makes. Each command's exit code and time go to the transcript
-(printed; `pytest -s` shows it)."""
+suggest, run as written, and the typos a newcomer makes. Each command's exit code and time go to the transcript:
+a Markdown file written as the walk goes (`newcomer-walk.md` in the walk's pytest temp folder, or the path in
+$NEWCOMER_WALK_TRANSCRIPT), with the load average at the start and at the end; printed at the end (`pytest -s`
+shows it). docs/newcomer-walk.md is one such transcript."""
 from __future__ import annotations
 
 import contextlib
@@ -33,22 +35,74 @@ def walk(tmp_path_factory, shared_data):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FACTORY_")}
     env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", HOME=str(home / "home"),
                XDG_CACHE_HOME=str(home / "home" / ".cache"))
-    transcript: list[str] = []
+    transcript = Transcript(Path(os.environ.get("NEWCOMER_WALK_TRANSCRIPT") or home / "newcomer-walk.md").resolve(),
+                            {str(home): "$WALK", str(tmp_path_factory.getbasetemp()): "$PYTEST_TMP"})
 
     def sh(cmd: list[str] | str, expect: int = 0):
         argv = shlex.split(cmd) if isinstance(cmd, str) else cmd
         t = time.perf_counter()
         out = subprocess.run(argv, cwd=home, env=env, capture_output=True, text=True, timeout=1800)
-        dt = time.perf_counter() - t
-        transcript.append(f"$ {shlex.join(argv)}\n  -> exit {out.returncode} in {dt:.1f}s")
+        transcript.command(argv, out.returncode, time.perf_counter() - t, expect)
         assert out.returncode == expect, f"{shlex.join(argv)}: exit {out.returncode}\n{out.stdout[-3000:]}\n" \
                                          f"{out.stderr[-3000:]}"
         return out
 
     demo = sh(DEMO)
+    transcript.output("What the demo printed (stdout)", demo.stdout)
     yield {"home": home, "env": env, "sh": sh, "demo": demo, "transcript": transcript}
-    load = os.getloadavg()[0]
-    print(f"\nnewcomer walk (load average {load:.1f} on {os.cpu_count()} cores):\n" + "\n".join(transcript))
+    transcript.close()
+    print("\n" + transcript.path.read_text() + f"\n(transcript: {transcript.path})")
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class Transcript:
+    """The walk as a newcomer would tell it: each command, its exit code (and the one expected) and its seconds,
+    in a Markdown file rewritten after every command, so a walk that fails half-way still leaves its part."""
+
+    def __init__(self, path: Path, short: dict[str, str]):
+        self.path, self.short, self.rows, self.outputs, self.t0 = path, short, [], [], time.perf_counter()
+        self.head = (f"# Newcomer walk ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
+                     "Written by `tests/foundation/test_newcomer_walk.py` as it runs (`NEWCOMER_WALK_TRANSCRIPT="
+                     "docs/newcomer-walk.md python -m pytest -q -m slow -s tests/foundation/test_newcomer_walk.py`)"
+                     ": the README's main job on a slice, then what the demo's output and the README suggest next, "
+                     "then the typos a newcomer makes (those exit 2 by design).\n\n"
+                     f"Load average (1/5/15 min) at the start: {_load()}, on {os.cpu_count()} cores; "
+                     f"Python {sys.version.split()[0]}. `$WALK` is a fresh temp folder (every command's working "
+                     "directory) holding only `data/mbpp`, a link to the shared MBPP; `$PYTEST_TMP` is pytest's "
+                     "temp folder.\n\n| # | command | exit (expected) | seconds |\n|---|---|---|---|\n")
+        self.tail = ""
+        self._write()
+
+    def _short(self, text: str) -> str:
+        for long, short in sorted(self.short.items(), key=lambda kv: -len(kv[0])):
+            text = text.replace(long, short)
+        return text
+
+    def command(self, argv: list[str], code: int, seconds: float, expect: int = 0):
+        mark = "" if code == expect else " **unexpected**"
+        cmd = self._short(shlex.join(argv)).replace("|", "\\|")
+        self.rows.append(f"| {len(self.rows) + 1} | `{cmd}` | {code} ({expect}){mark} | {seconds:.1f} |\n")
+        self._write()
+
+    def append(self, line: str):              # a step that is not a command (the README's Python snippet)
+        self.rows.append(f"| {len(self.rows) + 1} | {line} | | |\n")
+        self._write()
+
+    def output(self, title: str, text: str):
+        self.outputs.append(f"\n## {title}\n\n```\n{self._short(text).rstrip()}\n```\n")
+        self._write()
+
+    def close(self):
+        self.tail = (f"\nTotal {time.perf_counter() - self.t0:.0f} s for {len(self.rows)} steps; load average at "
+                     f"the end: {_load()}.\n")
+        self._write()
+
+    def _write(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(self.head + "".join(self.rows) + self.tail + "".join(self.outputs))
 
 
 def test_the_demo_releases_a_train_split_and_says_what_it_keeps_out(walk):
@@ -101,7 +155,7 @@ def test_readme_duckdb_snippet_runs_as_written_after_the_demo(walk):
         os.chdir(old_cwd)
         os.environ["PATH"] = old_path
     assert "humaneval" in buf.getvalue() and "reference" in buf.getvalue(), buf.getvalue()
-    walk["transcript"].append("$ python <README's DuckDB snippet>\n  -> ran")
+    walk["transcript"].append("the README's DuckDB snippet (Python, run in-process): ran, printed pass rates")
 
 
 def test_print_init_names_this_venv_and_refuses_a_missing_lake(walk):
