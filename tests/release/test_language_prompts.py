@@ -109,3 +109,12 @@ def test_multipl_e_rows_export_in_their_language_and_score_by_it(tmp_path, real_
         # by default a harness verdict (in the program's own process) is never rewarded
         assert compute_score(r["data_source"], right, gts) == 0.0, lang
     assert seen == set(real_rows)
+
+    # a recipe's release (gold.recipe_problems) carries the language too
+    out = _cli("recipe", "run", "default", "--no-prepare", "--lake", str(lake))
+    name = out.strip().splitlines()[-1].split("releases: ")[-1].split(",")[0].strip()
+    _cli("export", name, "--format", "verl", "--out", str(tmp_path / "recipe-verl"), "--lake", str(lake))
+    rows = pq.read_table(tmp_path / "recipe-verl" / "test.parquet").to_pylist()
+    assert sorted(json.loads(r["reward_model"]["ground_truth"])["language"] for r in rows) == sorted(real_rows)
+    assert all(f"single ```{FENCE[json.loads(r['reward_model']['ground_truth'])['language']]} code block"
+               in r["prompt"][0]["content"] for r in rows)

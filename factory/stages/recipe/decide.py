@@ -144,7 +144,7 @@ def _potentials(con, model: str) -> dict:
 
 _RL_COLUMNS = ("problem_id", "source", "source_id", "question", "starter_code", "entry_point", "test_preamble",
                "test_format", "difficulty_label", "license", "split", "prompt", "tests", "public_tests",
-               "n_public_tests", "checker", "cpu_s")
+               "n_public_tests", "checker", "cpu_s", "language")
 
 
 def _problem_rows(con, recipe: Recipe, kept: list[str], stages_of: dict, potential: dict,
