@@ -9,7 +9,7 @@ report #43 describes. docs/images/report-{before,after}.png come from:
     python bench/report_screenshots.py --lake demo/lake --out docs/images --before 802f29d
 
 (the lake of `factory demo --data-dir ../shared/data`; any lake both versions can read works). Each PNG is
-stored with a palette of its 256 most frequent colors (about 340 KB for a 6,500 px page; 128 or 64 colors when
+stored with a palette of its 256 main flat colors (about 320 KB for a 6,500 px page; 128 or 64 colors when
 that is over --max-kb, default 400), and the run fails when even 64 colors are too many.
 """
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Chromium's `--screenshot` captures one viewport, so the page is shot in a viewport taller than it (and taller
 again while the content reaches the bottom edge), then the empty background below the last drawn row is cut
-off. `colors` stores the PNG with a palette of the page's that-many most frequent colors (plots and text are
-mostly flat colors: a 6,500 px page is ~340 KB instead of ~800 KB).
+off. `colors` stores the PNG with a palette of that many of the page's flat colors (plots and text are mostly
+flat colors: a 6,500 px page is ~320 KB instead of ~800 KB).
 """
 from __future__ import annotations
 
@@ -90,24 +90,28 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1280, height: int
 
 
 def _palette(img, colors: int):
-    """IMG with a palette of its COLORS most frequent colors, every other color mapped to the nearest of them,
-    undithered: flat colors (the page, the summary box, plot bars) stay exact, where a fitted palette (or
-    Pillow's cached palette lookup) shifts white to 252 and a light background to white; only anti-aliased
-    edges move."""
+    """IMG with a palette of COLORS of its flat colors, every other color mapped to the nearest of them,
+    undithered. A color ranks by its pixels that repeat their left neighbour (fills: the page, the summary box,
+    bars, a legend's 20 px swatch), not by all its pixels, where anti-aliased text edges outnumber a rare legend
+    color: ranked by all pixels, the curation legend's `validation` cyan (140 px) fell outside 256 colors and
+    was drawn blue; a fitted palette (or Pillow's cached palette lookup) shifts white to 252 and a light
+    background to white. Only anti-aliased edges move."""
     import numpy as np
     from PIL import Image
 
-    rgb = np.asarray(img.convert("RGB"))
-    flat = rgb.reshape(-1, 3).astype(np.int32)
-    keys = (flat[:, 0] << 16) | (flat[:, 1] << 8) | flat[:, 2]
-    uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    top = uniq[np.argsort(-counts, kind="stable")[:colors]]
+    rgb = np.asarray(img.convert("RGB")).astype(np.int32)
+    keys = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    repeats = np.zeros(keys.shape, dtype=bool)
+    repeats[:, 1:] = keys[:, 1:] == keys[:, :-1]
+    uniq, inverse, counts = np.unique(keys.ravel(), return_inverse=True, return_counts=True)
+    fills = np.bincount(inverse, weights=repeats.ravel(), minlength=len(uniq))
+    top = uniq[np.lexsort((-counts, -fills))[:colors]]
     pal = np.stack([(top >> 16) & 255, (top >> 8) & 255, top & 255], axis=1)
     ucol = np.stack([(uniq >> 16) & 255, (uniq >> 8) & 255, uniq & 255], axis=1)
     nearest = np.empty(len(uniq), dtype=np.uint8)
     for start in range(0, len(uniq), 4096):        # every distinct color against the palette, 4,096 at a time
         d = ((ucol[start:start + 4096, None, :] - pal[None, :, :]) ** 2).sum(axis=2)
         nearest[start:start + 4096] = d.argmin(axis=1)
-    out = Image.fromarray(nearest[inverse].reshape(rgb.shape[:2]), mode="P")
+    out = Image.fromarray(nearest[inverse].reshape(keys.shape), mode="P")
     out.putpalette([int(v) for c in pal for v in c] + [0] * (3 * (256 - len(pal))))
     return out

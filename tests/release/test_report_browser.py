@@ -85,3 +85,29 @@ def test_screenshot_without_a_browser_names_the_page(tmp_path):
         screenshot(page, tmp_path / "x.png", browser=str(tmp_path / "no-such-chromium"))
     with pytest.raises(FileNotFoundError, match="no HTML page"):
         screenshot(tmp_path / "missing.html", tmp_path / "x.png")
+
+
+def test_palette_keeps_a_small_flat_color_and_white():
+    """A legend swatch (20 x 7 px of one color) keeps its color in the 256-color PNG although 400 scattered
+    edge colors each cover more pixels (250, never two side by side); the white page stays 255, not a nearby
+    palette entry."""
+    import random
+
+    from PIL import Image
+
+    from factory.report.browser import _palette
+
+    img = Image.new("RGB", (800, 600), (255, 255, 255))
+    px = img.load()
+    odd = [(x, y) for y in range(30, 600) for x in range(800) if (x + y) % 2]   # no two are horizontal neighbours
+    spots = random.Random(43).sample(odd, 400 * 250)
+    for n, (x, y) in enumerate(spots):
+        i = n % 400
+        px[x, y] = (100 + i % 100, 60 + i // 100 * 30, 90)
+    for x in range(20):
+        for y in range(7):
+            px[10 + x, 10 + y] = (23, 190, 207)   # matplotlib's tab:cyan
+    out = _palette(img, 256).convert("RGB")
+    assert out.getpixel((15, 12)) == (23, 190, 207)
+    assert out.getpixel((0, 0)) == (255, 255, 255)
+    assert len(out.getcolors(1 << 16)) <= 256
