@@ -76,7 +76,7 @@ for _k in (
     ("judge-quality", ("silver.problems",), ("silver.quality_votes", "silver.llm_calls"),
      "LLM-judge quality votes (needs judge models)"),
     ("curate", ("silver.problems", "silver.tests", "silver.executions", "silver.contamination",
-                "silver.dedup_clusters"), ("gold.rl_problems", "gold.model_pass_rates", "gold.model_difficulty",
+                "silver.dedup_clusters", "silver.checkers"), ("gold.rl_problems", "gold.model_pass_rates", "gold.model_difficulty",
                                             "gold.clean_problems"),
      "score: pass rates, difficulty, exclusions (the recipe's curate parameters)"),
     ("filter", ("gold.rl_problems", "gold.clean_problems", "gold.model_pass_rates", "gold.model_difficulty",
