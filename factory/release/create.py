@@ -23,8 +23,10 @@ from factory.errors import FactoryError
 from factory.lake import connect, current_snapshot, resolve_lake_dir
 from factory.release.card import dataset_card, decontamination_figures
 from factory.release.files import (
-    DEFAULT_SHARD_ROWS, freeze, remove_tree, schema_hash, select_sql, sha256_file, view_dirname, write_shards,
+    DEFAULT_SHARD_ROWS, READ_ROWS, ShardWriter, freeze, remove_tree, schema_hash, select_sql, sha256_file,
+    view_dirname,
 )
+from factory.release.ordered import ordered_batches, sortable
 from factory.lake.commit import config_hash, git_sha, stage_run, utcnow
 
 MANIFEST = "manifest.json"
@@ -150,14 +152,8 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
     out = {}
     for view in views:
         spec = catalog[view]
-        sql, columns = select_sql(con, spec, (row_filters or {}).get(view))
         folder = root / "data" / view_dirname(view)
-        shards, splits = [], {}
-        for split in _splits_present(con, sql, columns):
-            part = f"SELECT * FROM ({sql}) WHERE {_SPLIT_OF} = '{split}'" if _has_split(columns) else sql
-            got = write_shards(con, part, folder, shard_rows, prefix=split)
-            shards += got
-            splits[split] = sum(g["rows"] for g in got)
+        columns, shards, splits = _write_view(con, spec, (row_filters or {}).get(view), folder, shard_rows)
         files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
@@ -168,20 +164,58 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
 
 # Views with a `split` column are written as train-*.parquet and test-*.parquet (split = 'test'; every other
 # value, NULL included, is train), so `datasets` sees real splits; other views are one train split.
-_SPLIT_OF = "CASE WHEN split = 'test' THEN 'test' ELSE 'train' END"
+_SPLIT_RANK = ("__release_split", "CASE WHEN split = 'test' THEN 1 ELSE 0 END")   # train rows sort first
+_SPLITS = ("train", "test")
 
 
 def _has_split(columns: list[tuple[str, str]]) -> bool:
     return "split" in {c for c, _ in columns}
 
 
-def _splits_present(con: duckdb.DuckDBPyConnection, sql: str, columns: list[tuple[str, str]]) -> list[str]:
-    """The splits that have rows, train before test; an empty view is one (empty) train split, so a view
-    always gets at least one file."""
-    if not _has_split(columns):
-        return ["train"]
-    found = {r[0] for r in con.execute(f"SELECT DISTINCT {_SPLIT_OF} FROM ({sql})").fetchall()}
-    return [k for k in ("train", "test") if k in found] or ["train"]
+def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder: Path,
+                shard_rows: int) -> tuple[list[tuple[str, str]], list[dict], dict]:
+    """One view's shards: every split from ONE query in (split, primary key) order, cut where the split changes
+    (the rows and order of one `... WHERE split ... ORDER BY <primary key>` query per split, read once instead
+    of once per split plus a DISTINCT pass). Returns (columns, shards, {split: rows}); a split without rows has
+    no file, an empty view is one empty train file."""
+    _sql, columns = select_sql(con, spec, where)
+    split = _SPLIT_RANK if _has_split(columns) else (_SPLIT_RANK[0], "0")   # no split column: all train
+    sql, _ = select_sql(con, spec, where, first=split)
+    types = dict(columns)
+    if spec.primary_key and sortable([types.get(k, "") for k in spec.primary_key]):
+        schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key], sql)
+    else:   # no key, or key types Arrow and Python may order differently from DuckDB: DuckDB's ORDER BY
+        result = con.execute(sql).to_arrow_reader(READ_ROWS)
+        schema, reader = result.schema, result
+    rank = schema.get_field_index(_SPLIT_RANK[0])
+    schema = schema.remove(rank)
+    shards, splits = [], {}
+    writer, current = None, None
+    try:
+        for batch in reader:
+            ranks = batch.column(rank).to_numpy(zero_copy_only=False)
+            batch = batch.drop_columns([_SPLIT_RANK[0]])
+            start = 0
+            while start < batch.num_rows:
+                r = int(ranks[start])
+                stop = start + int((ranks[start:] == r).argmin()) if (ranks[start:] != r).any() else batch.num_rows
+                if r != current:
+                    if writer is not None:
+                        shards += writer.close()
+                    writer, current = ShardWriter(folder, schema, shard_rows, prefix=_SPLITS[r]), r
+                writer.write(batch.slice(start, stop - start))
+                start = stop
+        if writer is None:   # no rows: one empty train file
+            writer = ShardWriter(folder, schema, shard_rows, prefix="train")
+        shards += writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    for s in shards:
+        name = s["path"].name.rsplit("-", 1)[0]
+        splits[name] = splits.get(name, 0) + s["rows"]
+    return columns, shards, splits
 
 
 def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,

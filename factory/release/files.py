@@ -35,15 +35,21 @@ def view_dirname(view: str) -> str:
     return view.split(".", 1)[1]
 
 
-def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec,
-               where: str | None = None) -> tuple[str, list[tuple[str, str]]]:
+def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, where: str | None = None,
+               first: tuple[str, str] | None = None) -> tuple[str, list[tuple[str, str]]]:
     """SELECT of a catalog entry in primary-key order (JSON columns as VARCHAR) and its (column, type) list;
-    ``where`` keeps only matching rows (a recipe's release of a table shared by every recipe)."""
+    ``where`` keeps only matching rows (a recipe's release of a table shared by every recipe). ``first`` (NAME,
+    SQL expression) adds the expression as a last column NAME and orders by it before the primary key (one
+    query for every split of a view; not in the returned column list)."""
     described = con.execute(f"DESCRIBE {spec.name}").fetchall()
     columns = [(r[0], "VARCHAR" if r[1] == "JSON" else r[1]) for r in described]
     cols = ", ".join(f'"{c}"::VARCHAR AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in
                      ((r[0], r[1]) for r in described))
     order = ", ".join(f'"{k}"' for k in spec.primary_key) or "ALL"
+    if first:
+        cols += f', {first[1]} AS "{first[0]}"'
+        order = f'"{first[0]}", ' + (order if spec.primary_key else
+                                     ", ".join(f'"{c}"' for c, _ in columns))
     filtered = f" WHERE {where}" if where else ""
     return f"SELECT {cols} FROM {spec.name}{filtered} ORDER BY {order}", columns
 
@@ -67,67 +73,89 @@ def _row_bytes(batch: pa.RecordBatch):
     return total
 
 
-def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,
-                 prefix: str = "part") -> list[dict]:
-    """Stream a query into PREFIX-00000.parquet, ... of at most shard_rows rows each (always >= 1 file).
+class ShardWriter:
+    """PREFIX-00000.parquet, ... of at most shard_rows rows each, from record batches fed in order.
 
     Row groups hold :data:`ROW_GROUP_ROWS` rows, fewer where their values pass :data:`ROW_GROUP_BYTES`: their
-    boundaries depend only on the data, never on how DuckDB batched the result, so the same rows give
-    byte-identical files; each row group is written as soon as it is complete (one ParquetWriter per shard), so
-    memory holds one row group and one read batch, whatever the view's size.
+    boundaries depend only on the rows, never on how they were batched, so the same rows give byte-identical
+    files; each row group is written as soon as it is complete (one ParquetWriter per shard), so memory holds
+    one row group and the batch being fed, whatever the view's size. :meth:`close` returns the files
+    ({path, rows}); a writer fed no rows leaves one empty file with the schema.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    reader = con.execute(sql).to_arrow_reader(min(shard_rows, READ_ROWS))
-    schema = reader.schema
-    files: list[dict] = []
-    state = {"writer": None, "rows": 0}
-    group: list[pa.RecordBatch] = []
-    group_rows = group_bytes = 0
 
-    def write_group() -> None:
-        nonlocal group, group_rows, group_bytes
-        if not group_rows:
+    def __init__(self, out_dir: Path, schema: pa.Schema, shard_rows: int, prefix: str = "part"):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir, self.schema, self.shard_rows, self.prefix = out_dir, schema, shard_rows, prefix
+        self.files: list[dict] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._group: list[pa.RecordBatch] = []
+        self._group_rows = self._group_bytes = 0
+
+    def _write_group(self) -> None:
+        if not self._group_rows:
             return
-        if state["writer"] is None:
-            path = out_dir / f"{prefix}-{len(files):05d}.parquet"
-            state["writer"] = pq.ParquetWriter(path, schema, compression="zstd", write_statistics=True)
-            files.append({"path": path, "rows": 0})
-        table = pa.Table.from_batches(group, schema=schema).combine_chunks()
-        state["writer"].write_table(table, row_group_size=ROW_GROUP_ROWS)
-        files[-1]["rows"] += table.num_rows
-        group, group_rows, group_bytes = [], 0, 0
-        if files[-1]["rows"] >= shard_rows:
-            state["writer"].close()
-            state["writer"] = None
+        if self._writer is None:
+            path = self.out_dir / f"{self.prefix}-{len(self.files):05d}.parquet"
+            self._writer = pq.ParquetWriter(path, self.schema, compression="zstd", write_statistics=True)
+            self.files.append({"path": path, "rows": 0})
+        table = pa.Table.from_batches(self._group, schema=self.schema).combine_chunks()
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.files[-1]["rows"] += table.num_rows
+        self._group, self._group_rows, self._group_bytes = [], 0, 0
+        if self.files[-1]["rows"] >= self.shard_rows:
+            self._writer.close()
+            self._writer = None
 
+    def write(self, batch: pa.RecordBatch) -> None:
+        sizes = _row_bytes(batch)
+        start = 0
+        for i in range(batch.num_rows):
+            shard_left = self.shard_rows - (self.files[-1]["rows"] if self._writer is not None else 0)
+            full = self._group_rows + (i - start) >= min(ROW_GROUP_ROWS, shard_left)
+            heavy = self._group_bytes > 0 and self._group_bytes + int(sizes[i]) > ROW_GROUP_BYTES
+            if full or heavy:
+                if i > start:
+                    self._group.append(batch.slice(start, i - start))
+                    self._group_rows += i - start
+                start = i
+                self._write_group()
+            self._group_bytes += int(sizes[i])
+        if batch.num_rows > start:
+            self._group.append(batch.slice(start))
+            self._group_rows += batch.num_rows - start
+
+    def close(self) -> list[dict]:
+        try:
+            self._write_group()
+        finally:
+            self.abort()
+        if not self.files:   # an empty view: one file with its schema
+            path = self.out_dir / f"{self.prefix}-00000.parquet"
+            pq.write_table(self.schema.empty_table(), path, compression="zstd", row_group_size=ROW_GROUP_ROWS,
+                           write_statistics=True)
+            self.files.append({"path": path, "rows": 0})
+        return self.files
+
+    def abort(self) -> None:
+        """Close the open file (after an error: the caller removes the folder)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,
+                 prefix: str = "part", batch_rows: int = READ_ROWS) -> list[dict]:
+    """Stream a query into PREFIX-00000.parquet, ... of at most shard_rows rows each (always >= 1 file), through
+    a :class:`ShardWriter`."""
+    reader = con.execute(sql).to_arrow_reader(max(1, min(shard_rows, batch_rows)))
+    writer = ShardWriter(out_dir, reader.schema, shard_rows, prefix)
     try:
         for batch in reader:
-            sizes = _row_bytes(batch)
-            start = 0
-            for i in range(batch.num_rows):
-                shard_left = shard_rows - (files[-1]["rows"] if state["writer"] is not None else 0)
-                full = group_rows + (i - start) >= min(ROW_GROUP_ROWS, shard_left)
-                heavy = group_bytes > 0 and group_bytes + int(sizes[i]) > ROW_GROUP_BYTES
-                if full or heavy:
-                    if i > start:
-                        group.append(batch.slice(start, i - start))
-                        group_rows += i - start
-                    start = i
-                    write_group()
-                group_bytes += int(sizes[i])
-            if batch.num_rows > start:
-                group.append(batch.slice(start))
-                group_rows += batch.num_rows - start
-        write_group()
-    finally:
-        if state["writer"] is not None:
-            state["writer"].close()
-    if not files:   # an empty view: one file with its schema
-        path = out_dir / f"{prefix}-00000.parquet"
-        pq.write_table(schema.empty_table(), path, compression="zstd", row_group_size=ROW_GROUP_ROWS,
-                       write_statistics=True)
-        files.append({"path": path, "rows": 0})
-    return files
+            writer.write(batch)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
 
 
 def freeze(root: Path) -> None:

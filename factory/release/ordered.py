@@ -1,0 +1,245 @@
+"""A view's rows in key order with bounded memory: an external merge sort of Arrow record batches.
+
+`ORDER BY <primary key>` in DuckDB materialises every row of the view: gold.rl_problems carries each problem's
+tests as text (MB per row), and DuckDB's sort held them all (8.2 GB at 1/8 of DeepCoder-Preview, growing with the
+data) and could not finish under a 1.5 GB memory limit. Sorting only a narrow key list and fetching the wide rows
+batch by batch with key predicates costs a full scan per batch when the lake's files are not in key order (curate
+writes gold.rl_problems in hash partitions: every file spans the whole key range).
+
+So the view is read ONCE, unordered, a few rows at a time; rows collect into runs of at most
+:data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit in one run, written to an
+uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory); the runs are then merged
+a batch of each at a time. Memory holds one run (plus its sorted copy while it is written) during the read and
+one spill batch per run during the merge, whatever the view's size. A view that fits in one run never touches
+the disk.
+
+The order is DuckDB's `ORDER BY k1, k2, ...` (ascending, NULLs last): strings compare by bytes (UTF-8 byte order
+is code point order, which Python's comparison uses too), integers, booleans, dates and timestamps by value.
+:func:`sortable` says whether a key's types are among those; other keys keep DuckDB's ORDER BY.
+"""
+from __future__ import annotations
+
+import heapq
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+RUN_BYTES = 256 << 20        # rows per sorted run, by their Arrow size
+SPILL_BATCH_BYTES = 4 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
+OUT_BATCH_BYTES = 4 << 20    # rows per merged output batch
+OUT_BATCH_ROWS = 4_096
+PROBE_ROWS = 64              # rows read first to size the read batches
+READ_BATCH_BYTES = 8 << 20   # ... each about this many bytes at the widest row seen in the probe
+MAX_READ_ROWS = 1_024
+
+
+def sortable(types: list[str]) -> bool:
+    """Whether key columns of these DuckDB types sort here exactly as DuckDB's ORDER BY sorts them."""
+    ok = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
+          "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "HUGEINT")
+    return bool(types) and all(t in ok for t in types)
+
+
+def _probe(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[int, int, int]:
+    """(rows, mean bytes, widest bytes) of ``sql``: its row count and the sizes of its first PROBE_ROWS rows."""
+    rows = con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0]
+    probe = con.execute(f"SELECT * FROM ({sql}) LIMIT {PROBE_ROWS}").fetch_arrow_table()
+    if not probe.num_rows:
+        return rows, 0, 0
+    sizes = _row_bytes(probe)
+    return rows, int(sizes.mean()), int(sizes.max())
+
+
+def read_batch_rows(widest: int) -> int:
+    """Rows per Arrow batch: about READ_BATCH_BYTES at the widest row seen (1 for rows of MBs, MAX_READ_ROWS for
+    narrow rows)."""
+    return max(1, min(MAX_READ_ROWS, READ_BATCH_BYTES // max(widest, 1)))
+
+
+def _row_bytes(table: pa.Table | pa.RecordBatch):
+    """Bytes of each row: its string / binary values, 8 per other value."""
+    import numpy as np
+
+    total = np.zeros(table.num_rows, dtype=np.int64)
+    for column in table.columns:
+        t = column.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            lengths = pc.fill_null(pc.binary_length(column), 0)
+            if isinstance(lengths, pa.ChunkedArray):
+                lengths = lengths.combine_chunks()
+            total += lengths.to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            total += 8
+    return total
+
+
+def _cuts(sizes, limit: int, max_rows: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) pieces of consecutive rows, each under ``limit`` bytes and ``max_rows`` rows (or one row)."""
+    start, acc = 0, 0
+    for i, s in enumerate(sizes):
+        s = int(s)
+        if i > start and (acc + s > limit or i - start >= max_rows):
+            yield start, i
+            start, acc = i, 0
+        acc += s
+    if start < len(sizes):
+        yield start, len(sizes)
+
+
+def _key_value(v):
+    return (v is None, 0 if v is None else v)   # NULLs last, as DuckDB's default
+
+
+class _Spill:
+    """Sorted runs as Arrow IPC stream files in a private folder under ``where`` (removed by :meth:`close`)."""
+
+    def __init__(self, where: str | None):
+        if where:
+            Path(where).mkdir(parents=True, exist_ok=True)
+        self.dir = Path(tempfile.mkdtemp(prefix="factory-release-sort-", dir=where or None))
+        self.runs: list[Path] = []
+
+    def write(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> None:
+        path = self.dir / f"run-{len(self.runs):05d}.arrow"
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+            for b in batches:
+                writer.write_batch(b)
+        self.runs.append(path)
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _sorted_pieces(table: pa.Table, key: list[str], limit: int, max_rows: int) -> Iterator[pa.RecordBatch]:
+    """A run's rows in key order, a piece (<= limit bytes, or one row) at a time."""
+    table = table.combine_chunks()
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_end") for k in key])
+    sizes = _row_bytes(table).take(order.to_numpy())
+    for start, stop in _cuts(sizes, limit, max_rows):
+        for b in table.take(order.slice(start, stop - start)).to_batches():
+            yield b
+
+
+def _run_rows(path: Path, key: list[str]) -> Iterator[tuple[tuple, pa.RecordBatch, int, object]]:
+    """(key, batch, row, the batch's row sizes) of a spilled run, in order; one batch in memory (read, not
+    memory-mapped)."""
+    with pa.OSFile(str(path), "rb") as source:
+        for batch in pa.ipc.open_stream(source):
+            cols = [batch.column(k).to_pylist() for k in key]
+            sizes = _row_bytes(batch)
+            for i in range(batch.num_rows):
+                yield tuple(_key_value(c[i]) for c in cols), batch, i, sizes
+
+
+def _merged(runs: list[Path], key: list[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The runs merged in key order, as batches of <= OUT_BATCH_BYTES / OUT_BATCH_ROWS rows (or one row)."""
+    pieces: list[pa.RecordBatch] = []
+    rows = size = 0
+    cur: list | None = None   # [batch, start, stop, sizes]: consecutive rows of one spill batch
+
+    def flush_piece() -> None:
+        nonlocal cur, rows, size
+        if cur is not None:
+            b, start, stop, sizes = cur
+            pieces.append(b.slice(start, stop - start))
+            rows += stop - start
+            size += int(sizes[start:stop].sum())
+            cur = None
+
+    def out() -> pa.RecordBatch:
+        nonlocal pieces, rows, size
+        t = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
+        pieces, rows, size = [], 0, 0
+        return t.to_batches()[0]
+
+    for _k, batch, i, sizes in heapq.merge(*(_run_rows(p, key) for p in runs), key=lambda r: r[0]):
+        if cur is not None and cur[0] is batch and cur[2] == i:
+            cur[2] = i + 1
+            continue
+        flush_piece()
+        if pieces and (rows >= OUT_BATCH_ROWS or size >= OUT_BATCH_BYTES):
+            yield out()
+        cur = [batch, i, i + 1, sizes]
+    flush_piece()
+    if pieces:
+        yield out()
+
+
+def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], ordered_sql: str, *,
+                    run_bytes: int = RUN_BYTES) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """(schema, batches) of ``sql``'s rows ordered by the ``key`` columns (ascending, NULLs last), the rows and
+    order of ``ordered_sql`` (``sql`` ORDER BY key). A view estimated under half a run is read from DuckDB
+    ordered (small views: one query). A larger one is first copied unordered by DuckDB's COPY into a spill
+    folder (DuckDB's streamed results hold every MB-wide row before the first batch is read; its COPY writes as
+    it reads), then read back a few rows at a time and sorted in runs. The batches stream: iterate them to the
+    end, or close the iterator, so the spill folder is removed."""
+    where = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    rows, mean, widest = _probe(con, sql)
+    batch_rows = read_batch_rows(widest)
+    if rows * mean < run_bytes // 2:
+        reader = con.execute(ordered_sql).to_arrow_reader(batch_rows)
+        return reader.schema, iter(reader)
+    spill = _Spill(where)
+    try:
+        scan = spill.dir / "scan.parquet"
+        _copy(con, sql, scan)
+        import pyarrow.parquet as pq
+        source = pq.ParquetFile(scan)
+    except BaseException:
+        spill.close()
+        raise
+    schema = source.schema_arrow
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for i in range(source.num_row_groups):
+            yield from source.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False)
+
+    def gen() -> Iterator[pa.RecordBatch]:
+        try:
+            buf: list[pa.RecordBatch] = []
+            held = 0
+            for batch in batches():
+                buf.append(batch)
+                held += batch.get_total_buffer_size()
+                if held >= run_bytes:
+                    table = pa.Table.from_batches(buf, schema=schema)
+                    buf, held = [], 0
+                    spill.write(_sorted_pieces(table, key, SPILL_BATCH_BYTES, OUT_BATCH_ROWS), schema)
+                    del table
+            table = pa.Table.from_batches(buf, schema=schema)
+            buf = []
+            source.close()
+            scan.unlink()   # read: its disk space is free before the merge
+            if not spill.runs:   # fits in one run: sorted in memory
+                yield from _sorted_pieces(table, key, OUT_BATCH_BYTES, OUT_BATCH_ROWS)
+                return
+            if table.num_rows:
+                spill.write(_sorted_pieces(table, key, SPILL_BATCH_BYTES, OUT_BATCH_ROWS), schema)
+            del table
+            yield from _merged(spill.runs, key, schema)
+        finally:
+            source.close()
+            spill.close()
+
+    return schema, gen()
+
+
+def _copy(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> None:
+    """COPY ``sql`` (unordered) into an uncompressed Parquet file, one thread, insertion order not kept (the
+    settings restored afterwards): the scan holds a row group of the lake's files at a time."""
+    keep = dict(con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
+                            "('threads', 'preserve_insertion_order')").fetchall())
+    con.execute("SET threads = 1")
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        target = str(path).replace("'", "''")
+        con.execute(f"COPY ({sql}) TO '{target}' (FORMAT parquet, COMPRESSION uncompressed, "
+                    f"ROW_GROUP_SIZE_BYTES '{SPILL_BATCH_BYTES >> 20}MiB')")
+    finally:
+        con.execute(f"SET threads = {int(keep['threads'])}")
+        con.execute(f"SET preserve_insertion_order = {keep['preserve_insertion_order']}")
