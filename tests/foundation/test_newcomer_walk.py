@@ -195,3 +195,16 @@ def test_the_demo_refuses_to_wipe_a_folder_it_did_not_write(walk, tmp_path):
     err = walk["sh"](["factory", "demo", "--out", str(mine), "--sample-problems", "0"], expect=2).stderr
     assert "thesis.tex" in err and "--force" in err, err
     assert (mine / "thesis.tex").read_text() == "years of work"
+
+
+def test_the_walk_leaves_a_transcript_a_person_can_read(walk):
+    """Last in the module: the Markdown transcript on disk holds every step so far (the demo and the commands of
+    the tests above), each with its exit code and seconds, the load average at the start and the demo's output."""
+    text = walk["transcript"].path.read_text()
+    assert re.search(r"Load average \(1/5/15 min\) at the start: [\d.]+/[\d.]+/[\d.]+, on \d+ cores", text), text
+    rows = re.findall(r"^\| (\d+) \| `(.+)` \| (\d+) \((\d+)\)(.*?) \| ([\d.]+) \|$", text, flags=re.M)
+    assert len(rows) >= 19 and rows[0][1].startswith("factory demo --out demo"), rows
+    assert all(code == expect and not extra for _, _, code, expect, extra, _ in rows), rows
+    assert {"0", "2"} == {code for _, _, code, _, _, _ in rows}           # typos exit 2, the rest 0
+    assert "$WALK/demo/lake" in text and str(walk["home"]) not in text    # temp paths shortened
+    assert "splits:   gold.rl_problems in demo-v1: test" in text        # the demo's own output
