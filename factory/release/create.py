@@ -183,7 +183,7 @@ def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder:
     sql, _ = select_sql(con, spec, where, first=split)
     types = dict(columns)
     if spec.primary_key and sortable([types.get(k, "") for k in spec.primary_key]):
-        schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key], sql)
+        schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key])
     else:   # no key, or key types Arrow and Python may order differently from DuckDB: DuckDB's ORDER BY
         result = con.execute(sql).to_arrow_reader(READ_ROWS)
         schema, reader = result.schema, result

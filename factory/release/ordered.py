@@ -29,12 +29,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-RUN_BYTES = 256 << 20        # rows per sorted run, by their Arrow size
+RUN_BYTES = 256 << 20        # rows per sorted run, by their Arrow size ($FACTORY_RELEASE_RUN_MB overrides)
+RUN_ENV = "FACTORY_RELEASE_RUN_MB"
 SPILL_BATCH_BYTES = 4 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
 OUT_BATCH_BYTES = 4 << 20    # rows per merged output batch
 OUT_BATCH_ROWS = 4_096
-PROBE_ROWS = 64              # rows read first to size the read batches
-READ_BATCH_BYTES = 8 << 20   # ... each about this many bytes at the widest row seen in the probe
+READ_BATCH_BYTES = 8 << 20   # rows per batch read back from the spill file (by its row groups' mean row size)
 MAX_READ_ROWS = 1_024
 
 
@@ -45,20 +45,12 @@ def sortable(types: list[str]) -> bool:
     return bool(types) and all(t in ok for t in types)
 
 
-def _probe(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[int, int, int]:
-    """(rows, mean bytes, widest bytes) of ``sql``: its row count and the sizes of its first PROBE_ROWS rows."""
-    rows = con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0]
-    probe = con.execute(f"SELECT * FROM ({sql}) LIMIT {PROBE_ROWS}").fetch_arrow_table()
-    if not probe.num_rows:
-        return rows, 0, 0
-    sizes = _row_bytes(probe)
-    return rows, int(sizes.mean()), int(sizes.max())
-
-
-def read_batch_rows(widest: int) -> int:
-    """Rows per Arrow batch: about READ_BATCH_BYTES at the widest row seen (1 for rows of MBs, MAX_READ_ROWS for
-    narrow rows)."""
-    return max(1, min(MAX_READ_ROWS, READ_BATCH_BYTES // max(widest, 1)))
+def read_batch_rows(meta) -> int:
+    """Rows per batch read from a Parquet file: about READ_BATCH_BYTES at the mean row size of its widest row
+    group (1 for rows of MBs, MAX_READ_ROWS for narrow rows)."""
+    widest = max((meta.row_group(i).total_byte_size / max(meta.row_group(i).num_rows, 1)
+                  for i in range(meta.num_row_groups)), default=1)
+    return max(1, min(MAX_READ_ROWS, int(READ_BATCH_BYTES // max(widest, 1))))
 
 
 def _row_bytes(table: pa.Table | pa.RecordBatch):
@@ -170,30 +162,45 @@ def _merged(runs: list[Path], key: list[str], schema: pa.Schema) -> Iterator[pa.
         yield out()
 
 
-def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], ordered_sql: str, *,
-                    run_bytes: int = RUN_BYTES) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """(schema, batches) of ``sql``'s rows ordered by the ``key`` columns (ascending, NULLs last), the rows and
-    order of ``ordered_sql`` (``sql`` ORDER BY key). A view estimated under half a run is read from DuckDB
-    ordered (small views: one query). A larger one is first copied unordered by DuckDB's COPY into a spill
-    folder (DuckDB's streamed results hold every MB-wide row before the first batch is read; its COPY writes as
-    it reads), then read back a few rows at a time and sorted in runs. The batches stream: iterate them to the
-    end, or close the iterator, so the spill folder is removed."""
+def run_bytes_setting() -> int:
+    """Bytes of rows per sorted run: $FACTORY_RELEASE_RUN_MB (MiB, >= 1), else RUN_BYTES."""
+    import os
+
+    from factory.errors import FactoryError
+
+    text = os.environ.get(RUN_ENV)
+    if not text:
+        return RUN_BYTES
+    try:
+        mb = int(text)
+    except ValueError:
+        mb = 0
+    if mb < 1:
+        raise FactoryError(f"${RUN_ENV}={text!r}: give the sort run size in MiB, an integer >= 1")
+    return mb << 20
+
+
+def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
+                    run_bytes: int | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """(schema, batches) of ``sql``'s rows ordered by the ``key`` columns (ascending, NULLs last): the rows and
+    order of ``sql ORDER BY key`` in DuckDB. The rows are first copied unordered by DuckDB's COPY into a spill
+    folder (a streamed DuckDB result holds every row before the first batch is read, MB-wide rows included; its
+    COPY writes as it reads), then read back a few rows at a time and sorted in runs. The batches stream:
+    iterate them to the end, or close the iterator, so the spill folder is removed."""
+    import pyarrow.parquet as pq
+
+    run_bytes = run_bytes or run_bytes_setting()
     where = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
-    rows, mean, widest = _probe(con, sql)
-    batch_rows = read_batch_rows(widest)
-    if rows * mean < run_bytes // 2:
-        reader = con.execute(ordered_sql).to_arrow_reader(batch_rows)
-        return reader.schema, iter(reader)
     spill = _Spill(where)
     try:
         scan = spill.dir / "scan.parquet"
         _copy(con, sql, scan)
-        import pyarrow.parquet as pq
         source = pq.ParquetFile(scan)
     except BaseException:
         spill.close()
         raise
     schema = source.schema_arrow
+    batch_rows = read_batch_rows(source.metadata)
 
     def batches() -> Iterator[pa.RecordBatch]:
         for i in range(source.num_row_groups):
