@@ -287,7 +287,24 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
         con.close()
         raise FactoryError(f"cannot attach lake {lake_dir}: {exc}") from exc
     con.execute(f"USE {LAKE_ALIAS}")
+    if create:
+        lake_options(con)
     return con
+
+
+# DuckLake options `factory init` sets (persisted in the catalog: every client of the lake writes this way). zstd:
+# DuckLake's default is snappy; gold.rl_problems' packed test text is ~2x smaller in zstd (the Hub ingest's own
+# silver.tests files are zstd already).
+LAKE_OPTIONS = {"parquet_compression": "zstd"}
+
+
+def lake_options(con: duckdb.DuckDBPyConnection) -> None:
+    """Set LAKE_OPTIONS on the attached lake where its catalog holds another value (a lake made before: `factory
+    init` again); files written earlier keep their codec."""
+    have = dict(con.execute(f"SELECT option_name, value FROM {LAKE_ALIAS}.options()").fetchall())
+    for name, value in LAKE_OPTIONS.items():
+        if have.get(name) != value:
+            con.execute(f"CALL {LAKE_ALIAS}.set_option('{name}', '{value}')")
 
 
 MEMORY_ENV, TEMP_ENV = "FACTORY_DUCKDB_MEMORY_LIMIT", "FACTORY_DUCKDB_TEMP"

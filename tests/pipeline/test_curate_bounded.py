@@ -92,36 +92,104 @@ def test_a_view_kind_change_migrates_an_existing_lake(lake):
     assert q(lake, "SELECT count(*) FROM gold.rl_problems")[0][0] == 9
 
 
-def test_partitioned_rl_problems_are_the_one_statement_rows(lake, monkeypatch):
-    """gold.rl_problems packed in hash partitions (#41 goal 3): the same rows as one statement.
+class _TextScans:
+    """A lake connection that counts the statements whose plan scans silver.tests' ``input`` column (the test text
+    only gold.rl_problems' packing reads), by EXPLAINing each statement before it runs."""
 
-    The ordered ``string_agg`` that packs a problem's tests into JSON keeps every usable test's JSON in its states, so
-    one statement over DeepCoder-sized tests holds them all (4.3 GB peak for 0.94 GB of inputs at 1/32 of
-    DeepCoder-Preview, 12.6 GB at 1/8). On a lake whose tests pass ``PARTITION_BYTES`` of text, curate packs the
-    problems in ``hash(problem_id) % K`` parts, the filter placed before the aggregate (1.4 GB peak at 1/32 with 5
-    parts). Here this module's lake (HumanEval+ / MBPP+ problems with the largest computed expected
-    outputs, ~31 MB of test content) is curated once in one statement and once in parts, and the tables compared."""
+    def __init__(self, con, seen: list):
+        self._con, self._seen = con, seen
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def execute(self, sql, *args):
+        import duckdb
+
+        if isinstance(sql, str) and sql.lstrip().upper().startswith(("CREATE", "INSERT", "SELECT", "WITH")):
+            try:
+                plan = json.loads(self._con.execute("EXPLAIN (FORMAT json) " + sql, *args).fetchall()[0][1])
+            except duckdb.Error:
+                plan = []
+            stack = list(plan)
+            while stack:
+                node = stack.pop()
+                stack += node.get("children", [])
+                info = node.get("extra_info") or {}
+                if info.get("Table") == "tests" and "input" in info.get("Projections", []):
+                    self._seen.append(sql[:80])
+        return self._con.execute(sql, *args)
+
+
+def test_streamed_rl_problems_are_the_one_statement_rows(lake, monkeypatch):
+    """gold.rl_problems on a lake with large tests (#41 goals 3, 4): the same rows as one statement, the test text
+    scanned once.
+
+    The ordered ``string_agg`` that packs a problem's tests into JSON keeps every usable test's JSON in its states,
+    so one statement over DeepCoder-sized tests holds them all (4.3 GB peak for 0.94 GB of inputs at 1/32 of
+    DeepCoder-Preview, 12.6 GB at 1/8). Hash partitions bounded that but scanned silver.tests' text once per part
+    (17 parts at 1/8). On a lake whose tests pass ``PARTITION_BYTES`` of text, curate now streams the usable tests
+    once and packs each problem as soon as its tests arrived. Here this module's lake (HumanEval+ / MBPP+ problems
+    with the largest computed expected outputs, ~31 MB of test content) is curated once in one statement and once
+    streamed (with PARTITION_BYTES at 4 MB: 8+ parts on the old code, 8+ scans of the text), and the tables
+    compared."""
+    from factory.lake import commit
     from factory.stages import curate as curate_stage
 
     lake, _ = lake
     one = curate_stage.curate(lake)
     rows = q(lake, "SELECT * FROM gold.rl_problems ORDER BY problem_id")
     assert one["gold.rl_problems"] == len(rows) == 9
-    monkeypatch.setattr(curate_stage, "PARTITION_BYTES", 12 << 20)   # a few parts: each one rescans the tests
+    monkeypatch.setattr(curate_stage, "PARTITION_BYTES", 4 << 20)
     con = connect(lake, read_only=True)
     try:
         parts = curate_stage.rl_partitions(con)
     finally:
         con.close()
-    assert parts >= 2, parts   # ~31 MB of test content in 12 MB parts (estimated from the file sizes)
-    calls = []
+    assert parts >= 4, parts   # ~31 MB of test content (estimated from the file sizes): streamed
+    calls, scans = [], []
     real = curate_stage.materialize_rl_problems
     monkeypatch.setattr(curate_stage, "materialize_rl_problems",
-                        lambda run, params, k: (calls.append(k), real(run, params, k)))
+                        lambda run, params, *a: (calls.append(1), real(run, params, *a)))
+    real_connect = commit.connect
+    monkeypatch.setattr(commit, "connect", lambda *a, **k: _TextScans(real_connect(*a, **k), scans))
     again = curate_stage.curate(lake)
-    assert calls == [parts]
+    assert calls == [1]
     assert again == one and again.funnel == one.funnel
     assert q(lake, "SELECT * FROM gold.rl_problems ORDER BY problem_id") == rows
+    # one scan of the test text for the whole curate (the old hash partitions: one per part)
+    assert len(scans) == 1, scans
     # the tables curate writes after gold.rl_problems read it as before
     assert q(lake, "SELECT source, split, rl_rows FROM gold.test_leakage ORDER BY 1") == \
         [("humanevalplus", "test", 6), ("mbppplus", "test", 3)]
+    # the packed rows went to zstd files of the lake's data path, in the table (nothing left beside it)
+    con = connect(lake, read_only=True)
+    try:
+        files = {r[0] for r in con.execute(
+            "SELECT data_file FROM ducklake_list_files('lake', 'rl_problems', schema => 'gold')").fetchall()}
+        data = con.execute("SELECT value FROM lake.options() WHERE option_name = 'data_path'").fetchone()[0]
+    finally:
+        con.close()
+    from pathlib import Path
+    mine = {str(p) for p in Path(data, "gold", "rl_problems").glob("curate-*.parquet")}
+    assert mine and mine <= files, (mine, files)
+
+
+def test_gold_files_are_zstd(lake):
+    """The lake's own writes use zstd (DuckLake's default is snappy; `factory init` sets the lake's
+    parquet_compression, #41 goal 4): every data file curate wrote for the gold tables is zstd-compressed (snappy on the old code)."""
+    lake, _ = lake
+    curate(lake)
+    con = connect(lake, read_only=True)
+    try:
+        assert dict(con.execute("SELECT option_name, value FROM lake.options()").fetchall())[
+            "parquet_compression"] == "zstd"
+        files = [r[0] for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'gold'").fetchall()
+            for r in con.execute(
+            f"SELECT data_file FROM ducklake_list_files('lake', '{t}', schema => 'gold')").fetchall()]
+        codecs = {r[0] for r in con.execute(
+            f"SELECT DISTINCT compression FROM parquet_metadata({files!r})").fetchall()}
+    finally:
+        con.close()
+    assert files   # (tables of a few rows are inlined in the catalog: no file)
+    assert codecs == {"ZSTD"}, codecs
