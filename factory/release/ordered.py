@@ -29,9 +29,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-RUN_BYTES = 256 << 20        # rows per sorted run, by their Arrow size ($FACTORY_RELEASE_RUN_MB overrides)
+RUN_BYTES = 128 << 20        # rows per sorted run, by their Arrow size ($FACTORY_RELEASE_RUN_MB overrides)
 RUN_ENV = "FACTORY_RELEASE_RUN_MB"
-SPILL_BATCH_BYTES = 4 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
+SPILL_BATCH_BYTES = 1 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
 OUT_BATCH_BYTES = 4 << 20    # rows per merged output batch
 OUT_BATCH_ROWS = 4_096
 READ_BATCH_BYTES = 8 << 20   # rows per batch read back from the spill file (by its row groups' mean row size)
