@@ -1,17 +1,20 @@
 """A view's rows in key order with bounded memory: an external merge sort of Arrow record batches.
 
 `ORDER BY <primary key>` in DuckDB materialises every row of the view: gold.rl_problems carries each problem's
-tests as text (MB per row), and DuckDB's sort held them all (8.2 GB at 1/8 of DeepCoder-Preview, growing with the
-data) and could not finish under a 1.5 GB memory limit. Sorting only a narrow key list and fetching the wide rows
-batch by batch with key predicates costs a full scan per batch when the lake's files are not in key order (curate
-writes gold.rl_problems in hash partitions: every file spans the whole key range).
+tests as text (MB per row), and DuckDB's sort held them all (8.3 GB at 1/8 of DeepCoder-Preview, growing with the
+data); under a 1.5 GB memory limit it failed instead of spilling. A DuckDB result read as Arrow batches is no way
+round it: even unordered, `execute` / `sql` / the Arrow stream hold every MB-wide row before the first batch is
+read (3.4 GB at 1/8). Sorting only a narrow key list and fetching the wide rows batch by batch with key
+predicates costs a full scan per batch when the lake's files are not in key order (curate writes
+gold.rl_problems in hash partitions: every file spans the whole key range).
 
-So the view is read ONCE, unordered, a few rows at a time; rows collect into runs of at most
-:data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit in one run, written to an
-uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory); the runs are then merged
-a batch of each at a time. Memory holds one run (plus its sorted copy while it is written) during the read and
-one spill batch per run during the merge, whatever the view's size. A view that fits in one run never touches
-the disk.
+So DuckDB's COPY (one thread, insertion order not kept) writes the view, unordered, into an uncompressed Parquet
+file in the connection's spill folder (DuckDB's temp_directory) as it reads the lake - the one DuckDB path that
+holds a row group of the lake's files at a time, not the view. That file is read back a few rows at a time; rows
+collect into runs of at most :data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not
+fit in one run, written to an uncompressed Arrow IPC file beside it; the runs are then merged a batch of each at
+a time. Memory holds one run (plus its sorted copy while it is written) during the read and one spill batch per
+run during the merge, whatever the view's size; the spill folder is removed when the rows are consumed.
 
 The order is DuckDB's `ORDER BY k1, k2, ...` (ascending, NULLs last): strings compare by bytes (UTF-8 byte order
 is code point order, which Python's comparison uses too), integers, booleans, dates and timestamps by value.
@@ -41,7 +44,7 @@ MAX_READ_ROWS = 1_024
 def sortable(types: list[str]) -> bool:
     """Whether key columns of these DuckDB types sort here exactly as DuckDB's ORDER BY sorts them."""
     ok = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
-          "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "HUGEINT")
+          "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE")
     return bool(types) and all(t in ok for t in types)
 
 
@@ -191,6 +194,8 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
 
     run_bytes = run_bytes or run_bytes_setting()
     where = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    # the Arrow types DuckDB gives these rows (a Parquet round trip renames list fields, changes time zones)
+    schema = con.execute(f"SELECT * FROM ({sql}) LIMIT 0").to_arrow_table().schema
     spill = _Spill(where)
     try:
         scan = spill.dir / "scan.parquet"
@@ -199,12 +204,14 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
     except BaseException:
         spill.close()
         raise
-    schema = source.schema_arrow
     batch_rows = read_batch_rows(source.metadata)
+    same = source.schema_arrow == schema
 
     def batches() -> Iterator[pa.RecordBatch]:
         for i in range(source.num_row_groups):
-            yield from source.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False)
+            for b in source.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False):
+                yield b if same else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
+                    if b.schema.types == schema.types else b.cast(schema)
 
     def gen() -> Iterator[pa.RecordBatch]:
         try:

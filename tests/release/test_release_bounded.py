@@ -12,6 +12,7 @@ import json
 import os
 import random
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -146,3 +147,27 @@ def test_bad_run_size_names_the_variable(big_lake, tmp_path, monkeypatch):
     with pytest.raises(FactoryError, match=RUN_ENV):
         create_release("bad", ["gold.rl_problems"], lake=big_lake, releases_dir=tmp_path / "rel")
     assert not (tmp_path / "rel" / "bad").exists()
+
+
+def test_sorted_runs_keep_duckdbs_types_and_order():
+    """Lists, structs, maps, a TIMESTAMPTZ in a non-UTC session, dates, NULLs: the rows come back with the
+    Arrow types and in the order DuckDB's ORDER BY gives (a Parquet round trip alone renames a map's fields and
+    turns the time zone into UTC), from one run in memory and from 2 KB runs merged from disk."""
+    import duckdb
+
+    from factory.release.ordered import ordered_batches
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'Europe/Paris'")
+    con.execute(f"SET temp_directory = '{tempfile.mkdtemp(prefix='release-bounded-')}'")
+    sql = """SELECT CASE WHEN i % 17 = 0 THEN NULL ELSE 'k' || ((i * 7919) % 100) END AS k, i % 2 AS r,
+                    [i, i + 1] AS l, {'a': i, 'b': 'v' || i} AS st, MAP {'m': i} AS mp,
+                    TIMESTAMPTZ '2024-01-01 00:00:00+00' + INTERVAL (i) HOUR AS tz, DATE '2024-01-01' + i::INTEGER AS d,
+                    CASE WHEN i % 10 = 0 THEN NULL ELSE i * 1.5 END AS f, repeat('x', i * 40) AS wide
+             FROM range(100) t(i)"""
+    want = con.execute(sql + " ORDER BY r, k, d").to_arrow_table()
+    for run_bytes in (1 << 30, 2048):
+        schema, batches = ordered_batches(con, sql, ["r", "k", "d"], run_bytes=run_bytes)
+        got = pa.Table.from_batches(list(batches), schema=schema)
+        assert got.schema == want.schema
+        assert got.equals(want), run_bytes
