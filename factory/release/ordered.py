@@ -198,20 +198,24 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
     schema = con.execute(f"SELECT * FROM ({sql}) LIMIT 0").to_arrow_table().schema
     spill = _Spill(where)
     try:
-        scan = spill.dir / "scan.parquet"
+        scan = spill.dir / "scan"
         _copy(con, sql, scan)
-        source = pq.ParquetFile(scan)
+        parts = sorted(scan.glob("*.parquet"))
     except BaseException:
         spill.close()
         raise
-    batch_rows = read_batch_rows(source.metadata)
-    same = source.schema_arrow == schema
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for i in range(source.num_row_groups):
-            for b in source.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False):
-                yield b if same else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
-                    if b.schema.types == schema.types else b.cast(schema)
+        """The copied rows, a part file at a time (each deleted once read: the runs take its disk space)."""
+        for part in parts:
+            with pq.ParquetFile(part) as source:
+                rows = read_batch_rows(source.metadata)
+                same = source.schema_arrow == schema
+                for i in range(source.num_row_groups):
+                    for b in source.iter_batches(batch_size=rows, row_groups=[i], use_threads=False):
+                        yield b if same else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
+                            if b.schema.types == schema.types else b.cast(schema)
+            part.unlink()
 
     def gen() -> Iterator[pa.RecordBatch]:
         try:
@@ -227,8 +231,6 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
                     del table
             table = pa.Table.from_batches(buf, schema=schema)
             buf = []
-            source.close()
-            scan.unlink()   # read: its disk space is free before the merge
             if not spill.runs:   # fits in one run: sorted in memory
                 yield from _sorted_pieces(table, key, OUT_BATCH_BYTES, OUT_BATCH_ROWS)
                 return
@@ -237,23 +239,27 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
             del table
             yield from _merged(spill.runs, key, schema)
         finally:
-            source.close()
             spill.close()
 
     return schema, gen()
 
 
-def _copy(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> None:
-    """COPY ``sql`` (unordered) into an uncompressed Parquet file, one thread, insertion order not kept (the
-    settings restored afterwards): the scan holds a row group of the lake's files at a time."""
+COPY_FILE_BYTES = 256 << 20   # the COPY's part files: read and deleted one by one, so the disk holds the view
+                               # (uncompressed) about once, spread over the part files left and the sorted runs
+
+
+def _copy(con: duckdb.DuckDBPyConnection, sql: str, folder: Path) -> None:
+    """COPY ``sql`` (unordered) into uncompressed Parquet part files in ``folder``, one thread, insertion order
+    not kept (the settings restored afterwards): the scan holds a row group of the lake's files at a time."""
     keep = dict(con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
                             "('threads', 'preserve_insertion_order')").fetchall())
     con.execute("SET threads = 1")
     con.execute("SET preserve_insertion_order = false")
     try:
-        target = str(path).replace("'", "''")
+        target = str(folder).replace("'", "''")
         con.execute(f"COPY ({sql}) TO '{target}' (FORMAT parquet, COMPRESSION uncompressed, "
-                    f"ROW_GROUP_SIZE_BYTES '{SPILL_BATCH_BYTES >> 20}MiB')")
+                    f"ROW_GROUP_SIZE_BYTES '{SPILL_BATCH_BYTES >> 20}MiB', "
+                    f"FILE_SIZE_BYTES '{COPY_FILE_BYTES >> 20}MiB')")
     finally:
         con.execute(f"SET threads = {int(keep['threads'])}")
         con.execute(f"SET preserve_insertion_order = {keep['preserve_insertion_order']}")
