@@ -212,6 +212,8 @@ def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder:
         if writer is not None:
             writer.abort()
         raise
+    finally:
+        getattr(reader, "close", lambda: None)()   # a sort's spill folder goes with its reader
     for s in shards:
         name = s["path"].name.rsplit("-", 1)[0]
         splits[name] = splits.get(name, 0) + s["rows"]
