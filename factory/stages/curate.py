@@ -244,9 +244,15 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
             if batch.num_rows == 0:
                 continue
             table = pa.Table.from_batches([batch])
-            pids = table.column("problem_id")
-            for pid in pc.unique(pids).to_pylist():
-                part = table.filter(pc.equal(pids, pid))
+            pids = table.column("problem_id").to_pylist()
+            starts = [i for i in range(len(pids)) if i == 0 or pids[i] != pids[i - 1]]
+            if len(starts) != len(set(pids)):   # a problem's rows not together in this batch: sort (stable)
+                table = table.take(pc.sort_indices(table, [("problem_id", "ascending")]))
+                pids = table.column("problem_id").to_pylist()
+                starts = [i for i in range(len(pids)) if i == 0 or pids[i] != pids[i - 1]]
+            starts.append(len(pids))
+            for a, b in zip(starts, starts[1:]):
+                pid, part = pids[a], table.slice(a, b - a)
                 got = pending.setdefault(pid, [[], 0])
                 got[0].append(part)
                 got[1] += part.num_rows

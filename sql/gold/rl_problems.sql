@@ -9,8 +9,9 @@
 -- Memory: each test is serialized on its own row and the rows are joined as text per problem, so curate holds
 -- about the size of the tests once (HumanEval+ expected outputs are ~340 MB, one of them 11 MB), not a nested
 -- list of structs per problem; materialized as a table, so every reader (test_leakage, filter, release, funnel)
--- reads it instead of packing it again. On a lake whose tests pass ~256 MB, curate packs the problems in
--- hash partitions, one aggregate each (the ordered string_agg keeps its partition's tests in memory).
+-- reads it instead of packing it again. On a lake whose tests pass ~256 MB, curate does not run this aggregate
+-- (the ordered string_agg keeps every test's JSON in memory): it runs the query once with the marked subquery's
+-- JSON nulled (counts, other columns), streams that subquery once and packs each problem as its tests arrive.
 WITH packed AS (
     SELECT
         problem_id,
@@ -22,7 +23,7 @@ WITH packed AS (
                  to_json({'test_id': test_id, 'kind': kind, 'code': code, 'input': input, 'expected': expected,
                           'comparison': comparison, 'atol': atol, 'rtol': rtol})::VARCHAR AS test_json
           FROM gold.rl_tests
-          WHERE true  -- rl_problems partition (factory.stages.curate packs a large lake's problems in parts)
+          WHERE true  -- rl_problems partition (the per-test rows factory.stages.curate streams on a large lake)
           )
     GROUP BY problem_id
     HAVING count(*) FILTER (WHERE reward) > 0
