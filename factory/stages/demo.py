@@ -276,8 +276,8 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                                                     lr=1e-4,
                                                     train_top_layers=None if rm_model == "tiny" else 4,
                                                     holdout_fraction=HOLDOUT, releases_dir=releases),
-                   lambda r: f"held-out pair accuracy {r['heldout_accuracy']} (untrained {r['untrained_accuracy']}), "
-                             f"{r['step_time_s']:.2f}s/step")
+                   lambda r: f"held-out pair accuracy {_share(r['heldout_accuracy'])} on {r['n_eval']} pairs "
+                             f"(untrained {_share(r['untrained_accuracy'])}), {r['step_time_s']:.2f}s/step")
     bon = steps.run("best-of-N eval", lambda: run_eval_bon(lake, "demo-v1", rm=rm["checkpoint"],
                                                            holdout_fraction=HOLDOUT,
                                                            max_problems=bon_problems, max_length=max_length,
@@ -378,3 +378,8 @@ def register(sub, add_lake) -> None:
 def cmd_demo(args) -> None:
     run_demo(args.out, check_data_dir(args.data_dir), sample_problems=args.sample_problems, n_samples=args.n_samples,
              rm_steps=args.rm_steps, rm_model=args.rm_model, force=args.force, train_problems=args.train_problems)
+
+
+def _share(value) -> str:
+    """An accuracy as a reader takes it in: 0.933, not 0.9333333373069763 (n/a when there was nothing to score)."""
+    return "n/a" if value is None else f"{value:.3f}"

@@ -111,6 +111,9 @@ def test_the_demo_releases_a_train_split_and_says_what_it_keeps_out(walk):
     counts = dict((k, int(v)) for k, v in re.findall(r"(\w+) (\d+)", splits))
     assert counts.get("train", 0) > 0 and counts.get("test", 0) > 0, out[-3000:]
     assert "kept out of training" in out and "unvalidated" in out, out[-3000:]
+    # the reward model's line reads as a share on a stated number of held-out pairs, not a raw float32
+    rm_line = re.search(r"held-out pair accuracy (\S+) on (\d+) pairs \(untrained (\S+)\)", out)
+    assert rm_line and all(re.fullmatch(r"\d\.\d{3}|n/a", rm_line.group(g)) for g in (1, 3)), out[-3000:]
     # the verl export holds a train file of those rows
     verl = walk["home"] / "demo" / "exports" / "verl"
     import pyarrow.parquet as pq
