@@ -2,6 +2,22 @@
 -- ImportError / ModuleNotFoundError (a package the problem needs is not installed). Their pass rates measure
 -- the environment, not the problem, so curation marks them (gold.training_exclusions, reason 'environment')
 -- instead of calling them hard.
+-- The latest verdict of each (program, test) is gold.latest_executions' (same order), taken only for the
+-- reference verdicts that ever raised an import error: this view is read by every view downstream of
+-- gold.clean_problems, and ranking every verdict each time was most of curate's time outside gold.rl_problems.
+WITH candidates AS (
+    SELECT DISTINCT e.program_id, e.test_id
+    FROM silver.executions AS e
+    JOIN silver.programs AS pr USING (program_id)
+    WHERE pr.origin = 'reference' AND e.error_type IN ('ModuleNotFoundError', 'ImportError')
+      AND e.status <> 'infra_error'
+), latest AS (
+    SELECT e.program_id, e.error_type, e.error_message
+    FROM silver.executions AS e
+    SEMI JOIN candidates AS c ON c.program_id = e.program_id AND c.test_id = e.test_id
+    WHERE e.status <> 'infra_error'
+    QUALIFY row_number() OVER (PARTITION BY e.program_id, e.test_id ORDER BY e.executed_at DESC, e.limits_hash) = 1
+)
 SELECT
     pr.problem_id,
     pb.source,
@@ -11,7 +27,7 @@ SELECT
     any_value(e.error_message) AS example_error
 FROM silver.programs AS pr
 JOIN silver.problems AS pb USING (problem_id)
-JOIN gold.latest_executions AS e USING (program_id)
+JOIN latest AS e USING (program_id)
 WHERE pr.origin = 'reference'
   AND e.error_type IN ('ModuleNotFoundError', 'ImportError')
 GROUP BY pr.problem_id, pb.source
