@@ -120,7 +120,7 @@ def test_release_memory_is_flat_in_the_view_size(big_lake, tmp_path):
         assert released.schema.names == table.schema.names
         for name in table.schema.names:   # every value of every row, in the old order
             assert released.column(name).equals(table.column(name)), (split, name)
-    # measured: +66 MB for 3x the rows (the old writer: +263 MB, sorting every row in DuckDB)
+    # measured: +42-66 MB for 3x the rows (the old writer: +263-274 MB, sorting every row in DuckDB)
     assert peaks["big"] - peaks["small"] < 160, peaks
 
 
