@@ -94,6 +94,7 @@ class _Spill:
     """Sorted runs as Arrow IPC stream files in a private folder under ``where`` (removed by :meth:`close`)."""
 
     def __init__(self, where: str | None):
+        self.made = Path(where) if where and not Path(where).exists() else None   # removed again when empty
         if where:
             Path(where).mkdir(parents=True, exist_ok=True)
         self.dir = Path(tempfile.mkdtemp(prefix="factory-release-sort-", dir=where or None))
@@ -108,6 +109,12 @@ class _Spill:
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.made is not None:
+            try:
+                self.made.rmdir()
+            except OSError:   # DuckDB spilled there meanwhile: its folder, DuckDB removes it
+                pass
+            self.made = None
 
 
 def _sorted_pieces(table: pa.Table, key: list[str], limit: int, max_rows: int) -> Iterator[pa.RecordBatch]:
