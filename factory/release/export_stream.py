@@ -2,8 +2,8 @@
 order and written a row group at a time, so memory holds one batch and one output row group, never the view.
 
 A release writes each split of a view (``train-*``, ``test-*``) as shards in primary-key order
-(:func:`factory.release.files.write_shards`), so the view in primary-key order is a merge of those sorted
-streams: the same rows, in the same order, as ``SELECT * ... ORDER BY <primary key>`` over every file, which is
+(:class:`factory.release.files.ShardWriter` fed by :func:`factory.release.ordered.ordered_batches`), so the
+view in primary-key order is a merge of those sorted streams: the same rows, in the same order, as ``SELECT * ... ORDER BY <primary key>`` over every file, which is
 what :func:`factory.release.export.view_rows` reads into a list.
 """
 from __future__ import annotations
