@@ -314,9 +314,11 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
     loaded = _load_with_datasets(out, meta["files"])
     if loaded is not None:
         result["loader"] = "datasets"
-        for rel, (n, columns) in loaded.items():
-            if n != meta["files"][rel] or set(columns) != set(_schema_for(fmt, rel).names):
+        for rel, (n, expected, columns) in loaded.items():
+            if n != expected or set(columns) != set(_schema_for(fmt, rel).names):
                 raise FactoryError(f"{rel}: datasets loaded {n} rows with columns {columns}")
+            if expected != meta["files"][rel]:
+                result.setdefault("datasets_checked_rows", {})[rel] = expected
     return result
 
 
@@ -363,18 +365,58 @@ def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:
     return True
 
 
+DATASETS_CHECK_ENV = "FACTORY_EXPORT_DATASETS_CHECK_MB"
+
+
+def datasets_check_bytes() -> int:
+    """How much of a file `datasets` loads to check it ($FACTORY_EXPORT_DATASETS_CHECK_MB, default 256 MB): its
+    builder holds about the bytes it converts (3.5 GB for a 3 GB verl file), so a bigger file is checked on its
+    first row groups up to this size; pyarrow has already checked every row group's schema and content."""
+    raw = os.environ.get(DATASETS_CHECK_ENV, "256")
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise FactoryError(f"${DATASETS_CHECK_ENV}={raw!r}: expected a number of MB") from None
+    if mb <= 0:
+        raise FactoryError(f"${DATASETS_CHECK_ENV}={raw!r}: expected a positive number of MB")
+    return int(mb * 2 ** 20)
+
+
+def _prefix_file(path: Path, limit: int, folder: Path) -> tuple[Path, int]:
+    """``path`` itself when its row groups fit in ``limit`` bytes, else a copy of its first row groups up to
+    ``limit`` (at least one) in ``folder``; returns (file, rows in it)."""
+    pf = pq.ParquetFile(path)
+    meta = pf.metadata
+    if sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) <= limit:
+        return path, meta.num_rows
+    out, rows, size = folder / path.name, 0, 0
+    with pq.ParquetWriter(out, pf.schema_arrow) as writer:
+        for i in range(meta.num_row_groups):
+            if i and size + meta.row_group(i).total_byte_size > limit:
+                break
+            writer.write_table(pf.read_row_group(i))
+            rows += meta.row_group(i).num_rows
+            size += meta.row_group(i).total_byte_size
+    return out, rows
+
+
 def _load_with_datasets(out: Path, files: dict[str, int]) -> dict | None:
-    """{file: (rows, columns)} as `datasets.load_dataset('parquet')` reads them, or None without datasets."""
+    """{file: (rows loaded, rows expected, columns)} as `datasets.load_dataset('parquet')` reads them (a big
+    file: its first row groups, see :func:`datasets_check_bytes`), or None without datasets."""
     try:
         import datasets
     except ImportError:
         return None
     import tempfile
 
+    limit = datasets_check_bytes()
     loaded = {}
     with tempfile.TemporaryDirectory() as cache:
         for rel in files:
-            ds = datasets.load_dataset("parquet", data_files={"train": str(out / rel)}, split="train",
-                                       cache_dir=cache)
-            loaded[rel] = (ds.num_rows, list(ds.column_names))
+            sample, rows = _prefix_file(out / rel, limit, Path(cache))
+            ds = datasets.load_dataset("parquet", data_files={"train": str(sample)}, split="train",
+                                       cache_dir=str(Path(cache) / "hf"))
+            loaded[rel] = (ds.num_rows, rows, list(ds.column_names))
+            if sample != out / rel:
+                sample.unlink()
     return loaded

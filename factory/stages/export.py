@@ -37,5 +37,8 @@ def cmd_export(args) -> None:
 
     meta = export_release(args.name, args.format, args.out, releases_dir=args.releases_dir)
     files = ", ".join(f"{k} ({v} rows)" for k, v in meta["files"].items())
+    checked = meta["validation"].get("datasets_checked_rows")
+    sampled = ("; datasets loaded the first " + ", ".join(f"{n} rows of {k}" for k, n in checked.items())
+               + " (pyarrow checked every row)") if checked else ""
     print(f"{args.format} export of {args.name} in {args.out}: {files}; validated with "
-          f"{meta['validation']['loader']}")
+          f"{meta['validation']['loader']}{sampled}")

@@ -101,3 +101,34 @@ def test_export_of_mb_rows_holds_a_batch_not_the_release(tmp_path):
     assert len(truth["inputs"][0]) >= BIG - 16
     # measured: +132 MB over the 1-row export (the in-memory export: +537 MB, the rows held ~5 times)
     assert sizes["big"] - sizes["one"] < 260, sizes
+
+
+def test_a_big_export_is_loaded_by_datasets_on_its_first_row_groups(tmp_path, monkeypatch):
+    """`datasets` holds about the bytes it converts (a 3 GB verl file at 1/4 of DeepCoder: 3.5 GB), so a file
+    past $FACTORY_EXPORT_DATASETS_CHECK_MB is checked on its first row groups; smaller files stay loaded whole."""
+    from factory.lake.commit import stage_run
+    from factory.release.export import validate_export
+
+    lake = init_lake(tmp_path / "lake")
+    with stage_run("curate", {"test": "big rows"}, lake=lake) as run:
+        for k in range(9):
+            run.write("gold.rl_problems", [_big_problem(k)])
+    create_release("big", ["gold.rl_problems"], lake=lake, releases_dir=tmp_path / "rel")
+    out = tmp_path / "verl"
+    r = subprocess.run([sys.executable, "-m", "factory.cli", "export", "big", "--format", "verl", "--out", str(out),
+                        "--lake", str(lake), "--releases-dir", str(tmp_path / "rel")], capture_output=True,
+                       text=True, timeout=600, env={**os.environ, "FACTORY_EXPORT_DATASETS_CHECK_MB": "6"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    train = pq.ParquetFile(out / "train.parquet").metadata
+    assert train.num_rows == 6 and train.num_row_groups > 1   # 4 MB rows: several 16 MB-bounded row groups
+    import re
+    checked = int(re.search(r"(\d+) rows of train\.parquet", r.stdout.split("datasets loaded the first ", 1)[1])[1])
+    assert 1 <= checked < 6, r.stdout   # a prefix of whole row groups (at least one)
+    assert "pyarrow checked every row" in r.stdout
+    monkeypatch.setenv("FACTORY_EXPORT_DATASETS_CHECK_MB", "1024")
+    whole = validate_export(out, "verl")
+    assert whole["loader"] == "datasets" and "datasets_checked_rows" not in whole
+    monkeypatch.setenv("FACTORY_EXPORT_DATASETS_CHECK_MB", "lots")
+    with pytest.raises(Exception, match="FACTORY_EXPORT_DATASETS_CHECK_MB"):
+        validate_export(out, "verl")
+
