@@ -12,8 +12,6 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-import duckdb
-
 from factory.errors import InputError
 from factory.judging.file_checker import ORIGIN as DATASET_ORIGIN, script_checker
 from factory.judging.rules import Rule, checker_hash, detect_rule
@@ -150,6 +148,8 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
         todo = {}
         # checkers the dataset ships in the problems' metadata (open-r1/codeforces generated_checker) and that
         # are not in silver.checkers yet: judged by them from the first execute on
+        import duckdb   # here, not at the top: `factory --help` imports this module (via the checkers stage)
+
         selected = [s for s in present if not sources or s in sources]
         try:
             with_checkers = con.execute(f"""
