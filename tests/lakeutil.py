@@ -87,3 +87,23 @@ def factory_cli(*args: str, lake: Path, releases: Path | None = None, **kw) -> s
     if releases is not None:
         env["FACTORY_RELEASES"] = str(releases)
     return subprocess.run([sys.executable, "-m", "factory.cli", *args], capture_output=True, text=True, env=env, **kw)
+
+
+# a child that runs `factory ARGS` and reports its own high-water mark (ru_maxrss of a forked child starts at the
+# parent's RSS: pytest's)
+_PEAK_CHILD = ("import atexit, runpy, sys\n"
+               "def hwm():\n"
+               "    line = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
+               "    sys.stderr.write('VMHWM_KB %s\\n' % line.split()[1])\n"
+               "atexit.register(hwm)\n"
+               "sys.argv = ['factory'] + sys.argv[1:]\n"
+               "runpy.run_module('factory.cli', run_name='__main__')\n")
+
+
+def cli_peak_mb(*args: str, env: dict | None = None) -> float:
+    """Peak RSS (MB) of `factory ARGS` in its own process, DuckDB held to 1 GB unless ``env`` says otherwise."""
+    r = subprocess.run([sys.executable, "-c", _PEAK_CHILD, *args], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "FACTORY_DUCKDB_MEMORY_LIMIT": "1GB", **(env or {})})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return int(r.stderr.rsplit("VMHWM_KB ", 1)[1].split()[0]) / 1024
+

@@ -23,7 +23,7 @@ from factory.release.create import load_manifest
 from factory.release.export import _schema_for, build_export
 from factory.release.export_stream import streamable, write_streamed
 from factory.release.files import ROW_GROUP_BYTES
-from tests.lakeutil import init_lake
+from tests.lakeutil import cli_peak_mb, init_lake
 
 BIG = 4 << 20
 ROWS = 24
@@ -57,23 +57,6 @@ def _big_problem(k: int) -> dict:
             "checker": None, "cpu_s": None}
 
 
-# the child reports its own high-water mark: ru_maxrss of a forked child starts at the parent's RSS (pytest's)
-CHILD = ("import atexit, runpy, sys\n"
-         "def hwm():\n"
-         "    line = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
-         "    sys.stderr.write('VMHWM_KB %s\\n' % line.split()[1])\n"
-         "atexit.register(hwm)\n"
-         "sys.argv = ['factory'] + sys.argv[1:]\n"
-         "runpy.run_module('factory.cli', run_name='__main__')\n")
-
-
-def _peak_mb(*args: str) -> float:
-    r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "FACTORY_DUCKDB_MEMORY_LIMIT": "1GB"})
-    assert r.returncode == 0, r.stderr[-2000:]
-    return int(r.stderr.rsplit("VMHWM_KB ", 1)[1].split()[0]) / 1024
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_export_of_mb_rows_holds_a_batch_not_the_release(tmp_path):
     """24 gold.rl_problems rows with a 4 MB test each (96 MB of tests): the verl export peaks far below the
@@ -93,7 +76,7 @@ def test_export_of_mb_rows_holds_a_batch_not_the_release(tmp_path):
             meta = [pq.ParquetFile(root / name / f["path"]).metadata for f in files]
             assert max(m.row_group(i).total_byte_size for m in meta for i in range(m.num_row_groups)) \
                 < 2 * ROW_GROUP_BYTES
-        sizes[name] = _peak_mb("export", name, "--format", "verl", "--out", str(tmp_path / f"verl-{name}"),
+        sizes[name] = cli_peak_mb("export", name, "--format", "verl", "--out", str(tmp_path / f"verl-{name}"),
                                "--lake", str(lake), "--releases-dir", str(root))
     got = pq.read_table(tmp_path / "verl-big" / "train.parquet")
     assert got.num_rows == ROWS - ROWS // 3

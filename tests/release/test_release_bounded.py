@@ -9,9 +9,7 @@ the files must stay the ones the old writer produced, row for row and byte for b
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 import tempfile
 import sys
 from pathlib import Path
@@ -25,7 +23,7 @@ from factory.lake.commit import stage_run
 from factory.release import create_release
 from factory.release.files import ROW_GROUP_BYTES
 from factory.release.ordered import RUN_ENV
-from tests.lakeutil import init_lake
+from tests.lakeutil import cli_peak_mb, init_lake
 
 ROWS = 36
 BIG = 4 << 20
@@ -63,23 +61,6 @@ def big_lake(tmp_path_factory) -> Path:
     return _lake(tmp_path_factory.mktemp("bounded") / "lake", ROWS)
 
 
-# the child reports its own high-water mark: ru_maxrss of a forked child starts at the parent's RSS (pytest's)
-CHILD = ("import atexit, runpy, sys\n"
-         "def hwm():\n"
-         "    line = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
-         "    sys.stderr.write('VMHWM_KB %s\\n' % line.split()[1])\n"
-         "atexit.register(hwm)\n"
-         "sys.argv = ['factory'] + sys.argv[1:]\n"
-         "runpy.run_module('factory.cli', run_name='__main__')\n")
-
-
-def _peak_mb(*args: str, env: dict) -> float:
-    r = subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "FACTORY_DUCKDB_MEMORY_LIMIT": "1GB", **env})
-    assert r.returncode == 0, r.stderr[-2000:]
-    return int(r.stderr.rsplit("VMHWM_KB ", 1)[1].split()[0]) / 1024
-
-
 def _old_writer_rows(lake: Path) -> dict[str, pa.Table]:
     """What the old writer released: per split, `SELECT <columns> ... ORDER BY problem_id` in DuckDB."""
     con = connect(lake, read_only=True)
@@ -100,7 +81,7 @@ def test_release_memory_is_flat_in_the_view_size(big_lake, tmp_path):
     env = {RUN_ENV: "16"}
     peaks = {}
     for name, lake in (("small", small), ("big", big_lake)):
-        peaks[name] = _peak_mb("release", "create", name, "--view", "gold.rl_problems", "--lake", str(lake),
+        peaks[name] = cli_peak_mb("release", "create", name, "--view", "gold.rl_problems", "--lake", str(lake),
                                "--releases-dir", str(tmp_path / "rel"), env=env)
     manifest = json.loads((tmp_path / "rel" / "big" / "manifest.json").read_text())
     view = manifest["views"]["gold.rl_problems"]
