@@ -10,7 +10,8 @@ process, so these problems are excluded as `forgeable` unless a curation opts ou
 them 0.0 (docs/reward.md): both are asserted too.
 
 The rows are read from a SandboxFusion checkout or git directory: $FACTORY_SANDBOXFUSION, else the mirror beside
-the repository (../.mirror/bytedance+SandboxFusion/repo); the test skips when neither exists."""
+the repository (../.mirror/bytedance+SandboxFusion/repo); where neither exists (CI), this project's own harness
+problem in MultiPL-E's published schema is used, in C++ and JavaScript, with chat-style answers."""
 from __future__ import annotations
 
 import json
@@ -56,17 +57,30 @@ def _cli(*args, timeout=600):
 
 @pytest.fixture(scope="module")
 def real_rows():
+    """{language: MultiPL-E row + a right (``_right``) and a wrong (``_wrong``) answer}: SandboxFusion's MultiPL-E
+    samples (natively verified solutions) where a checkout is at hand, else this project's own harness problem
+    in MultiPL-E's published schema (tests/ingest_hub/test_multipl_e_ingest.py) with chat answers (C++, JS)."""
     src = _sandboxfusion()
-    if src is None:
-        pytest.skip("no SandboxFusion checkout (its MultiPL-E samples): set FACTORY_SANDBOXFUSION")
-    slices = json.loads((REPO_ROOT / "bench" / "results" / "multipl_e.json").read_text())["per_language"]
     out = {}
-    for lang, config in FILES.items():
-        if languages.toolchain(lang) is None:
-            continue
-        known = slices[lang]["slice_names"][0]   # natively known correct (the bench's slice)
-        row = next(r for r in _rows(src, config) if r["name"] == known)
-        out[lang] = row
+    if src is not None:
+        slices = json.loads((REPO_ROOT / "bench" / "results" / "multipl_e.json").read_text())["per_language"]
+        for lang, config in FILES.items():
+            if languages.toolchain(lang) is None:
+                continue
+            known = slices[lang]["slice_names"][0]   # natively known correct (the bench's slice)
+            row = next(r for r in _rows(src, config) if r["name"] == known)
+            out[lang] = {**row, "_right": "Here is the solution:\n\n" + row["gpt_solution"] + "\n",
+                         "_wrong": f"```{FENCE[lang]}\n{row['prompt']}{WRONG_BODY[lang]}```\n"}
+    else:
+        from tests.ingest_hub.test_multipl_e_ingest import published
+        from tests.sandbox.test_harness_languages import CHAT
+
+        odd = {"cpp": "if (x & 1) ", "javascript": "if (x % 2) "}   # the wrong answer squares every number
+        for lang in odd:
+            if languages.toolchain(lang) is not None:
+                assert odd[lang] in CHAT[lang]
+                out[lang] = {**published(lang, f"HumanEval_900_odd_squares_{lang}"), "_right": CHAT[lang],
+                             "_wrong": CHAT[lang].replace(odd[lang], "")}
     if not out:
         pytest.skip("no C++/Java/JavaScript/Rust toolchain here")
     return out
@@ -101,8 +115,7 @@ def test_multipl_e_rows_export_in_their_language_and_score_by_it(tmp_path, real_
         assert "Python" not in prompt and "```python" not in prompt
         assert row["prompt"].strip() in prompt and "Complete the function `" in prompt
         assert gt["prompt"] == row["prompt"] and gt["tests"][0]["kind"] == "harness"
-        right = "Here is the solution:\n\n" + row["gpt_solution"] + "\n"
-        wrong = f"```{FENCE[lang]}\n{row['prompt']}{WRONG_BODY[lang]}```\n"
+        right, wrong = row["_right"], row["_wrong"]
         gts = r["reward_model"]["ground_truth"]
         assert compute_score(r["data_source"], right, gts, exclude_in_process=False) == 1.0, lang
         assert compute_score(r["data_source"], wrong, gts, exclude_in_process=False) == 0.0, lang
