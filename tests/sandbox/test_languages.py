@@ -271,7 +271,11 @@ def test_adversarial_per_language(pool, lang):
         v = got[(name, "t0")]
         assert v.status not in ("pass", "infra_error"), (lang, name, v)
     assert got[("infinite_loop", "t0")].status == "timeout"
-    assert got[("huge_output", "t0")].status in ("output_limit", "timeout")   # a JVM under load may be slower
+    # a JVM under load may be slower (timeout); Node's stdout to a pipe is asynchronous, so when the judge reads
+    # slower than the loop writes, Node's own heap fills with pending writes and it aborts (SIGABRT: runtime_error,
+    # exit -6 after ~2 CPU s, seen once in a full run) before the output limit is read
+    huge = ("output_limit", "timeout") + (("runtime_error", "memory_limit") if lang == "javascript" else ())
+    assert got[("huge_output", "t0")].status in huge, got[("huge_output", "t0")]
     assert got[("memory_bomb", "t0")].status in ("memory_limit", "runtime_error")
     assert got[("socket", "t0")].stdout.strip() != "NETWORK"
 
