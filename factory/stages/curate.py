@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from factory.errors import reraise_if_interrupt
 from factory.lake.templating import DEFAULTS
 
 
@@ -60,9 +61,27 @@ def rl_partitions(con) -> int:
     try:
         size = con.execute(f"SELECT coalesce(sum(data_file_size_bytes), 0) FROM ducklake_list_files('{LAKE_ALIAS}', "
                            f"'tests', schema => 'silver')").fetchone()[0]
-    except Exception:   # noqa: BLE001  (a catalog without the function: one statement)
+    except Exception as exc:   # noqa: BLE001  (a catalog without the function: one statement)
+        reraise_if_interrupt(exc)
         return 1
     return max(1, -(-int(size) * TEXT_PER_FILE_BYTE // PARTITION_BYTES))
+
+
+def _enclosing(text: str, at: int, step: int) -> int:
+    """Index of the bracket that encloses position ``at`` of ``text``: the unmatched '(' before it (step -1; -1 when
+    none) or the unmatched ')' after it (step +1; len(text) when none)."""
+    opening, closing = ("(", ")") if step > 0 else (")", "(")
+    depth, k = 0, at
+    while True:
+        k += step
+        if k < 0 or k >= len(text):
+            return k
+        if text[k] == opening:
+            depth += 1
+        elif text[k] == closing:
+            if depth == 0:
+                return k
+            depth -= 1
 
 
 def _split_rl_sql(body: str, where: str) -> tuple[str, str]:
@@ -79,24 +98,7 @@ def _split_rl_sql(body: str, where: str) -> tuple[str, str]:
     text = re.sub(r"('(?:[^']|'')*')|--[^\n]*", lambda m: m.group(1) or "",
                   body.replace(PARTITION_MARK, f"WHERE {token} --"))
     at = text.index(token)
-    depth, i = 0, at
-    while i > 0:   # the '(' that opens the subquery holding the mark
-        i -= 1
-        if text[i] == ")":
-            depth += 1
-        elif text[i] == "(":
-            if depth == 0:
-                break
-            depth -= 1
-    depth, j = 0, at
-    while j < len(text):   # ... and its ')'
-        if text[j] == "(":
-            depth += 1
-        elif text[j] == ")":
-            if depth == 0:
-                break
-            depth -= 1
-        j += 1
+    i, j = _enclosing(text, at, -1), _enclosing(text, at, +1)   # the '(' and ')' of the subquery holding the mark
     if i <= 0 or j >= len(text):
         raise FactoryError(f"{where}: the partition mark is not inside a parenthesised subquery")
     per_test = text[i + 1:j].replace(f"WHERE {token}", "WHERE true")
