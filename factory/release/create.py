@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 import factory
-from factory.lake.catalog import Catalog, default_catalog
+from factory.lake.catalog import Catalog, default_catalog, sql_references
 from factory.errors import FactoryError
 from factory.lake import connect, current_snapshot, resolve_lake_dir
 from factory.release.card import dataset_card, decontamination_figures
@@ -153,7 +153,8 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
     for view in views:
         spec = catalog[view]
         folder = root / "data" / view_dirname(view)
-        columns, shards, splits = _write_view(con, spec, (row_filters or {}).get(view), folder, shard_rows)
+        columns, shards, splits = _write_view(con, spec, (row_filters or {}).get(view), folder, shard_rows,
+                                              catalog)
         files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
@@ -168,12 +169,25 @@ _SPLIT_RANK = ("__release_split", "CASE WHEN split = 'test' THEN 1 ELSE 0 END") 
 _SPLITS = ("train", "test")
 
 
+def stored_sources(name: str, catalog: Catalog, seen: frozenset = frozenset()) -> set[str]:
+    """The stored tables (written rows, or materialized from SQL) a catalog entry's rows come from: itself when
+    it is one, else those of every entry its SQL reads."""
+    spec = catalog[name]
+    if spec.kind == "table":
+        return {name}
+    out: set[str] = set()
+    for ref in sql_references(spec.sql_text()) - seen - {name}:
+        if ref in catalog.tables:
+            out |= stored_sources(ref, catalog, seen | {name})
+    return out
+
+
 def _has_split(columns: list[tuple[str, str]]) -> bool:
     return "split" in {c for c, _ in columns}
 
 
 def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder: Path,
-                shard_rows: int) -> tuple[list[tuple[str, str]], list[dict], dict]:
+                shard_rows: int, catalog: Catalog | None = None) -> tuple[list[tuple[str, str]], list[dict], dict]:
     """One view's shards: every split from ONE query in (split, primary key) order, cut where the split changes
     (the rows and order of one `... WHERE split ... ORDER BY <primary key>` query per split, read once instead
     of once per split plus a DISTINCT pass). Returns (columns, shards, {split: rows}); a split without rows has
@@ -183,7 +197,8 @@ def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder:
     sql, _ = select_sql(con, spec, where, first=split)
     types = dict(columns)
     if spec.primary_key and sortable([types.get(k, "") for k in spec.primary_key]):
-        schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key])
+        schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key],
+                                         tables=stored_sources(spec.name, catalog or default_catalog()))
     else:   # no key, or key types Arrow and Python may order differently from DuckDB: DuckDB's ORDER BY
         result = con.execute(sql).to_arrow_reader(READ_ROWS)
         schema, reader = result.schema, result

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -203,7 +204,6 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     """Verify release NAME, write the format's files under OUT, validate them; returns export.json's content."""
     if fmt not in FORMATS:
         raise FactoryError(f"unknown export format {fmt!r} (one of: {', '.join(FORMATS)})")
-    verify_release(name, releases_dir=releases_dir)
     path, manifest = load_manifest(name, releases_dir)
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
@@ -223,27 +223,38 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
                                  "trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    # the release's files are checked (sha256, rows) on a second thread while the export is written from them:
+    # nothing is moved into place before the check passed, and its error is the one raised when both fail
+    checks = ThreadPoolExecutor(1, thread_name_prefix="verify-release")
+    verified = checks.submit(verify_release, name, releases_dir=releases_dir)
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
-        if fmt == "hf":
-            meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
-        if streamed:
-            meta["files"] = write_streamed(path, manifest, fmt, staging, _schema_for)
-            if not meta["files"]:
-                raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
+        try:
+            if fmt == "hf":
+                meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
+            if streamed:
+                meta["files"] = write_streamed(path, manifest, fmt, staging, _schema_for)
+                if not meta["files"]:
+                    raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
+        except BaseException:
+            verified.result()   # a release that fails its check: that error, not what its bytes caused
+            raise
+        verified.result()
         for rel, rows in files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(pa.Table.from_pylist(rows, schema=_schema_for(fmt, rel)), target, compression="zstd")
             meta["files"][rel] = len(rows)
         (staging / "export.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if validate:
-            meta["validation"] = validate_export(staging, fmt)
+        if validate:   # a streamed export's ground truths were checked row by row as they were written
+            meta["validation"] = validate_export(staging, fmt, content=not streamed)
         if out.exists():
             out.rmdir()   # checked empty above
         staging.rename(out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        checks.shutdown(wait=True)
     return meta
 
 
@@ -281,8 +292,10 @@ def _validate_hf(out: Path, meta: dict) -> dict:
     return {"files": meta["files"], "loader": "datasets (configs and splits from the card)"}
 
 
-def validate_export(out: str | os.PathLike, fmt: str) -> dict:
-    """Check every file against the documented schema (pyarrow) and load it with `datasets` when installed."""
+def validate_export(out: str | os.PathLike, fmt: str, content: bool = True) -> dict:
+    """Check every file against the documented schema (pyarrow), decode every row group, and load it with
+    `datasets` when installed. ``content``: also check every row's format rules (:func:`check_truth`; False
+    where the writer already checked each row it wrote)."""
     out = Path(out)
     try:
         meta = json.loads((out / "export.json").read_text())
@@ -306,9 +319,11 @@ def validate_export(out: str | os.PathLike, fmt: str) -> dict:
         if pf.metadata.num_rows != n:
             raise FactoryError(f"{rel}: {pf.metadata.num_rows} rows, export.json says {n}")
         start = 0
+        from factory.background import read_ahead
         from factory.release.export_stream import iter_batches
-        for batch in iter_batches(out / rel):
-            _check_content(fmt, rel, pa.Table.from_batches([batch]), start)
+        for batch in read_ahead(iter_batches(out / rel), name="validate-export"):   # decoding overlaps the checks
+            if content:
+                _check_content(fmt, rel, pa.Table.from_batches([batch]), start)
             start += batch.num_rows
         result["files"][rel] = n
     loaded = _load_with_datasets(out, meta["files"])
@@ -333,19 +348,23 @@ def _check_content(fmt: str, rel: str, table: pa.Table, start: int = 0) -> None:
     else:
         truths = []
     for i, t in enumerate(truths, start):
-        gt = json.loads(t)
-        if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
-            continue
-        if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
-            raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
-        if not (gt.get("inputs") or gt.get("tests")):
-            raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
-        if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
-            raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
+        check_truth(rel, i, json.loads(t))
     if fmt == "acecode":
         for i, cases in enumerate(table.column("test_cases").to_pylist(), start):
             if not cases:
                 raise FactoryError(f"{rel} row {i}: no test_cases")
+
+
+def check_truth(rel: str, i: int, gt: dict) -> None:
+    """A ground truth's format rules (row ``i`` of file ``rel``): FactoryError naming the row if one fails."""
+    if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
+        return
+    if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
+        raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
+    if not (gt.get("inputs") or gt.get("tests")):
+        raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
+    if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
+        raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
 
 
 def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:

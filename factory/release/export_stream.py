@@ -54,7 +54,10 @@ def iter_batches(file: Path, batch_rows: int = READ_ROWS) -> Iterator[pa.RecordB
 
 
 def iter_rows(file: Path, batch_rows: int = READ_ROWS) -> Iterator[dict]:
-    for batch in iter_batches(file, batch_rows):
+    """A file's rows; its batches are read and decompressed on a background thread, a few batches ahead."""
+    from factory.background import read_ahead
+
+    for batch in read_ahead(iter_batches(file, batch_rows), depth=4, name="export-read"):
         yield from batch.to_pylist()
 
 
@@ -78,7 +81,10 @@ class _Sink:
     group (WRITE_ROWS rows or WRITE_BYTES of text)."""
 
     def __init__(self, staging: Path, schema_for: Callable[[str], pa.Schema]):
+        from factory.background import WriteBehind
+
         self.staging, self.schema_for = staging, schema_for
+        self.behind = WriteBehind(depth=2, name="export-write")   # encoding + zstd off the main thread
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.pending: dict[str, list] = {}
         self.bytes: dict[str, int] = {}
@@ -100,14 +106,16 @@ class _Sink:
             target = self.staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             self.writers[rel] = pq.ParquetWriter(target, schema, compression="zstd")
-        self.writers[rel].write_table(pa.Table.from_pylist(rows, schema=schema))
+        self.behind.submit(self.writers[rel].write_table, pa.Table.from_pylist(rows, schema=schema))
         self.pending[rel], self.bytes[rel] = [], 0
 
     def close(self) -> dict[str, int]:
         try:
             for rel in list(self.pending):
                 self._flush(rel)
+            self.behind.close()   # every row group written (or the first write error)
         finally:
+            self.behind.abort()
             for w in self.writers.values():
                 w.close()
         return dict(self.rows)
@@ -117,7 +125,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                    schema_for: Callable[[str], pa.Schema]) -> dict[str, int]:
     """The format's files under ``staging``, row for row what :func:`factory.release.export.build_export` gives;
     returns {relative file: rows}."""
-    from factory.release.export import _pair_rows, _user, release_reward
+    from factory.release.export import _pair_rows, _user, check_truth, release_reward
     from factory.release.prompts import ground_truth, problem_prompt
 
     reward = release_reward(manifest)
@@ -138,7 +146,10 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                 problems = iter_view(path, manifest, "gold.recipe_problems")
             for i, p in enumerate(problems or ()):
                 size = 2 * _text_bytes(p)
-                truth = json.dumps(ground_truth(p, reward), sort_keys=True)
+                truth_rules = ground_truth(p, reward)
+                rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)
+                check_truth(rel, sink.rows.get(rel, 0), truth_rules)   # the validation's row rules, on the row
+                truth = json.dumps(truth_rules, sort_keys=True)
                 if fmt == "verl":
                     row = {"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
                            "reward_model": {"style": "rule", "ground_truth": truth},

@@ -78,8 +78,9 @@ class ShardWriter:
 
     Row groups hold :data:`ROW_GROUP_ROWS` rows, fewer where their values pass :data:`ROW_GROUP_BYTES`: their
     boundaries depend only on the rows, never on how they were batched, so the same rows give byte-identical
-    files; each row group is written as soon as it is complete (one ParquetWriter per shard), so memory holds
-    one row group and the batch being fed, whatever the view's size. :meth:`close` returns the files
+    files; each row group is written as soon as it is complete (one ParquetWriter per shard), on a background
+    thread while the next one is collected (pyarrow encodes and compresses without the GIL), so memory holds at
+    most three row groups and the batch being fed, whatever the view's size. :meth:`close` returns the files
     ({path, rows}); a writer fed no rows leaves one empty file with the schema.
     """
 
@@ -90,6 +91,7 @@ class ShardWriter:
         self._writer: pq.ParquetWriter | None = None
         self._group: list[pa.RecordBatch] = []
         self._group_rows = self._group_bytes = 0
+        self._behind = None   # the background thread that encodes, compresses and writes (started at a first row)
 
     def _write_group(self) -> None:
         if not self._group_rows:
@@ -99,11 +101,14 @@ class ShardWriter:
             self._writer = pq.ParquetWriter(path, self.schema, compression="zstd", write_statistics=True)
             self.files.append({"path": path, "rows": 0})
         table = pa.Table.from_batches(self._group, schema=self.schema).combine_chunks()
-        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        if self._behind is None:
+            from factory.background import WriteBehind
+            self._behind = WriteBehind(depth=2, name="release-shards")
+        self._behind.submit(self._writer.write_table, table, ROW_GROUP_ROWS)
         self.files[-1]["rows"] += table.num_rows
         self._group, self._group_rows, self._group_bytes = [], 0, 0
         if self.files[-1]["rows"] >= self.shard_rows:
-            self._writer.close()
+            self._behind.submit(self._writer.close)
             self._writer = None
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -127,6 +132,11 @@ class ShardWriter:
     def close(self) -> list[dict]:
         try:
             self._write_group()
+            if self._writer is not None:
+                self._behind.submit(self._writer.close)
+                self._writer = None
+            if self._behind is not None:
+                self._behind.close()   # every row group written, every file closed (or the first error)
         finally:
             self.abort()
         if not self.files:   # an empty view: one file with its schema
@@ -137,7 +147,10 @@ class ShardWriter:
         return self.files
 
     def abort(self) -> None:
-        """Close the open file (after an error: the caller removes the folder)."""
+        """Stop the writes, close the open file (after an error: the caller removes the folder)."""
+        if self._behind is not None:
+            self._behind.abort()
+            self._behind = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -8,13 +8,16 @@ read (3.4 GB at 1/8). Sorting only a narrow key list and fetching the wide rows 
 predicates costs a full scan per batch when the lake's files are not in key order (curate writes
 gold.rl_problems in hash partitions: every file spans the whole key range).
 
-So DuckDB's COPY (one thread, insertion order not kept) writes the view, unordered, into an uncompressed Parquet
-file in the connection's spill folder (DuckDB's temp_directory) as it reads the lake - the one DuckDB path that
-holds a row group of the lake's files at a time, not the view. That file is read back a few rows at a time; rows
-collect into runs of at most :data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not
-fit in one run, written to an uncompressed Arrow IPC file beside it; the runs are then merged a batch of each at
-a time. Memory holds one run (plus its sorted copy while it is written) during the read and one spill batch per
-run during the merge, whatever the view's size; the spill folder is removed when the rows are consumed.
+So the view streams from DuckDB unordered, on one thread and with a 1 KB streaming buffer (DuckDB's buffer
+counts a chunk's fixed-size part, not its strings: at its default it ran GBs of MB-wide rows ahead of the reader;
+so bounded, the scan holds a row group of the lake's files at a time). Rows collect into runs of at most
+:data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit in one run, written to an
+uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory) on a background thread
+while the next run is read; the runs are then merged a batch of each at a time. Memory holds two runs (one being
+read, one being sorted and written) during the read and one spill batch per run during the merge, whatever the
+view's size; the spill folder is removed when the rows are consumed. (Before: DuckDB's COPY wrote the view
+unordered to an uncompressed Parquet spill file that was read back: one more write and read of every row, 10.8
+of release's 28.8 s at 1/8 of DeepCoder-Preview.)
 
 The order is DuckDB's `ORDER BY k1, k2, ...` (ascending, NULLs last): strings compare by bytes (UTF-8 byte order
 is code point order, which Python's comparison uses too), integers, booleans, dates and timestamps by value.
@@ -37,8 +40,6 @@ RUN_ENV = "FACTORY_RELEASE_RUN_MB"
 SPILL_BATCH_BYTES = 1 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
 OUT_BATCH_BYTES = 4 << 20    # rows per merged output batch
 OUT_BATCH_ROWS = 4_096
-READ_BATCH_BYTES = 8 << 20   # rows per batch read back from the spill file (by its row groups' mean row size)
-MAX_READ_ROWS = 1_024
 
 
 def sortable(types: list[str]) -> bool:
@@ -46,14 +47,6 @@ def sortable(types: list[str]) -> bool:
     ok = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
           "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE")
     return bool(types) and all(t in ok for t in types)
-
-
-def read_batch_rows(meta) -> int:
-    """Rows per batch read from a Parquet file: about READ_BATCH_BYTES at the mean row size of its widest row
-    group (1 for rows of MBs, MAX_READ_ROWS for narrow rows)."""
-    widest = max((meta.row_group(i).total_byte_size / max(meta.row_group(i).num_rows, 1)
-                  for i in range(meta.num_row_groups)), default=1)
-    return max(1, min(MAX_READ_ROWS, int(READ_BATCH_BYTES // max(widest, 1))))
 
 
 def _row_bytes(table: pa.Table | pa.RecordBatch):
@@ -191,82 +184,120 @@ def run_bytes_setting() -> int:
 
 
 def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
-                    run_bytes: int | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+                    run_bytes: int | None = None, tables=()) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """(schema, batches) of ``sql``'s rows ordered by the ``key`` columns (ascending, NULLs last): the rows and
-    order of ``sql ORDER BY key`` in DuckDB. The rows are first copied unordered by DuckDB's COPY into a spill
-    folder (a streamed DuckDB result holds every row before the first batch is read, MB-wide rows included; its
-    COPY writes as it reads), then read back a few rows at a time and sorted in runs. The batches stream:
-    iterate them to the end, or close the iterator, so the spill folder is removed."""
-    import pyarrow.parquet as pq
+    order of ``sql ORDER BY key`` in DuckDB. The rows stream from DuckDB unordered (:func:`_stream`: a row group
+    of the lake's files at a time) and are sorted in runs; a run that is full is sorted and written to the spill
+    folder on a background thread while the next one is read. The batches stream: iterate them to the end, or
+    close the iterator, so the spill folder is removed. ``tables``: the lake tables (schema.table) the rows come
+    from, which size the streamed batches (:func:`stream_batch_rows`)."""
+    from factory.background import WriteBehind
 
     run_bytes = run_bytes or run_bytes_setting()
     where = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
-    # the Arrow types DuckDB gives these rows (a Parquet round trip renames list fields, changes time zones)
+    # the Arrow types DuckDB gives these rows (the stream's batches are cast to them when they differ)
     schema = con.execute(f"SELECT * FROM ({sql}) LIMIT 0").to_arrow_table().schema
-    spill = _Spill(where)
-    try:
-        scan = spill.dir / "scan"
-        _copy(con, sql, scan)
-        parts = sorted(scan.glob("*.parquet"))
-    except BaseException:
-        spill.close()
-        raise
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        """The copied rows, a part file at a time (each deleted once read: the runs take its disk space)."""
-        for part in parts:
-            with pq.ParquetFile(part) as source:
-                rows = read_batch_rows(source.metadata)
-                same = source.schema_arrow == schema
-                for i in range(source.num_row_groups):
-                    for b in source.iter_batches(batch_size=rows, row_groups=[i], use_threads=False):
-                        yield b if same else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
-                            if b.schema.types == schema.types else b.cast(schema)
-            part.unlink()
 
     def gen() -> Iterator[pa.RecordBatch]:
+        spill = _Spill(where)
+
+        def spill_run(table: pa.Table) -> None:
+            spill.write(_sorted_pieces(table, key, SPILL_BATCH_BYTES, OUT_BATCH_ROWS), schema)
+
+        behind = WriteBehind(depth=1, name="release-sort-runs")
         try:
             buf: list[pa.RecordBatch] = []
             held = 0
-            for batch in batches():
+            for batch in _stream(con, sql, schema, tables):
                 buf.append(batch)
                 held += batch.get_total_buffer_size()
-                if held >= run_bytes:
-                    table = pa.Table.from_batches(buf, schema=schema)
+                if held >= run_bytes:   # the previous run written before this one goes: two runs in memory
+                    behind.drain()
+                    behind.submit(spill_run, pa.Table.from_batches(buf, schema=schema))
                     buf, held = [], 0
-                    spill.write(_sorted_pieces(table, key, SPILL_BATCH_BYTES, OUT_BATCH_ROWS), schema)
-                    del table
+            behind.close()
             table = pa.Table.from_batches(buf, schema=schema)
             buf = []
             if not spill.runs:   # fits in one run: sorted in memory
                 yield from _sorted_pieces(table, key, OUT_BATCH_BYTES, OUT_BATCH_ROWS)
                 return
             if table.num_rows:
-                spill.write(_sorted_pieces(table, key, SPILL_BATCH_BYTES, OUT_BATCH_ROWS), schema)
+                spill_run(table)
             del table
             yield from _merged(spill.runs, key, schema)
         finally:
+            behind.abort()
             spill.close()
 
     return schema, gen()
 
 
-COPY_FILE_BYTES = 256 << 20   # the COPY's part files: read and deleted one by one, so the disk holds the view
-                               # (uncompressed) about once, spread over the part files left and the sorted runs
+STREAM_BATCH_BYTES = 8 << 20   # rows per Arrow batch asked of DuckDB: about this many bytes of the widest row
+MAX_STREAM_ROWS = 1_024        # the rows' tables can hold (DuckDB fills a batch across row groups: 1,024 MB-wide
+UNKNOWN_WIDTH_ROWS = 16        # rows a batch held 2.5 GB at 1/8 of DeepCoder-Preview); rows of no known table
 
 
-def _copy(con: duckdb.DuckDBPyConnection, sql: str, folder: Path) -> None:
-    """COPY ``sql`` (unordered) into uncompressed Parquet part files in ``folder``, one thread, insertion order
-    not kept (the settings restored afterwards): the scan holds a row group of the lake's files at a time."""
+def widest_stored_row(con: duckdb.DuckDBPyConnection, tables) -> int:
+    """Bytes of the widest row the lake's ``tables`` (schema.table) can give, from their data files' footers
+    alone (a row group's uncompressed bytes over its rows, the widest row group of each table, summed over the
+    tables: a row a view joins from them is at most that); 0 where the files are not local."""
+    import pyarrow.parquet as pq
+
+    from factory.errors import reraise_if_interrupt
+    from factory.lake.connection import LAKE_ALIAS
+
+    total = 0
+    for name in tables:
+        schema, table = name.split(".", 1)
+        try:
+            files = con.execute(f"SELECT data_file FROM ducklake_list_files('{LAKE_ALIAS}', ?, schema => ?)",
+                                [table, schema]).fetchall()
+        except Exception as exc:   # noqa: BLE001  (not a lake table, or a catalog without the function)
+            reraise_if_interrupt(exc)
+            continue
+        widest = 0.0
+        for (path,) in files:
+            if "://" in str(path) or not Path(path).is_file():
+                continue
+            meta = pq.read_metadata(path)
+            for i in range(meta.num_row_groups):
+                rg = meta.row_group(i)
+                widest = max(widest, rg.total_byte_size / max(rg.num_rows, 1))
+        total += int(widest)
+    return total
+
+
+def stream_batch_rows(con: duckdb.DuckDBPyConnection, tables=()) -> int:
+    """Rows per streamed batch: STREAM_BATCH_BYTES over :func:`widest_stored_row` of the tables the rows come
+    from (1 for rows of MBs, MAX_STREAM_ROWS for narrow rows; UNKNOWN_WIDTH_ROWS when no table says). No row is
+    read to find out: the first rows of a view need not be like the others, and reading them costs their bytes."""
+    widest = widest_stored_row(con, tables)
+    if widest <= 0:
+        return UNKNOWN_WIDTH_ROWS
+    return max(1, min(MAX_STREAM_ROWS, STREAM_BATCH_BYTES // widest))
+
+
+def _stream(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, tables=()) -> Iterator[pa.RecordBatch]:
+    """``sql``'s rows as DuckDB reads them (insertion order not kept), one thread, streaming buffer 1 KB (the
+    settings restored once the rows are read): DuckDB's streaming buffer counts a chunk's fixed-size part, not
+    its strings, so its default let it run GBs of MB-wide rows ahead of the reader; so bounded, the scan holds
+    a row group of the lake's files at a time (0.5 GB peak for 1/8 of DeepCoder-Preview, 3.3 GB of rows)."""
+    rows = stream_batch_rows(con, tables)
     keep = dict(con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
-                            "('threads', 'preserve_insertion_order')").fetchall())
+                            "('threads', 'preserve_insertion_order', 'streaming_buffer_size', "
+                            "'enable_external_file_cache')").fetchall())
     con.execute("SET threads = 1")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET streaming_buffer_size = '1KB'")
+    con.execute("SET enable_external_file_cache = false")   # it kept what was read, growing with the view
     try:
-        target = str(folder).replace("'", "''")
-        con.execute(f"COPY ({sql}) TO '{target}' (FORMAT parquet, COMPRESSION uncompressed, "
-                    f"ROW_GROUP_SIZE_BYTES '{SPILL_BATCH_BYTES >> 20}MiB', "
-                    f"FILE_SIZE_BYTES '{COPY_FILE_BYTES >> 20}MiB')")
+        reader = con.execute(sql).to_arrow_reader(rows)
+        for b in reader:
+            if b.num_rows:
+                yield b if b.schema == schema else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
+                    if b.schema.types == schema.types else b.cast(schema)
     finally:
         con.execute(f"SET threads = {int(keep['threads'])}")
         con.execute(f"SET preserve_insertion_order = {keep['preserve_insertion_order']}")
+        con.execute(f"SET streaming_buffer_size = '{keep['streaming_buffer_size']}'")
+        con.execute(f"SET enable_external_file_cache = {keep['enable_external_file_cache']}")

@@ -115,7 +115,10 @@ class _PackedFiles:
     transaction."""
 
     def __init__(self, run, folder, schema, written: list):
+        from factory.background import WriteBehind
+
         self.run, self.folder, self.schema, self.written = run, folder, schema, written
+        self.behind = WriteBehind(depth=2, name="curate-rl-problems")   # encoding + zstd beside the stream
         self.writer = None
         self.group, self.group_bytes, self.file_bytes, self.files = [], 0, 0, []
 
@@ -141,19 +144,27 @@ class _PackedFiles:
             stats = [c for c in _STATS_COLUMNS if c in self.schema.names]
             self.writer = pq.ParquetWriter(path, self.schema, compression="zstd", use_dictionary=stats,
                                            write_statistics=stats)
-        self.writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self.behind.submit(self.writer.write_table, table, max(1, table.num_rows))
         self.file_bytes += n_bytes
         if self.file_bytes >= FILE_BYTES:
-            self.writer.close()
+            self.behind.submit(self.writer.close)
             self.writer, self.file_bytes = None, 0
+
+    def abort(self) -> None:
+        """Stop the writes (after an error: the caller deletes the written files)."""
+        self.behind.abort()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
     def close(self) -> None:
         from factory.lake.connection import LAKE_ALIAS
 
         self._flush_group()
         if self.writer is not None:
-            self.writer.close()
+            self.behind.submit(self.writer.close)
             self.writer = None
+        self.behind.close()   # every file written and closed (or the first write error)
         for path in self.files:
             self.run.con.execute(f"CALL ducklake_add_data_files('{LAKE_ALIAS}', 'rl_problems', ?, schema => 'gold')",
                                  [str(path)])
@@ -219,6 +230,7 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
         con.execute(f"DROP VIEW {target}")   # a lake from before rl_problems became a table
     settings = con.execute("SELECT current_setting('streaming_buffer_size'), current_setting('threads')").fetchone()
     con.execute(f"CREATE OR REPLACE TEMP TABLE _rl_rows AS {narrow}")
+    sink = None
     try:
         actual = [r[0] for r in con.execute("DESCRIBE _rl_rows").fetchall()]
         if actual != spec.column_names:
@@ -280,6 +292,8 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
                                f"{pending[pid][1]} of {expect[pid]})")
         sink.close()
     finally:
+        if sink is not None:
+            sink.abort()   # no-op after close; after an error no write lands once the caller deletes the files
         con.execute(f"SET streaming_buffer_size = '{settings[0]}'")
         con.execute(f"SET threads = {int(settings[1])}")
         con.execute("DROP TABLE IF EXISTS _rl_rows")
