@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from factory.errors import FactoryError
 from factory.release.create import ANSWER_VIEWS, load_manifest
 from factory.release.manage import verify_release
-from factory.release.prompts import assert_cases, ground_truth, problem_prompt
+from factory.release.prompts import assert_cases, ground_truth, problem_prompt, truth_json
 
 FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
@@ -97,7 +97,7 @@ def release_reward(manifest: dict) -> dict:
 
 def _verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
     return [{"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
-             "reward_model": {"style": "rule", "ground_truth": json.dumps(ground_truth(p, reward), sort_keys=True)},
+             "reward_model": {"style": "rule", "ground_truth": truth_json(ground_truth(p, reward))},
              "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
                             "source_id": p["source_id"], "entry_point": p.get("entry_point"),
                             "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
@@ -105,7 +105,7 @@ def _verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
 
 
 def _grpo_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
-    return [{"prompt": _user(problem_prompt(p)), "ground_truth": json.dumps(ground_truth(p, reward), sort_keys=True),
+    return [{"prompt": _user(problem_prompt(p)), "ground_truth": truth_json(ground_truth(p, reward)),
              "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
              "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
 
@@ -180,7 +180,7 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
             rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in _pair_rows(pairs)]
             out.update({f"rm/{k}": v for k, v in _by_split(rows, pairs).items()})
         if problems is not None:   # `datasource` is the key OpenRLHF's PromptDataset reads
-            rows = [{"input": _user(problem_prompt(p)), "label": json.dumps(ground_truth(p, reward), sort_keys=True),
+            rows = [{"input": _user(problem_prompt(p)), "label": truth_json(ground_truth(p, reward)),
                      "datasource": p["source"], "problem_id": p["problem_id"]} for p in problems]
             out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
         return out

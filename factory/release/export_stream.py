@@ -9,7 +9,6 @@ what :func:`factory.release.export.view_rows` reads into a list.
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -126,7 +125,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
     """The format's files under ``staging``, row for row what :func:`factory.release.export.build_export` gives;
     returns {relative file: rows}."""
     from factory.release.export import _pair_rows, _user, check_truth, release_reward
-    from factory.release.prompts import ground_truth, problem_prompt
+    from factory.release.prompts import ground_truth, problem_prompt, truth_json
 
     reward = release_reward(manifest)
     split_file = lambda row: "test.parquet" if row.get("split") == "test" else "train.parquet"
@@ -149,7 +148,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                 truth_rules = ground_truth(p, reward)
                 rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)
                 check_truth(rel, sink.rows.get(rel, 0), truth_rules)   # the validation's row rules, on the row
-                truth = json.dumps(truth_rules, sort_keys=True)
+                truth = truth_json(truth_rules, utf8=True)   # pyarrow takes (and checks) UTF-8 bytes
                 if fmt == "verl":
                     row = {"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
                            "reward_model": {"style": "rule", "ground_truth": truth},

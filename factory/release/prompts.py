@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+
+import orjson
 
 from factory.errors import FactoryError
 
@@ -64,6 +67,34 @@ def ground_truth(row: dict, reward: dict | None = None) -> dict:
     if asserts:
         out["assert_case"] = asserts
     return out
+
+
+def truth_json(gt: dict, utf8: bool = False) -> str | bytes:
+    """A ground truth as trainers read it: JSON, keys sorted, no spaces (``json.loads`` gives ``gt`` back).
+
+    orjson writes it (UTF-8 bytes, about 4x json's speed on a stdio problem's MBs of inputs) when it can write
+    every value exactly; a value it cannot - an integer beyond 64 bits, a float that is NaN or infinite (orjson
+    writes null), a lone surrogate - sends the whole truth through ``json.dumps`` with the same separators
+    (ASCII, \\u escapes). ``utf8``: orjson's bytes as they are (a writer that takes UTF-8 saves the decode),
+    else text."""
+    if not _has_nonfinite(gt):
+        try:
+            out = orjson.dumps(gt, option=orjson.OPT_SORT_KEYS)
+            return out if utf8 else out.decode()
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return json.dumps(gt, sort_keys=True, separators=(",", ":"))
+
+
+def _has_nonfinite(value) -> bool:
+    """Whether a JSON-like value holds a NaN or infinite float (its strings are not walked: MBs of them)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_nonfinite(v) for v in value.values() if not isinstance(v, str))
+    if isinstance(value, (list, tuple)):
+        return any(_has_nonfinite(v) for v in value if not isinstance(v, str))
+    return False
 
 
 def assert_cases(row: dict, tests: list[dict] | None = None) -> list[str]:

@@ -44,7 +44,7 @@ PARTITION_BYTES = 256 << 20   # test text above which gold.rl_problems is packed
 TEXT_PER_FILE_BYTE = 3        # test text per byte of silver.tests' zstd Parquet files (MB inputs: digits, ~2.4x)
 ROW_GROUP_BYTES = 16 << 20    # packed test text per row group of a streamed gold.rl_problems file
 FILE_BYTES = 256 << 20        # ... and per file (each added to the table with ducklake_add_data_files)
-STREAM_ROWS = 2048            # test rows per Arrow batch read from DuckDB
+STREAM_ROWS = 256             # test rows per Arrow batch read from DuckDB
 # narrow columns of gold.rl_problems: min/max statistics and dictionaries only for these (pyarrow keeps copies of a
 # MB-wide value to compute its statistics)
 _STATS_COLUMNS = ("problem_id", "source", "source_id", "entry_point", "test_format", "difficulty_label", "license",
@@ -380,6 +380,9 @@ def _parse_value(text: str):
 
 
 def cmd_curate(args) -> None:
+    from factory.allocator import keep_freed_memory
+
+    keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.errors import FactoryError
 
     overrides = {}

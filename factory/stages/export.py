@@ -33,6 +33,9 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_export(args) -> None:
+    from factory.allocator import keep_freed_memory
+
+    keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.release.export import export_release
 
     meta = export_release(args.name, args.format, args.out, releases_dir=args.releases_dir)

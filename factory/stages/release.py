@@ -12,6 +12,9 @@ def _add_releases_dir(p) -> None:
 
 
 def cmd_create(args) -> None:
+    from factory.allocator import keep_freed_memory
+
+    keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.release import create_release
     from factory.release.files import DEFAULT_SHARD_ROWS
 
