@@ -50,20 +50,41 @@ def _test_chars(rng: random.Random) -> int:
 
 
 def make_deepcoder(folder: Path, problems: int, seed: int = 0, shards: int | None = None,
-                   big_chars: int | None = None, row_group_size: int = 32) -> dict:
+                   big_chars: int | None = None, row_group_size: int = 32, workers: int = 1) -> dict:
     """``folder/taco/train-0000k-of-0000n.parquet`` with DeepCoder's columns (problem, tests JSON string,
-    starter_code, metadata JSON string). ``big_chars``: every problem gets one test of exactly that size."""
+    starter_code, metadata JSON string). ``big_chars``: every problem gets one test of exactly that size.
+    ``workers`` > 1: shards written by that many processes, each shard from its own seed (seed, shard)."""
+    shards = shards or max(1, problems // 750)
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            parts = list(pool.map(_deepcoder_shard, [(folder, problems, seed, shards, s, big_chars, row_group_size)
+                                                     for s in range(shards)]))
+        size = sum(f.stat().st_size for f in (folder / "taco").glob("*.parquet"))
+        return {"problems": problems, "tests": sum(p[0] for p in parts), "input_chars": sum(p[1] for p in parts),
+                "parquet_bytes": size, "seeding": "per shard"}
+    return _deepcoder_shards(folder, problems, random.Random(seed), shards, range(shards), big_chars,
+                             row_group_size)
+
+
+def _deepcoder_shard(job) -> tuple[int, int]:
+    folder, problems, seed, shards, s, big_chars, row_group_size = job
+    r = _deepcoder_shards(folder, problems, random.Random(f"{seed}-{s}"), shards, [s], big_chars, row_group_size)
+    return r["tests"], r["input_chars"]
+
+
+def _deepcoder_shards(folder: Path, problems: int, rng: random.Random, shards: int, which, big_chars,
+                      row_group_size: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rng = random.Random(seed)
     schema = pa.schema([("problem", pa.string()), ("tests", pa.string()), ("starter_code", pa.string()),
                         ("metadata", pa.string())])
-    shards = shards or max(1, problems // 750)
     (folder / "taco").mkdir(parents=True, exist_ok=True)
     per = -(-problems // shards)
     tests_total = chars_total = 0
-    for s in range(shards):
+    for s in which:
         writer = pq.ParquetWriter(folder / "taco" / f"train-{s:05d}-of-{shards:05d}.parquet", schema)
         rows = []
         for p in range(s * per, min(problems, (s + 1) * per)):
@@ -236,7 +257,7 @@ def scale(args) -> dict:
         if (cached / "info.json").is_file():   # generated before: reuse (generation is not what is measured)
             info = json.loads((cached / "info.json").read_text())
         else:
-            info = make_deepcoder(cached, n, seed=frac.denominator)
+            info = make_deepcoder(cached, n, seed=frac.denominator, workers=args.gen_workers)
             (cached / "info.json").write_text(json.dumps(info))
         info["generate_s"] = round(time.perf_counter() - t0, 1)
         data = cached
@@ -268,6 +289,9 @@ def scale(args) -> dict:
                 break
             m.pop("stdout", None)
             m["lake_bytes"] = _du(lake)
+            if name == "ingest" and args.drop_source:   # disk for the full size: the source is regenerable
+                m["source_dropped"] = True
+                shutil.rmtree(cached, ignore_errors=True)
             stages[name] = m
             if args.out:   # after every stage: an interrupted run keeps what it measured
                 results["fractions"][frac_text] = {"source": info, "stages": stages, "load": os.getloadavg()[0]}
@@ -393,6 +417,10 @@ def main(argv=None) -> None:
     s.add_argument("--skip", type=lambda t: t.split(","), default=[],
                    help="stages not to run (e.g. decontam: its memory grows with the test bytes, see docs/hub.md)")
     s.add_argument("--out")
+    s.add_argument("--gen-workers", type=int, default=1,
+                   help="processes generating the synthetic source (>1: each shard seeded on its own)")
+    s.add_argument("--drop-source", action="store_true",
+                   help="delete the generated source once ingested (the full size needs its disk for the spill)")
     p = sub.add_parser("plot")
     p.add_argument("results")
     t = sub.add_parser("table")
