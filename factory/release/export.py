@@ -319,7 +319,7 @@ def validate_export(out: str | os.PathLike, fmt: str, content: bool = True) -> d
         if pf.metadata.num_rows != n:
             raise FactoryError(f"{rel}: {pf.metadata.num_rows} rows, export.json says {n}")
         start = 0
-        from factory.background import read_ahead
+        from factory.streaming.background import read_ahead
         from factory.release.export_stream import iter_batches
         for batch in read_ahead(iter_batches(out / rel), name="validate-export"):   # decoding overlaps the checks
             if content:

@@ -54,7 +54,7 @@ def iter_batches(file: Path, batch_rows: int = READ_ROWS) -> Iterator[pa.RecordB
 
 def iter_rows(file: Path, batch_rows: int = READ_ROWS) -> Iterator[dict]:
     """A file's rows; its batches are read and decompressed on a background thread, a few batches ahead."""
-    from factory.background import read_ahead
+    from factory.streaming.background import read_ahead
 
     for batch in read_ahead(iter_batches(file, batch_rows), depth=4, name="export-read"):
         yield from batch.to_pylist()
@@ -80,7 +80,7 @@ class _Sink:
     group (WRITE_ROWS rows or WRITE_BYTES of text)."""
 
     def __init__(self, staging: Path, schema_for: Callable[[str], pa.Schema]):
-        from factory.background import WriteBehind
+        from factory.streaming.background import WriteBehind
 
         self.staging, self.schema_for = staging, schema_for
         self.behind = WriteBehind(depth=2, name="export-write")   # encoding + zstd off the main thread

@@ -102,7 +102,7 @@ class ShardWriter:
             self.files.append({"path": path, "rows": 0})
         table = pa.Table.from_batches(self._group, schema=self.schema).combine_chunks()
         if self._behind is None:
-            from factory.background import WriteBehind
+            from factory.streaming.background import WriteBehind
             self._behind = WriteBehind(depth=2, name="release-shards")
         self._behind.submit(self._writer.write_table, table, ROW_GROUP_ROWS)
         self.files[-1]["rows"] += table.num_rows

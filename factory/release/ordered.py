@@ -191,7 +191,7 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
     folder on a background thread while the next one is read. The batches stream: iterate them to the end, or
     close the iterator, so the spill folder is removed. ``tables``: the lake tables (schema.table) the rows come
     from, which size the streamed batches (:func:`stream_batch_rows`)."""
-    from factory.background import WriteBehind
+    from factory.streaming.background import WriteBehind
 
     run_bytes = run_bytes or run_bytes_setting()
     where = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]

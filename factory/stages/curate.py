@@ -115,7 +115,7 @@ class _PackedFiles:
     transaction."""
 
     def __init__(self, run, folder, schema, written: list):
-        from factory.background import WriteBehind
+        from factory.streaming.background import WriteBehind
 
         self.run, self.folder, self.schema, self.written = run, folder, schema, written
         self.behind = WriteBehind(depth=2, name="curate-rl-problems")   # encoding + zstd beside the stream
@@ -380,7 +380,7 @@ def _parse_value(text: str):
 
 
 def cmd_curate(args) -> None:
-    from factory.allocator import keep_freed_memory
+    from factory.streaming.allocator import keep_freed_memory
 
     keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.errors import FactoryError

@@ -33,7 +33,7 @@ def register(sub, add_lake) -> None:
 
 
 def cmd_export(args) -> None:
-    from factory.allocator import keep_freed_memory
+    from factory.streaming.allocator import keep_freed_memory
 
     keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.release.export import export_release

@@ -12,7 +12,7 @@ def _add_releases_dir(p) -> None:
 
 
 def cmd_create(args) -> None:
-    from factory.allocator import keep_freed_memory
+    from factory.streaming.allocator import keep_freed_memory
 
     keep_freed_memory()   # MB-sized strings freed and allocated row after row
     from factory.release import create_release

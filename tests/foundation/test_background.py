@@ -1,4 +1,4 @@
-"""factory.background: the write-behind thread and the read-ahead iterator the streamed stages use."""
+"""factory.streaming.background: the write-behind thread and the read-ahead iterator the streamed stages use."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from factory.background import WriteBehind, read_ahead
+from factory.streaming.background import WriteBehind, read_ahead
 
 
 def test_calls_run_in_order_off_the_callers_thread():
