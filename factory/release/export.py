@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -34,6 +33,7 @@ from factory.errors import FactoryError
 from factory.release.create import ANSWER_VIEWS, load_manifest
 from factory.release.manage import verify_release
 from factory.release.prompts import assert_cases, ground_truth, problem_prompt, truth_json
+from factory.streaming.background import Beside
 
 FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
@@ -225,8 +225,7 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     # the release's files are checked (sha256, rows) on a second thread while the export is written from them:
     # nothing is moved into place before the check passed, and its error is the one raised when both fail
-    checks = ThreadPoolExecutor(1, thread_name_prefix="verify-release")
-    verified = checks.submit(verify_release, name, releases_dir=releases_dir)
+    verified = Beside(verify_release, name, releases_dir=releases_dir, name="verify-release")
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
         try:
             if fmt == "hf":
@@ -235,7 +234,7 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
                 meta["files"] = write_streamed(path, manifest, fmt, staging, _schema_for)
                 if not meta["files"]:
                     raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
-        except BaseException:
+        except Exception:
             verified.result()   # a release that fails its check: that error, not what its bytes caused
             raise
         verified.result()
@@ -253,8 +252,6 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    finally:
-        checks.shutdown(wait=True)
     return meta
 
 

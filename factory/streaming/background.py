@@ -3,7 +3,8 @@ background thread can do them while the main thread builds the next batch in Pyt
 
 - :class:`WriteBehind` runs write calls in order on one thread, at most ``depth`` of them waiting (memory: the
   tables they hold);
-- :func:`read_ahead` iterates an iterator on a thread, at most ``depth`` items ahead.
+- :func:`read_ahead` iterates an iterator on a thread, at most ``depth`` items ahead;
+- :class:`Beside` runs one call on a daemon thread (a check that need not hold up an interrupted process).
 
 An error on the thread is raised in the caller at its next call; closing (or an error in the caller) stops the
 thread before the caller goes on, so no write lands after the caller removed its files.
@@ -135,3 +136,27 @@ def read_ahead(items: Iterator[T], depth: int = 2, name: str = "read-ahead") -> 
             except queue.Empty:
                 pass
         thread.join()
+
+
+class Beside:
+    """``fn(*args, **kwargs)`` on a daemon thread, started at once; :meth:`result` waits for it and returns its
+    value or raises its error. Daemon: a Ctrl-C in the caller need not wait for it (the process may exit)."""
+
+    def __init__(self, fn: Callable[..., T], *args, name: str = "beside", **kwargs):
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = fn(*args, **kwargs)
+            except BaseException as exc:   # noqa: BLE001 - handed to the caller
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name=name, daemon=True)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

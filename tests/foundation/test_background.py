@@ -110,3 +110,16 @@ def test_closing_read_ahead_early_stops_its_thread():
     n = len(produced)
     time.sleep(0.05)
     assert len(produced) == n   # nothing read after the consumer left
+
+
+def test_beside_returns_the_value_or_raises_the_error_of_its_call():
+    from factory.streaming.background import Beside
+
+    assert Beside(sum, [1, 2, 3]).result() == 6
+
+    def bad(x, *, why):
+        raise ValueError(why)
+
+    with pytest.raises(ValueError, match="sha256 differs"):
+        Beside(bad, 1, why="sha256 differs").result()
+    assert Beside(time.sleep, 0)._thread.daemon   # an interrupted caller need not wait for it

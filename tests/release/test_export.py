@@ -215,3 +215,26 @@ def test_verl_export_round_trips_through_ingest(releases, tmp_path):
     assert len(again) == len(original)
     diff = [(a, b) for a, b in zip(original, again) if a != b]
     assert not diff, [[x[:2] + tuple(str(v)[:300] for v in x[2:]) for x in pair] for pair in diff[:2]]
+
+
+@pytest.mark.parametrize("where", ["middle", "footer"])
+def test_an_export_of_a_damaged_release_fails_its_check_and_leaves_nothing(releases, tmp_path, where):
+    """The release's sha256 check runs beside the writing: a flipped byte (inside a page, or in the footer, where
+    reading the file fails first) ends the export with the check's error naming the file, and no output."""
+    import os
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(releases.root / "r2", root / "r2")
+    rel = releases.r2["views"]["gold.rl_problems"]["files"][0]["path"]
+    shard = root / "r2" / rel
+    os.chmod(shard.parent, 0o755)
+    os.chmod(shard, 0o644)
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2 if where == "middle" else len(data) - 12] ^= 0x01
+    shard.write_bytes(bytes(data))
+    out = tmp_path / "out" / "verl"
+    with pytest.raises(FactoryError, match="failed verification") as err:
+        export_release("r2", "verl", out, releases_dir=root)
+    assert rel in str(err.value)
+    assert not out.exists() and not any((tmp_path / "out").iterdir())   # no staging folder left either
