@@ -187,7 +187,7 @@ def _has_split(columns: list[tuple[str, str]]) -> bool:
 
 
 def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder: Path,
-                shard_rows: int, catalog: Catalog | None = None) -> tuple[list[tuple[str, str]], list[dict], dict]:
+                shard_rows: int, catalog: Catalog) -> tuple[list[tuple[str, str]], list[dict], dict]:
     """One view's shards: every split from ONE query in (split, primary key) order, cut where the split changes
     (the rows and order of one `... WHERE split ... ORDER BY <primary key>` query per split, read once instead
     of once per split plus a DISTINCT pass). Returns (columns, shards, {split: rows}); a split without rows has
@@ -198,7 +198,7 @@ def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder:
     types = dict(columns)
     if spec.primary_key and sortable([types.get(k, "") for k in spec.primary_key]):
         schema, reader = ordered_batches(con, sql.rsplit(" ORDER BY ", 1)[0], [split[0], *spec.primary_key],
-                                         tables=stored_sources(spec.name, catalog or default_catalog()))
+                                         tables=stored_sources(spec.name, catalog))
     else:   # no key, or key types Arrow and Python may order differently from DuckDB: DuckDB's ORDER BY
         result = con.execute(sql).to_arrow_reader(READ_ROWS)
         schema, reader = result.schema, result

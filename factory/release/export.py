@@ -211,23 +211,23 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     from factory.release.export_stream import streamable, write_streamed
 
     streamed = fmt != "hf" and streamable(manifest, fmt)   # a batch at a time: memory bounded by one row group
-    files = {} if fmt == "hf" or streamed else {rel: rows for rel, rows in build_export(path, manifest, fmt).items()
-                                                if rows}
-    if not files and fmt != "hf" and not streamed:
-        raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
-    meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
-            "reward": release_reward(manifest)}
-    if set(ANSWER_VIEWS) & set(manifest["views"]):   # the answer reward their truths name
-        from factory.answers.tasks import reward_kind
-        meta["answer_reward"] = {"kind": reward_kind(manifest), "scored_by": "factory.reward.compute_score / "
-                                 "trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    # the release's files are checked (sha256, rows) on a second thread while the export is written from them:
+    # the release's files are checked (sha256, rows) on a second thread while the export is built from them:
     # nothing is moved into place before the check passed, and its error is the one raised when both fail
     verified = Beside(verify_release, name, releases_dir=releases_dir, name="verify-release")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:  # written and validated aside, then moved into place: a failed export leaves nothing behind
         try:
+            files = {} if fmt == "hf" or streamed else {rel: rows for rel, rows
+                                                        in build_export(path, manifest, fmt).items() if rows}
+            if not files and fmt != "hf" and not streamed:
+                raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
+            meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
+                    "reward": release_reward(manifest)}
+            if set(ANSWER_VIEWS) & set(manifest["views"]):   # the answer reward their truths name
+                from factory.answers.tasks import reward_kind
+                meta["answer_reward"] = {"kind": reward_kind(manifest), "scored_by": "factory.reward.compute_score"
+                                         " / trl_reward / reward_func -> factory.answers.r1ci.answer_reward"}
             if fmt == "hf":
                 meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
             if streamed:

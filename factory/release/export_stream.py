@@ -1,10 +1,12 @@
 """Streamed exports (verl, trl-grpo, openrlhf, trl): a release's rows read a Parquet batch at a time in primary-key
-order and written a row group at a time, so memory holds one batch and one output row group, never the view.
+order and written a row group at a time, so memory holds a few batches (read ahead on a thread) and at most three
+output row groups (written behind on another), never the view.
 
 A release writes each split of a view (``train-*``, ``test-*``) as shards in primary-key order
 (:class:`factory.release.files.ShardWriter` fed by :func:`factory.release.ordered.ordered_batches`), so the
-view in primary-key order is a merge of those sorted streams: the same rows, in the same order, as ``SELECT * ... ORDER BY <primary key>`` over every file, which is
-what :func:`factory.release.export.view_rows` reads into a list.
+view in primary-key order is a merge of those sorted streams: the same rows, in the same order, as
+``SELECT * ... ORDER BY <primary key>`` over every file, which is what :func:`factory.release.export.view_rows`
+reads into a list.
 """
 from __future__ import annotations
 
@@ -146,7 +148,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
             for i, p in enumerate(problems or ()):
                 size = 2 * _text_bytes(p)
                 truth_rules = ground_truth(p, reward)
-                rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)
+                rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)   # the file the row goes to
                 check_truth(rel, sink.rows.get(rel, 0), truth_rules)   # the validation's row rules, on the row
                 truth = truth_json(truth_rules, utf8=True)   # pyarrow takes (and checks) UTF-8 bytes
                 if fmt == "verl":
@@ -155,16 +157,14 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                            "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
                                           "source_id": p["source_id"], "entry_point": p.get("entry_point"),
                                           "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
-                    sink.add(split_file(p), row, size)
                 elif fmt == "trl-grpo":
                     row = {"prompt": _user(problem_prompt(p)), "ground_truth": truth, "data_source": p["source"],
                            "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
                            "test_format": p.get("test_format"), "split": p.get("split")}
-                    sink.add(split_file(p), row, size)
                 else:   # openrlhf prompts: `datasource` is the key OpenRLHF's PromptDataset reads
                     row = {"input": _user(problem_prompt(p)), "label": truth, "datasource": p["source"],
                            "problem_id": p["problem_id"]}
-                    sink.add("prompts/" + split_file(p), row, size)
+                sink.add(rel, row, size)
     finally:
         counts = sink.close()
     order = lambda rel: (rel.startswith("prompts/"), rel.endswith("test.parquet"))   # as build_export lists them

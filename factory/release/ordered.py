@@ -289,7 +289,7 @@ def _stream(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, tables=
     con.execute("SET threads = 1")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET streaming_buffer_size = '1KB'")
-    con.execute("SET enable_external_file_cache = false")   # it kept what was read, growing with the view
+    con.execute("SET enable_external_file_cache = false")   # each file is read once: nothing to gain by keeping it
     try:
         reader = con.execute(sql).to_arrow_reader(rows)
         for b in reader:

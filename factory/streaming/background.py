@@ -67,19 +67,20 @@ class WriteBehind:
             self._queue.join()
         self._raise()
 
-    def close(self) -> None:
-        """Wait for every submitted call; raise the first error one of them raised."""
+    def _stop(self) -> None:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
+
+    def close(self) -> None:
+        """Wait for every submitted call; raise the first error one of them raised."""
+        self._stop()
         self._raise()
 
     def abort(self) -> None:
         """Drop what waits, wait for the call in progress (its error is dropped too)."""
         self._dropping = True
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
+        self._stop()
         self._error = None
 
 
