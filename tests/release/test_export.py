@@ -217,10 +217,11 @@ def test_verl_export_round_trips_through_ingest(releases, tmp_path):
     assert not diff, [[x[:2] + tuple(str(v)[:300] for v in x[2:]) for x in pair] for pair in diff[:2]]
 
 
-@pytest.mark.parametrize("where", ["middle", "footer"])
-def test_an_export_of_a_damaged_release_fails_its_check_and_leaves_nothing(releases, tmp_path, where):
+@pytest.mark.parametrize("where, fmt", [("middle", "verl"), ("footer", "verl"), ("footer", "acecode")])
+def test_an_export_of_a_damaged_release_fails_its_check_and_leaves_nothing(releases, tmp_path, where, fmt):
     """The release's sha256 check runs beside the writing: a flipped byte (inside a page, or in the footer, where
-    reading the file fails first) ends the export with the check's error naming the file, and no output."""
+    reading the file fails first; streamed verl, and acecode, built in memory) ends the export with the check's
+    error naming the file, and no output."""
     import os
     import shutil
 
@@ -233,8 +234,8 @@ def test_an_export_of_a_damaged_release_fails_its_check_and_leaves_nothing(relea
     data = bytearray(shard.read_bytes())
     data[len(data) // 2 if where == "middle" else len(data) - 12] ^= 0x01
     shard.write_bytes(bytes(data))
-    out = tmp_path / "out" / "verl"
+    out = tmp_path / "out" / fmt
     with pytest.raises(FactoryError, match="failed verification") as err:
-        export_release("r2", "verl", out, releases_dir=root)
+        export_release("r2", fmt, out, releases_dir=root)
     assert rel in str(err.value)
     assert not out.exists() and not any((tmp_path / "out").iterdir())   # no staging folder left either
