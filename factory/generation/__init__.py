@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 from .base import Backend
+from .engines import BACKENDS, local_engine
 from .cache import Budget, BudgetExhausted, GenerationCache, JsonlCache, MemoryCache
 from .sample import build_sample_messages, extract_code
 from .synth import SynthResult, build_synth_messages, parse_synth_output
 from .types import ChatRequest, GenerationResult, SamplingParams, request_hash
-
-BACKENDS = ("openai", "vllm", "transformers")
 
 
 def make_backend(name: str, model: str | None = None, **kw) -> Backend:
@@ -28,18 +27,7 @@ def make_backend(name: str, model: str | None = None, **kw) -> Backend:
     if replicas > 1 or devices_per_replica > 1:
         from .replicas import ReplicaPool
         return ReplicaPool(key, model, replicas=replicas, devices_per_replica=devices_per_replica, **kw)
-    if key == "openai":
-        from .openai_backend import OpenAIBackend
-        if not model:
-            raise ValueError("the openai backend needs a model name")
-        return OpenAIBackend(model, **kw)
-    if key == "vllm":
-        from .vllm_backend import VLLMBackend
-        return VLLMBackend(model, **kw)
-    if key in ("transformers", "hf"):
-        from .hf_backend import TransformersBackend
-        return TransformersBackend(model, **kw)
-    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    return local_engine(key, model, **kw)
 
 
 __all__ = ["Backend", "Budget", "BudgetExhausted", "ChatRequest", "GenerationCache", "GenerationResult",

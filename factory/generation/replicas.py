@@ -87,10 +87,10 @@ def _replica_main(rank: int, engine: str, model, engine_kw: dict, env: dict, con
     if env.get("FACTORY_REPLICA_THREADS"):
         import torch
         torch.set_num_threads(int(env["FACTORY_REPLICA_THREADS"]))
-    from . import make_backend
+    from .engines import local_engine
 
     try:
-        backend = make_backend(engine, model, **engine_kw)
+        backend = local_engine(engine, model, **engine_kw)
         backend.warm()  # "ready" means the engine is built: a bad model or GPU fails here, named by replica
     except BaseException:  # noqa: BLE001 - reported to the driver, which names the replica
         conn.send(("failed", traceback.format_exc()))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from factory.errors import InputError
+from factory.ingest.registry import Ctx, adapter, encode_value
 from factory.ingest import reasoning_gym
 from factory.ingest.evalplus_inputs import mbppplus_args
 from factory.sandbox.serialize import _dumps as tagged_json
@@ -20,36 +21,6 @@ from factory.ingest.normalize import (
     TEST_FORMATS, Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
     split_pytest, unquote,
 )
-
-Ctx = tuple[str, int]  # (file, line)
-ADAPTER_VERSION = 5  # bump when an adapter's output changes: unchanged files are then re-ingested
-
-
-@dataclass(frozen=True)
-class Adapter:
-    name: str
-    convert: Callable[[dict, Ctx, dict], Normalized]
-    license: str | None
-    description: str
-    needs_mapping: bool = False
-
-
-ADAPTERS: dict[str, Adapter] = {}
-
-
-def adapter(name: str, license: str | None, description: str, needs_mapping: bool = False):
-    def register(fn):
-        ADAPTERS[name] = Adapter(name, fn, license, description, needs_mapping)
-        return fn
-    return register
-
-
-def encode_value(value) -> str:
-    """Serialize an expected value for a call test in the sandbox's value format."""
-    from factory.sandbox import serialize_value
-
-    return serialize_value(value)
-
 
 # -- HumanEval family ------------------------------------------------------------------------------------
 @adapter("humaneval", "MIT", "OpenAI HumanEval: prompt + check(candidate)")
@@ -560,7 +531,3 @@ def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
         return f"leetcode:{sid.strip().lower()}"
     return None
 
-
-# the hf-* adapters for datasets as published on the Hub (factory.ingest.hub; registered on import)
-from factory.ingest.hub import adapters as _hub_adapters  # noqa: E402,F401
-from factory.ingest import multipl_e as _multipl_e  # noqa: E402,F401  (MultiPL-E harness problems: `ingest multipl-e`)

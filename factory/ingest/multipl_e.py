@@ -26,7 +26,7 @@ import re
 from factory.errors import InputError
 from dataclasses import replace
 
-from factory.ingest.adapters import Ctx, adapter
+from factory.ingest.registry import Ctx, adapter
 from factory.ingest.hub.adapters import HUB_DATASETS, HubDataset, hub_dataset
 from factory.ingest.normalize import Normalized, TestRow, require
 from factory.sandbox import multipl_e

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from factory.errors import FactoryError
-from factory.release.create import load_manifest, resolve_releases_dir
+from factory.release.locate import load_manifest, resolve_releases_dir
 from factory.release.export import view_rows
 
 

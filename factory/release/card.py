@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from factory.recipes.funnel import funnel_markdown
+from factory.release.funnel import funnel_markdown
 
 
 def _yaml_str(s: str) -> str:

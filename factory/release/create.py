@@ -21,6 +21,7 @@ import factory
 from factory.lake.catalog import Catalog, default_catalog, sql_references
 from factory.errors import FactoryError
 from factory.lake import connect, current_snapshot, resolve_lake_dir
+from factory.release.locate import MANIFEST, check_name, load_manifest, resolve_releases_dir
 from factory.release.card import dataset_card, decontamination_figures
 from factory.release.files import (
     DEFAULT_SHARD_ROWS, READ_ROWS, ShardWriter, freeze, remove_tree, schema_hash, select_sql, sha256_file,
@@ -29,24 +30,8 @@ from factory.release.files import (
 from factory.release.ordered import ordered_batches, sortable
 from factory.lake.commit import config_hash, git_sha, stage_run, utcnow
 
-MANIFEST = "manifest.json"
 README = "README.md"
 FORMAT = "code-rl-factory/release/v1"
-_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def resolve_releases_dir(releases_dir: str | os.PathLike | None = None, lake=None) -> Path:
-    """--releases-dir, else $FACTORY_RELEASES, else ``releases:`` in the user config, else LAKE/releases (the
-    lake from --lake / $FACTORY_LAKE / config). Never the current directory."""
-    from factory.lake.connection import user_config
-
-    chosen = releases_dir or os.environ.get("FACTORY_RELEASES") or user_config("releases")
-    return Path(chosen).expanduser().resolve() if chosen else resolve_lake_dir(lake) / "releases"
-
-
-def check_name(name: str) -> None:
-    if not name or not set(name) <= _NAME_OK or name.startswith("."):
-        raise FactoryError(f"bad release name {name!r}: use letters, digits, '.', '_' and '-'")
 
 
 def check_views(views: list[str], catalog: Catalog) -> list[str]:
@@ -108,7 +93,7 @@ def _source_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 
 def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
     """The per-source funnel at the release's snapshot (None for a lake made before the exclusion views)."""
-    from factory.recipes.funnel import curation_funnel
+    from factory.release.funnel import curation_funnel
     try:
         return [{k: (int(v) if isinstance(v, int) else v) for k, v in r.items()} for r in curation_funnel(con)]
     except duckdb.Error:
@@ -322,21 +307,6 @@ def _sha256_bytes(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
-
-
-def load_manifest(name: str, releases_dir=None, lake=None) -> tuple[Path, dict]:
-    """(release folder, parsed manifest.json) of a release, or a FactoryError naming what is missing. The folder
-    is found where `factory release list` finds it (factory.release.manage.locate_release)."""
-    from factory.release.manage import locate_release
-
-    check_name(name)
-    path = locate_release(name, releases_dir, lake)
-    try:
-        return path, json.loads((path / MANIFEST).read_text())
-    except FileNotFoundError:
-        raise FactoryError(f"release {name!r} has no {MANIFEST} at {path}") from None
-    except json.JSONDecodeError as exc:
-        raise FactoryError(f"release {name!r}: {MANIFEST} is not valid JSON ({exc})") from None
 
 
 def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_dir=None) -> dict:

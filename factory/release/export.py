@@ -30,8 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from factory.errors import FactoryError
-from factory.release.create import ANSWER_VIEWS, load_manifest
+from factory.release.create import ANSWER_VIEWS
+from factory.release.locate import load_manifest
 from factory.release.manage import verify_release
+from factory.release.export_rows import check_truth, grpo_rows, pair_rows, release_reward, user_turn, verl_rows
 from factory.release.prompts import assert_cases, ground_truth, problem_prompt, truth_json
 from factory.streaming.background import Beside
 
@@ -84,40 +86,6 @@ def _need(rows, view: str, fmt: str) -> list[dict]:
     return rows
 
 
-def _user(text: str) -> list[dict]:
-    return [{"role": "user", "content": text}]
-
-
-def release_reward(manifest: dict) -> dict:
-    """The release's reward spec for the ground truths: manifest["reward"] (recorded at release time), else the
-    recipe's (releases cut before the spec was recorded), else soft over the hidden tests."""
-    spec = manifest.get("reward") or (manifest.get("recipe") or {}).get("reward") or {}
-    return {"kind": spec.get("kind") or "soft", "tests": spec.get("tests") or "hidden"}
-
-
-def _verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
-    return [{"data_source": p["source"], "prompt": _user(problem_prompt(p)), "ability": "code",
-             "reward_model": {"style": "rule", "ground_truth": truth_json(ground_truth(p, reward))},
-             "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
-                            "source_id": p["source_id"], "entry_point": p.get("entry_point"),
-                            "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
-            for i, p in enumerate(problems)]
-
-
-def _grpo_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
-    return [{"prompt": _user(problem_prompt(p)), "ground_truth": truth_json(ground_truth(p, reward)),
-             "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
-             "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
-
-
-def _pair_rows(pairs: list[dict]) -> list[dict]:
-    """Preference pairs in conversational form: the RL prompt as the user turn, each program as the reply."""
-    return [{"prompt": _user(p["prompt"]), "chosen": [{"role": "assistant", "content": p["chosen"]}],
-             "rejected": [{"role": "assistant", "content": p["rejected"]}],
-             "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"], "pair_id": p["pair_id"],
-             "problem_id": p["problem_id"]} for p in pairs]
-
-
 def _by_split(rows: list[dict], problems: list[dict]) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {"train.parquet": [], "test.parquet": []}
     for r, p in zip(rows, problems):
@@ -145,7 +113,7 @@ def _acecode_rows(problems: list[dict], pairs: list[dict] | None, programs: list
         prompt = problem_prompt(p)
         out.append({"id": p["problem_id"], "source": p["source"], "question": prompt, "test_cases": cases,
                     "inferences": [{**progs[k], "completion_id": i} for i, k in enumerate(sorted(progs))],
-                    "context_messages": _user(prompt)})
+                    "context_messages": user_turn(prompt)})
     return out
 
 
@@ -165,22 +133,22 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
     reward = release_reward(manifest)   # every ground truth carries it: the reward obeys it per item
     if fmt == "verl":
         problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(_verl_rows(problems, reward), problems)
+        return _by_split(verl_rows(problems, reward), problems)
     if fmt == "trl-grpo":
         problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(_grpo_rows(problems, reward), problems)
+        return _by_split(grpo_rows(problems, reward), problems)
     if fmt == "trl":
         pairs = _need(pairs, "gold.rm_pairs", fmt)
-        return _by_split(_pair_rows(pairs), pairs)
+        return _by_split(pair_rows(pairs), pairs)
     if fmt == "openrlhf":
         if problems is None and pairs is None:
             raise FactoryError("--format openrlhf needs gold.rm_pairs and/or gold.rl_problems in the release")
         out = {}
         if pairs is not None:   # chat messages: --data.prompt_key prompt --data.apply_chat_template
-            rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in _pair_rows(pairs)]
+            rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in pair_rows(pairs)]
             out.update({f"rm/{k}": v for k, v in _by_split(rows, pairs).items()})
         if problems is not None:   # `datasource` is the key OpenRLHF's PromptDataset reads
-            rows = [{"input": _user(problem_prompt(p)), "label": truth_json(ground_truth(p, reward)),
+            rows = [{"input": user_turn(problem_prompt(p)), "label": truth_json(ground_truth(p, reward)),
                      "datasource": p["source"], "problem_id": p["problem_id"]} for p in problems]
             out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
         return out
@@ -350,35 +318,6 @@ def _check_content(fmt: str, rel: str, table: pa.Table, start: int = 0) -> None:
         for i, cases in enumerate(table.column("test_cases").to_pylist(), start):
             if not cases:
                 raise FactoryError(f"{rel} row {i}: no test_cases")
-
-
-def check_truth(rel: str, i: int, gt: dict) -> None:
-    """A ground truth's format rules (row ``i`` of file ``rel``): FactoryError naming the row if one fails."""
-    if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
-        return
-    if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
-        raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
-    if not (gt.get("inputs") or gt.get("tests")):
-        raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
-    if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
-        raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
-
-
-def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:
-    """Whether ``gt`` is a final-answer ground truth, checked (its rule and reward spec) - FactoryError if not."""
-    from factory.answers.checks import is_answer_ground_truth, parse_ground_truth
-    from factory.answers.r1ci import answer_reward_kind
-
-    if not is_answer_ground_truth(gt):
-        return False
-    try:
-        parse_ground_truth(gt)
-        answer_reward_kind(gt)
-    except ValueError as exc:
-        raise FactoryError(f"{rel} row {i}: final-answer ground_truth: {exc}") from None
-    if "reward" not in gt:
-        raise FactoryError(f"{rel} row {i}: final-answer ground_truth carries no reward spec (reward.kind)")
-    return True
 
 
 DATASETS_CHECK_ENV = "FACTORY_EXPORT_DATASETS_CHECK_MB"

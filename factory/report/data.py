@@ -100,8 +100,8 @@ def train_curves(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
 
 
 def curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
-    """The per-source curation funnel (factory.recipes.funnel), or None for a lake made before the exclusion views."""
-    from factory.recipes.funnel import curation_funnel
+    """The per-source curation funnel (factory.release.funnel), or None for a lake made before the exclusion views."""
+    from factory.release.funnel import curation_funnel
     try:
         return curation_funnel(con)
     except duckdb.Error:

@@ -210,7 +210,7 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
     problems each exclusion rule matched (rules overlap, so the right panel does not add up per source)."""
     if not rows:
         return None
-    from factory.recipes.funnel import REASONS
+    from factory.release.funnel import REASONS
 
     names = [r["source"] for r in rows]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(3, 0.4 * len(rows) + 1.5)))

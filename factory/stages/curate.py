@@ -318,7 +318,7 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
     """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs) with the
     curation funnel (what each rule removed, per source) and the sources whose references fail here.
     Refuses to run when the lake's latest `factory health` check failed, unless ``allow_unhealthy``."""
-    from factory.recipes.funnel import curation_funnel, require_healthy, unhealthy_sources
+    from factory.release.funnel import curation_funnel, require_healthy, unhealthy_sources
     from factory.lake.commit import run_stage
 
     overrides = dict(overrides or {})
@@ -394,7 +394,7 @@ def cmd_curate(args) -> None:
             raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         overrides[key.strip()] = _parse_value(value.strip())
-    from factory.recipes.funnel import print_funnel, warn_unhealthy
+    from factory.release.funnel import print_funnel, warn_unhealthy
 
     counts = curate(args.lake, overrides, allow_unhealthy=args.allow_unhealthy)
     for name, n in counts.items():

@@ -521,7 +521,7 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
     """Environment health check after running references: sources whose references fail here, and why."""
     import duckdb
 
-    from factory.recipes.funnel import unhealthy_sources, warn_unhealthy
+    from factory.release.funnel import unhealthy_sources, warn_unhealthy
     from factory.lake import connect
 
     con = connect(lake, read_only=True)

@@ -100,7 +100,7 @@ def run_health(lake=None, canary: bool = True, max_infra_share: float = 0.01, mi
     row["run_id"] = run.run_id
     row["unhealthy_sources"] = [s for s in sources if s["healthy"] is False]
     if row["unhealthy_sources"]:
-        from factory.recipes.funnel import failure_causes
+        from factory.release.funnel import failure_causes
         from factory.lake import connect
 
         con = connect(lake, read_only=True)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from factory.errors import FactoryError, InputError
 from factory.ingest import humaneval_wheel_path
 from factory.ingest.adapters import (
-    ADAPTER_VERSION, ADAPTERS, FOLDER_NOTES, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name,
-    file_split, lineage_id,
+    FOLDER_NOTES, KNOWN_DATASETS, MAPPED_FIELDS, adapter_options, default_source_name, file_split, lineage_id,
 )
+from factory.ingest.sources import ADAPTER_VERSION, ADAPTERS
 from factory.ingest.visibility import statement_text, visibility
 from factory.ingest.normalize import TEST_FORMATS, stable_hash
 from factory.ingest.readers import files_sha256, read_records

@@ -252,7 +252,8 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
     from datetime import datetime, timezone
 
     from factory.lake import connect
-    from factory.release.create import create_release, resolve_releases_dir
+    from factory.release.create import create_release
+    from factory.release.locate import resolve_releases_dir
 
     date = date or datetime.now(timezone.utc).strftime("%Y%m%d")
     con = connect(lake, read_only=True)
@@ -324,7 +325,7 @@ def export_stage(release: str, out, *, releases_dir=None, sft_min_reward: float 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from factory.release.create import load_manifest
+    from factory.release.locate import load_manifest
     from factory.release.export import view_rows
     from factory_train.rl.multiturn import Trajectory, Turn, trl_row, verl_rl_row, verl_sft_row
 
@@ -400,7 +401,7 @@ def run_step(lake=None, action: str = "sample", **params) -> dict:
         if not _count(lake, f"SELECT count(*) FROM {TASKS} WHERE recipe = ?", [params.get("recipe", "r1-code-interpreter")]):
             return {"status": "idle", "summary": "no curriculum rows yet"}
         if params.get("export_dir") is None:
-            from factory.release.create import resolve_releases_dir
+            from factory.release.locate import resolve_releases_dir
             params["export_dir"] = resolve_releases_dir(params.get("releases_dir")) / "exports"
         rels = cut_stage_releases(lake, **params)
         return {"releases": rels, "summary": "; ".join(f"{r['release']} ({r['tasks']} tasks)" for r in rels)}

@@ -164,3 +164,65 @@ def test_setup_ships_exactly_the_assets_the_package_reads():
     assert all((REPO_ROOT / name).exists() for name in SHIPPED)
     assert not any((FACTORY / "assets" / name).exists() for name in SHIPPED), \
         "a copy of the assets inside the checkout would shadow the repository's own files"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (each an import circle), by Tarjan's algorithm."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """module -> the project modules it imports (a name that is not a module counts as its nearest module)."""
+    files = {module_name(p): p for d in ("factory", "train", "eval") for p in sorted((REPO_ROOT / d).rglob("*.py"))}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return {m: {r for i in imports(p) if (r := resolve(i)) not in (None, m)} for m, p in files.items()}
+
+
+def test_no_import_circles():
+    """#49: no module imports itself through others, function-level imports included (a circle means the two
+    modules are one job split badly: the shared piece gets its own module)."""
+    assert not _cycles(_module_graph())
+
+
+def test_packages_import_one_way():
+    """#49: factory's subpackages form no circle either (no back-arrow: release -> recipes and recipes -> release
+    would be one); the package graph is a DAG."""
+    def package(m: str) -> str:
+        parts = m.split(".")
+        return ".".join(parts[:2]) if parts[0] == "factory" and len(parts) > 1 else parts[0]
+
+    graph: dict[str, set[str]] = {}
+    for m, targets in _module_graph().items():
+        graph.setdefault(package(m), set()).update(package(t) for t in targets if package(t) != package(m))
+    assert not _cycles(graph)

@@ -18,7 +18,7 @@ import json
 import pytest
 
 from factory.lake import connect
-from factory.recipes.funnel import curation_funnel
+from factory.release.funnel import curation_funnel
 from factory.stages.curate import curate
 from factory.stages.execute import execute
 from factory.stages.ingest import ingest_source

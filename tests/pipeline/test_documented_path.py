@@ -1,9 +1,9 @@
-"""One documented path, one dataset (#40 goal 1): the README's stage-by-stage commands and `factory recipe run
+"""One documented path, one dataset (#40 goal 1): docs/tour.md's stage-by-stage commands and `factory recipe run
 default` build the same release from the same data, row for row.
 
 Real data: a small slice of ../shared/data (tests/pipeline/recipe_slice.py: MBPP+ and the MBPP rows of the same
 tasks, MBPP train rows, LeetCode train rows whose only tests are the statement's examples, KodCode). One lake is
-built by running the README's commands as written (the data folder swapped for the slice), the other by the one
+built by running docs/tour.md's commands as written (the data folder swapped for the slice), the other by the one
 command; their releases are compared row by row.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ FIRST, LAST = "factory init", "factory recipe run default --no-prepare"
 
 
 def readme_path() -> list[str]:
-    """The README's stage-by-stage commands from `factory init` to the default release, comments dropped."""
-    text = (REPO_ROOT / "README.md").read_text()
+    """docs/tour.md's stage-by-stage commands from `factory init` to the default release, comments dropped."""
+    text = (REPO_ROOT / "docs" / "tour.md").read_text()
     section = text.split("## The pipeline, stage by stage", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```bash\n(.+?)\n```", section, flags=re.S)
     lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
@@ -86,7 +86,7 @@ def test_every_removal_has_a_count_and_an_example(lakes):
     """docs/funnel.md's table: per source, each reason a problem left with, its count and one example; the counts
     of the no-usable-test causes add up to the funnel's `no_usable_tests`."""
     from factory.lake import connect
-    from factory.recipes.funnel import REASONS, curation_funnel, funnel_detail_markdown, removal_examples
+    from factory.release.funnel import REASONS, curation_funnel, funnel_detail_markdown, removal_examples
 
     _, recipe_lake, _ = lakes
     con = connect(recipe_lake, read_only=True)

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from factory.dedup.suite_overlap import lineage_overlap, problem_keys, shared_test_overlap
-from factory.ingest.adapters import ADAPTERS, file_split, lineage_id
+from factory.ingest.adapters import file_split, lineage_id
+from factory.ingest.sources import ADAPTERS
 from factory.ingest.readers import read_records
 from factory.ingest.visibility import statement_text, visibility
 from factory.release import create_release

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from factory.release import create_release
-from factory.release.create import load_manifest
+from factory.release.locate import load_manifest
 from factory.release.export import _schema_for, build_export
 from factory.release.export_stream import streamable, write_streamed
 from factory.release.files import ROW_GROUP_BYTES

@@ -1,4 +1,4 @@
-"""The README's "R1-Code-Interpreter tasks" commands, run as written in a fresh folder by a fresh user (no
+"""docs/trainers.md's "R1-Code-Interpreter tasks" commands, run as written in a fresh folder by a fresh user (no
 FACTORY_* variables, no user config): exit 0 each, and their exports are RL sets the reward scores (#43)."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytest.importorskip("reasoning_gym")
 
 
 def _section() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "trainers.md").read_text()
     return text.split("## R1-Code-Interpreter tasks", 1)[1].split("\n## ", 1)[0]
 
 

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.transforms import Bbox
 
 from factory.lake import connect
-from factory.recipes.funnel import REASONS
+from factory.release.funnel import REASONS
 from factory.report import data, plots
 
 

@@ -1,4 +1,4 @@
-"""The trainer launch lines, read from the README and docs/serve.md and checked against the installed trainers (verl
+"""The trainer launch lines, read from docs/trainers.md and docs/serve.md and checked against the installed trainers (verl
 0.9.1, TRL 1.16, OpenRLHF 0.11.2): every verl config key exists in verl's own ppo_trainer config, every reward
 manager named is one verl's reward loop registers, and each named reward function loads the way that trainer
 loads it and scores a correct answer 1.0 and a wrong one 0.0 (verl's sandbox_fusion line against a real
@@ -20,7 +20,7 @@ import pytest
 
 from tests.serve.conftest import ROOT
 
-README = (ROOT / "README.md").read_text() + (ROOT / "docs" / "serve.md").read_text()  # trainers + serve tables
+README = (ROOT / "docs" / "trainers.md").read_text() + (ROOT / "docs" / "serve.md").read_text()  # trainers + serve tables
 KEY_VALUE = re.compile(r"^([a-z_][\w]*(?:\.[\w]+)+)=(\S+)$")
 SHELL = re.compile(r"\$\((python -c '[^']*')\)")
 
@@ -30,7 +30,7 @@ TRUTH = json.dumps({"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10\n"]})
 
 
 def _row(first_cell: str) -> str:
-    """The README table row whose first cell starts with ``first_cell`` (one line)."""
+    """The docs' table row whose first cell starts with ``first_cell`` (one line)."""
     rows = [line for line in README.splitlines() if line.startswith(f"| {first_cell}")]
     assert len(rows) == 1, (first_cell, rows)
     return rows[0]

@@ -3,6 +3,3 @@
 readers (:mod:`.stream`) and the streamed ingest (:mod:`.ingest`). docs/hub.md has the table of datasets and fields.
 """
 
-# The adapter registry first: it imports .adapters and then the adapters built on them (factory.ingest.multipl_e
-# imports HUB_DATASETS), so importing factory.ingest.hub.adapters first must not find it half-initialised.
-import factory.ingest.adapters  # noqa: E402,F401

@@ -20,7 +20,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from factory.errors import InputError
-from factory.ingest.adapters import ADAPTERS, CODECONTESTS_LANGUAGES, Ctx, adapter, encode_value
+from factory.ingest.adapters import CODECONTESTS_LANGUAGES
+from factory.ingest.registry import ADAPTERS, Ctx, adapter, encode_value
 from factory.ingest.normalize import Normalized, ProgramRow, TestRow, require, split_pytest
 
 HUB_VERSION = 1   # bump when a hub adapter's output changes: the same revision is then re-ingested

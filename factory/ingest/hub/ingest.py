@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 
 from factory.errors import FactoryError, InputError
-from factory.ingest.adapters import ADAPTER_VERSION, ADAPTERS, file_split
+from factory.ingest.adapters import file_split
+from factory.ingest.sources import ADAPTER_VERSION, ADAPTERS
 from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, SkipRecord, for_repo
 from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_folder, resolve_url
 from factory.ingest.hub.stream import BATCH_BYTES, iter_records

@@ -60,7 +60,7 @@ def decide(recipe: Recipe, lake) -> dict:
                                + ": run `factory ingest` first")
         source_of = dict(cand_rows)
         candidates = [r[0] for r in cand_rows]
-        from factory.recipes.funnel import unhealthy_with_causes
+        from factory.release.funnel import unhealthy_with_causes
         used = set(source_of.values())
         unhealthy = [{k: r[k] for k in ("source", "references_run", "references_passed", "reference_pass_rate",
                                         "causes")} for r in unhealthy_with_causes(con) if r["source"] in used]
@@ -209,7 +209,8 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
                  log=print) -> list[str]:
     """Release NAME-<date> (problems, decisions, rules) and NAME-<stage>-<date> per stage. A release of the same
     recipe with the same content already on disk is reused instead of cutting an identical one."""
-    from factory.release.create import create_release, resolve_releases_dir
+    from factory.release.create import create_release
+    from factory.release.locate import resolve_releases_dir
 
     date = date or _today()
     root = resolve_releases_dir(releases_dir, lake)

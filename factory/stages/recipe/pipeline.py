@@ -280,7 +280,7 @@ def _release(ctx, step):
 
 
 def export_root(ctx) -> Path:
-    from factory.release.create import resolve_releases_dir
+    from factory.release.locate import resolve_releases_dir
 
     chosen = ctx.export_dir or os.environ.get("FACTORY_EXPORTS")
     return Path(chosen) if chosen else resolve_releases_dir(ctx.releases_dir, ctx.lake).parent / "exports"

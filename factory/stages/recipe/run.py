@@ -43,7 +43,7 @@ def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | Non
                   date=date, release=release, log=log)
     steps = run_pipeline(ctx, recipe.pipeline, leave_out)
     decided = ctx.decided
-    from factory.recipes.funnel import health_lines
+    from factory.release.funnel import health_lines
     for line in health_lines(decided["unhealthy_sources"]):   # a source below 0.99 reference pass rate
         log(f"UNHEALTHY source {line} (recipe {recipe.name} uses it; `factory health` for the environment)")
     return {**decided, "releases": ctx.releases, "steps": steps, "exports": ctx.exports}

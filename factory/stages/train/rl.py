@@ -104,8 +104,8 @@ def rl_prompts(release: str, max_problems: int, releases_dir=None) -> list[dict]
     rows = pq.read_table(release_view_dir(release, "gold.rl_problems", releases_dir)).to_pylist()
     rows = [r for r in rows if r["n_tests"]]
     rows.sort(key=lambda r: (r.get("curriculum_stage") or 9, -(r.get("pass_rate") or 0.0), r["problem_id"]))
-    from factory.release.create import load_manifest
-    from factory.release.export import release_reward
+    from factory.release.locate import load_manifest
+    from factory.release.export_rows import release_reward
     reward = release_reward(load_manifest(release, releases_dir)[1])   # binary or soft, as the export writes it
     return [{"prompt": [{"role": "user", "content": problem_prompt(r)}], "ground_truth": ground_truth(r, reward),
              "problem_id": r["problem_id"], "stage": r.get("curriculum_stage") or 9} for r in rows[:max_problems]]

@@ -1,0 +1,69 @@
+"""Trainer rows made from released rows: the user turn, the verl / TRL-GRPO / preference-pair rows, the release's
+reward spec, and the format rules every exported ground truth must meet (:func:`check_truth`)."""
+from __future__ import annotations
+
+from factory.errors import FactoryError
+from factory.release.prompts import ground_truth, problem_prompt, truth_json
+
+
+def user_turn(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def release_reward(manifest: dict) -> dict:
+    """The release's reward spec for the ground truths: manifest["reward"] (recorded at release time), else the
+    recipe's (releases cut before the spec was recorded), else soft over the hidden tests."""
+    spec = manifest.get("reward") or (manifest.get("recipe") or {}).get("reward") or {}
+    return {"kind": spec.get("kind") or "soft", "tests": spec.get("tests") or "hidden"}
+
+
+def verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
+    return [{"data_source": p["source"], "prompt": user_turn(problem_prompt(p)), "ability": "code",
+             "reward_model": {"style": "rule", "ground_truth": truth_json(ground_truth(p, reward))},
+             "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
+                            "source_id": p["source_id"], "entry_point": p.get("entry_point"),
+                            "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
+            for i, p in enumerate(problems)]
+
+
+def grpo_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
+    return [{"prompt": user_turn(problem_prompt(p)), "ground_truth": truth_json(ground_truth(p, reward)),
+             "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
+             "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
+
+
+def pair_rows(pairs: list[dict]) -> list[dict]:
+    """Preference pairs in conversational form: the RL prompt as the user turn, each program as the reply."""
+    return [{"prompt": user_turn(p["prompt"]), "chosen": [{"role": "assistant", "content": p["chosen"]}],
+             "rejected": [{"role": "assistant", "content": p["rejected"]}],
+             "margin": p["chosen_pass_rate"] - p["rejected_pass_rate"], "pair_id": p["pair_id"],
+             "problem_id": p["problem_id"]} for p in pairs]
+
+
+def check_truth(rel: str, i: int, gt: dict) -> None:
+    """A ground truth's format rules (row ``i`` of file ``rel``): FactoryError naming the row if one fails."""
+    if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
+        return
+    if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
+        raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
+    if not (gt.get("inputs") or gt.get("tests")):
+        raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
+    if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
+        raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
+
+
+def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:
+    """Whether ``gt`` is a final-answer ground truth, checked (its rule and reward spec) - FactoryError if not."""
+    from factory.answers.checks import is_answer_ground_truth, parse_ground_truth
+    from factory.answers.r1ci import answer_reward_kind
+
+    if not is_answer_ground_truth(gt):
+        return False
+    try:
+        parse_ground_truth(gt)
+        answer_reward_kind(gt)
+    except ValueError as exc:
+        raise FactoryError(f"{rel} row {i}: final-answer ground_truth: {exc}") from None
+    if "reward" not in gt:
+        raise FactoryError(f"{rel} row {i}: final-answer ground_truth carries no reward spec (reward.kind)")
+    return True
