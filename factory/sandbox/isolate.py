@@ -151,7 +151,8 @@ def minimal_root(needed: list[str]) -> None:
     """Pivot into a root that holds only what programs need: the system's /usr, /bin, /lib*, the interpreter
     and its package paths (``needed``, bound at their own paths), a few /etc files, /dev nodes, and empty
     /tmp and /dev/shm (a fresh tmpfs per program).  Everything else -- the project, data sets, the lake,
-    home directories, /run and /var (host sockets), /sys, /mnt -- does not exist inside."""
+    home directories, /run and /var (host sockets), /sys, the host's /mnt -- does not exist inside (/mnt is an empty
+    directory, a program's own tmpfs while it runs: :func:`program_scratch`)."""
     moved = [(os.path.realpath(x[0]), x[1]) for x in needed if isinstance(x, tuple)]   # (host dir, its path inside)
     needed = [x for x in needed if x and not isinstance(x, tuple)]
     paths = []
@@ -202,7 +203,7 @@ def minimal_root(needed: list[str]) -> None:
     for link, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{new}/dev/{link}")
-    for d in ("/tmp", "/proc", "/var/tmp"):
+    for d in ("/tmp", "/proc", "/var/tmp", "/mnt"):
         os.makedirs(new + d, 0o1777 if "tmp" in d else 0o555, exist_ok=True)
     os.makedirs(new + "/.old", exist_ok=True)
     if _libc.syscall(ctypes.c_long(155), new.encode(), (new + "/.old").encode()) != 0:  # pivot_root
@@ -232,7 +233,7 @@ def setup_worker_mounts(plan: dict) -> None:
                 raise
 
 
-_SCRATCH: dict = {"mounted": False, "baseline": None}
+_SCRATCH: dict = {}   # each scratch directory mounted now -> its state when mounted (empty)
 
 
 def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], needed: list[str],
@@ -283,14 +284,10 @@ def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], nee
     return None
 
 
-def _scratch_state() -> tuple:
-    """What a program could leave behind in /tmp and /dev/shm: any inode, any data block, a mode change."""
-    out = []
-    for d in ("/tmp", "/dev/shm"):
-        if os.path.isdir(d):
-            st, vfs = os.stat(d), os.statvfs(d)
-            out.append((st.st_mode, st.st_uid, st.st_gid, vfs.f_ffree, vfs.f_bfree, vfs.f_files, vfs.f_blocks))
-    return tuple(out)
+def _scratch_state(d: str) -> tuple:
+    """What a program could leave behind in a scratch directory: any inode, any data block, a mode change."""
+    st, vfs = os.stat(d), os.statvfs(d)
+    return st.st_mode, st.st_uid, st.st_gid, vfs.f_ffree, vfs.f_bfree, vfs.f_files, vfs.f_blocks
 
 
 def _bind_tmp_keep() -> None:
@@ -301,25 +298,27 @@ def _bind_tmp_keep() -> None:
         mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False) -> None:
-    """Fresh private /tmp and /dev/shm for the next program.
+def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False, mnt: bool = False) -> None:
+    """Fresh private /tmp and /dev/shm (and ``mnt``: /mnt, SandboxFusion's programs write there) for the next
+    program.
 
-    ``mount_it=False`` discards them after a program, unless ``reuse`` and the program left them exactly as
-    mounted (same free inode and block counts, same mode/owner: nothing was created or kept), in which case
-    the next program gets the same, still empty, tmpfs.  Only used where the sandbox uid owns nothing there."""
-    if mount_it and _SCRATCH["mounted"]:
-        return
-    if not mount_it and reuse and _SCRATCH["mounted"] and _scratch_state() == _SCRATCH["baseline"]:
-        return
-    for d in ("/tmp", "/dev/shm"):
-        umount(d)
-        if mount_it and os.path.isdir(d):
-            size = tmpfs_mb if d == "/tmp" else 16
-            mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
+    ``mount_it=False`` discards them after a program, except, with ``reuse``, each one the program left exactly as
+    mounted (same free inode and block counts, same mode/owner: nothing was created or kept), which the next
+    program gets again, still empty.  Only used where the sandbox uid owns nothing there."""
+    if mount_it:
+        for d in ("/tmp", "/dev/shm") + (("/mnt",) if mnt else ()):
+            if d in _SCRATCH or not os.path.isdir(d):
+                continue
+            umount(d)
+            mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, f"size={16 if d == '/dev/shm' else tmpfs_mb}m,mode=1777")
             if d == "/tmp":
                 _bind_tmp_keep()
-    _SCRATCH["mounted"] = mount_it
-    _SCRATCH["baseline"] = _scratch_state() if mount_it else None
+            _SCRATCH[d] = _scratch_state(d)
+        return
+    for d in list(_SCRATCH):
+        if not (reuse and _scratch_state(d) == _SCRATCH[d]):
+            umount(d)
+            del _SCRATCH[d]
 
 
 PROGRAM_ROLES = ("candidate", "script", "inproc")   # the processes that run a program's code

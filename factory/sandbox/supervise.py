@@ -10,6 +10,7 @@ import signal
 import time
 
 from .compiled import _copy
+from .fetch import read_back
 from .meter import Meter, budgets, check_limits
 from .spawn import (candidate_body, drop_kept_judge, has_exited, inproc_body, judge_body, kept_judge,
                     kill_candidates, kill_everything, reap, script_body, spawn)
@@ -41,7 +42,7 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     if plan.get("worker_ns"):
-        z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
+        z.isolate.program_scratch(z.limits["tmpfs_mb"], True, mnt=bool(plan.get("own_net")))
     if prog is not None:
         prog.place()
     if hdr.get("files"):
@@ -103,6 +104,7 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
     for fd in (out_r, err_r, pidfd):
         if fd is not None:
             os.close(fd)
+    fetched = read_back(router, idx, i, hdr["fetch"], bool(plan.get("worker_ns"))) if hdr.get("fetch") else {}
     if plan.get("worker_ns"):
         z.isolate.program_scratch(0, False, reuse=bool(plan.get("sandbox_uid")))
     if reason is None and st["total"] > lim["max_output_bytes"]:
@@ -113,7 +115,7 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
         info.update(outcome=reason)
     else:
         info.update(outcome="stdio", status=statuses[pid], oom=oom, out_total=st["total"])
-    results[i] = info
+    results[i] = dict(info, **fetched)
     return pos + 1
 
 
@@ -162,7 +164,7 @@ class Run:
         self.err_r, err_w = os.pipe()
         self.jerr_r, jerr_w = os.pipe()
         if plan.get("worker_ns"):
-            z.isolate.program_scratch(z.limits["tmpfs_mb"], True)
+            z.isolate.program_scratch(z.limits["tmpfs_mb"], True, mnt=bool(plan.get("own_net")))
         if hdr["mode"] == "unittest":  # judged in-process: one process, program and tests together
             self.judge = spawn(z, "inproc", {1: out_w, 2: err_w, 3: res_w}, tuple(hdr["judge"]), self.memfd,
                                 inproc_body(self.start_pos), plan, n_tests)

@@ -93,6 +93,9 @@ class Job:
     # the program's processes get a network namespace of their own with a working loopback (SandboxFusion's
     # per-run loopback: a program may serve and connect on 127.0.0.1); False: no network at all (cheaper)
     own_network: bool = False
+    # stdio tests: paths read back after each run (SandboxFusion's fetch_files; :mod:`.fetch`): relative to the
+    # working directory, or under /tmp or /mnt (the run's own)
+    fetch_files: tuple | None = None
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""
@@ -123,6 +126,9 @@ class Verdict:
     exit_code: int | None = None
     # CPU milliseconds the job's compilation took (other languages than Python), on every test's verdict
     compile_ms: float | None = None
+    # Job.fetch_files: {path: bytes} read back after the run, and {path: why not} for the others
+    files: dict | None = None
+    fetch_errors: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

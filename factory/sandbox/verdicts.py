@@ -75,6 +75,8 @@ class SubJob:
                "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
         if files:
             hdr["files"] = files
+        if self.mode == "stdio" and self.job.fetch_files:
+            hdr["fetch"] = list(self.job.fetch_files)
         if self.job.wall_s is not None:
             hdr["wall_s"] = float(self.job.wall_s)
         if self.job.own_network:
@@ -227,6 +229,10 @@ def assemble(sub: SubJob, reply) -> list[dict]:
             raw["compile_msg"] = bytes(segs.get((-1, "compile"), b""))
         elif outcome == "infra" and jerr:
             raw["emsg"] = f"{raw.get('emsg') or ''}: {jerr[-1500:].decode('utf-8', 'replace')}"
+        if "fetched" in info:   # fetch_files: the bytes of each file read back, why not for the others
+            paths = sub.job.fetch_files
+            raw["files"] = {paths[k]: bytes(segs.get((i, f"file:{k}"), b"")) for k in info["fetched"]}
+            raw["fetch_errors"] = {paths[k]: why for k, why in info["fetch_errors"].items()}
         raws.append(raw)
     return raws
 
@@ -269,6 +275,7 @@ def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json
                     stderr=_text(raw.get("stderr", b""), cap))
         if raw.get("compile_ms") is not None:
             v.compile_ms = round(float(raw["compile_ms"]), 3)
+        v.files, v.fetch_errors = raw.get("files"), raw.get("fetch_errors")
         out.extend(_judge(sub, i, spec, raw, v))
     return out
 

@@ -201,11 +201,22 @@ def parse_files(body: dict, where: str = "") -> dict[str, bytes]:
     return out
 
 
-def refuse_fetch_files(body: dict, where: str = "") -> None:
-    if _get(body, "fetch_files", list, default=None):
-        raise BadRequest(f"field '{where}fetch_files' is not supported by this verifier: nothing a program writes "
-                         f"leaves its sandbox (its /tmp is discarded after the run; there is no network); send "
-                         f"an empty list", f"{where}fetch_files")
+def parse_fetch_files(body: dict, where: str = "") -> tuple[str, ...]:
+    """SandboxFusion's ``fetch_files``: paths the program's run writes, returned base64 in ``files``. Relative to
+    its working directory or under /tmp or /mnt (the run's own; :func:`factory.sandbox.fetch.check_path`), at most
+    256; anything else (an absolute host path, '..') is a 400 naming the entry."""
+    from factory.sandbox.fetch import MAX_FETCH_FILES, check_path
+    paths = _get(body, "fetch_files", list, default=[], where=where)
+    name = f"{where}fetch_files"
+    if len(paths) > MAX_FETCH_FILES:
+        raise BadRequest(f"field '{name}' has {len(paths)} paths; this verifier returns at most {MAX_FETCH_FILES}",
+                         name)
+    for k, path in enumerate(paths):
+        try:
+            check_path(path)
+        except ValueError as exc:
+            raise BadRequest(f"field '{name}[{k}]' ({path!r}"[:200] + f"): {exc}", name) from None
+    return tuple(dict.fromkeys(paths))
 
 
 def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
@@ -221,7 +232,7 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     lang = check_language(body, required=True)
     stdin = _get(body, "stdin", str, default="")
     files = parse_files(body)
-    refuse_fetch_files(body)
+    fetch = parse_fetch_files(body)
     run_timeout = _positive(body.get("run_timeout"), "run_timeout", caps.max_cpu_s)
     compile_timeout = _positive(body.get("compile_timeout"), "compile_timeout", 3600.0, zero_ok=True)
     key = "memory_limit_MB" if body.get("memory_limit_MB") is not None else "memory_limit_mb"
@@ -232,7 +243,7 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
         wall = run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)],
               language=lang, compile_cpu_s=compile_timeout or None, wall_s=wall, files=files or None,
-              own_network=True)
+              own_network=True, fetch_files=fetch or None)
     client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
                    + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
     return job, limits, client_wait
@@ -261,7 +272,23 @@ def limit_fired(v, ticket: Ticket) -> tuple[str, str]:
 
 def run_code_response(ticket: Ticket, request_id: str) -> dict:
     """RunCodeResponse. Status Success: exit 0; Failed: the program failed (exit code, signal, time, memory,
-    output); SandboxError: the service failed after its own retries (the client must not score it)."""
+    output); SandboxError: the service failed after its own retries (the client must not score it). ``files``:
+    each fetch_files path read back, base64; one that was not is absent, as in SandboxFusion (a missing file),
+    and ``factory.fetch_errors`` says why (the message too, where it was refused or over the cap)."""
+    import base64
+    from factory.sandbox.fetch import MISSING
+    out = _run_code_response(ticket, request_id)
+    v = ticket.verdicts[0] if ticket.verdicts and out["status"] != "SandboxError" else None
+    if v is not None and (v.files is not None or v.fetch_errors):
+        out["files"] = {p: base64.b64encode(b).decode() for p, b in (v.files or {}).items()}
+        out["factory"]["fetch_errors"] = v.fetch_errors or {}
+        note = "; ".join(f"fetch_files {p!r}: {why}" for p, why in (v.fetch_errors or {}).items() if why != MISSING)
+        if note:
+            out["message"] = f"{out['message']}; {note}" if out["message"] else note
+    return out
+
+
+def _run_code_response(ticket: Ticket, request_id: str) -> dict:
     extra = {"request_id": request_id, "infra_retries": ticket.infra_retries}
     base = {"compile_result": None, "executor_pod_name": None, "files": {}}
     v = ticket.verdicts[0] if ticket.verdicts else None

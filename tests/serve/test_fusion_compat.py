@@ -2,8 +2,8 @@
 suite checks, tested here with this project's own programs): memory_limit_MB -1 means no limit (the server's
 cap), run_timeout is wall-clock in every language (and the response says which limit fired), each run has a
 working loopback of its own that no other run and not the host can reach, `files` are placed beside the
-program (bounded), `fetch_files` is a clear 400, Java runs with assertions on, and a Jupyter cell that draws a
-plot returns image/png display data."""
+program (bounded), `fetch_files` come back (only what the run wrote, bounded), Java runs with assertions on, and
+a Jupyter cell that draws a plot returns image/png display data."""
 from __future__ import annotations
 
 import base64
@@ -187,12 +187,80 @@ def test_files_are_the_runs_own_and_bounded(server):
     assert code == 400 and "at most 256" in answer["error"], answer
 
 
-def test_fetch_files_is_a_clear_400(server):
-    code, _, answer = post(server.url + "/run_code", {"language": "python", "code": "open('a.txt','w').write('x')",
-                                                      "fetch_files": ["a.txt"]})
-    assert code == 400 and answer["field"] == "fetch_files" and "not supported" in answer["error"], answer
+def fetched(answer: dict) -> dict:
+    return {p: base64.b64decode(b) for p, b in answer["files"].items()}
+
+
+def test_fetch_files_returns_what_the_run_wrote(server):
+    """SandboxFusion's own case (a relative path and /mnt/b) plus /tmp/..., a nested file and every byte value come
+    back base64; a file the run did not write is absent (as in SandboxFusion) and factory.fetch_errors says so."""
+    code = ("import os\nopen('a.txt', 'w').write('secret'); open('/mnt/b', 'w').write('sauce')\n"
+            "os.makedirs('d/e'); open('d/e/bin', 'wb').write(bytes(range(256)))\nprint(os.getcwd())")
+    ok = run_code(server, language="python", code=code, run_timeout=5,
+                  fetch_files=["a.txt", "/mnt/b", "/tmp/a.txt", "./d/e/bin", "nope.txt"])
+    assert ok["status"] == "Success" and ok["run_result"]["stdout"] == "/tmp\n", ok
+    assert fetched(ok) == {"a.txt": b"secret", "/mnt/b": b"sauce", "/tmp/a.txt": b"secret",
+                           "./d/e/bin": bytes(range(256))}, ok
+    assert ok["factory"]["fetch_errors"] == {"nope.txt": "no such file"} and ok["message"] == "", ok
     ok = run_code(server, language="python", code="print(1)", fetch_files=[])   # the default (empty) is fine
     assert ok["status"] == "Success" and ok["files"] == {}
+
+
+def test_fetch_files_never_returns_anything_from_outside(server):
+    """A symlink to a host file or directory, a hard link to one, a FIFO, a directory: refused at run time, nothing
+    of the host in the answer; an absolute host path, '..' or the compiled artifact's directory: a 400 up front."""
+    host = open("/etc/passwd").read()
+    code = ("import os\nos.symlink('/etc/passwd', 'link'); os.symlink('/etc', 'etc'); os.symlink('/mnt', 'm')\n"
+            "os.mkfifo('fifo'); os.mkdir('dir')\n"
+            "try:\n    os.link('/etc/passwd', 'hard')\nexcept OSError as e:\n    print(type(e).__name__)\n")
+    paths = ["link", "etc/passwd", "etc/hostname", "m/b", "fifo", "dir", "hard", "/tmp/link"]
+    answer = run_code(server, language="python", code=code, run_timeout=5, fetch_files=paths)
+    assert answer["status"] == "Success", answer
+    assert answer["files"] == {} and set(answer["factory"]["fetch_errors"]) == set(paths), answer
+    errors = answer["factory"]["fetch_errors"]
+    assert "links are not followed" in errors["link"] and "links are not followed" in errors["etc/passwd"], errors
+    assert "not a regular file" in errors["fifo"] and "not a regular file" in errors["dir"], errors
+    assert "fetch_files 'link'" in answer["message"], answer
+    first_line = host.splitlines()[0]
+    assert first_line not in json.dumps(answer), answer
+    for bad in ("/etc/hostname", "/etc/passwd", "/proc/self/environ", "../etc/passwd", "a/../../etc/passwd", "/mnt",
+                "/tmp/.prog/main", "", 5, "/work/main/README.md"):
+        status, _, refused = post(server.url + "/run_code", {"language": "python", "code": "print(1)",
+                                                             "fetch_files": ["a.txt", bad]})
+        assert status == 400 and refused["field"] == "fetch_files" and "fetch_files[1]" in refused["error"], refused
+    status, _, refused = post(server.url + "/run_code", {"language": "python", "code": "print(1)",
+                                                         "fetch_files": [f"f{i}" for i in range(257)]})
+    assert status == 400 and "at most 256" in refused["error"], refused
+
+
+def test_fetch_files_are_bounded(server):
+    """At most 16 MiB come back together: a file that would go past it is absent and the message names the cap;
+    the files before it are returned whole."""
+    code = "open('ten', 'wb').write(b'1' * (10 << 20)); open('seven', 'wb').write(b'7' * (7 << 20))"
+    answer = run_code(server, language="python", code=code, run_timeout=10, fetch_files=["ten", "seven"])
+    assert answer["status"] == "Success", answer["message"]
+    assert fetched(answer) == {"ten": b"1" * (10 << 20)}, sorted(answer["files"])
+    assert "16 MiB" in answer["factory"]["fetch_errors"]["seven"] and "16 MiB" in answer["message"], answer["message"]
+
+
+def test_fetch_files_see_only_their_own_run(server):
+    """A run never gets another run's files: not those of one running at the same time (the other worker) nor of
+    one before it on the same worker (each run's /tmp and /mnt are its own tmpfs)."""
+    writer = ("import time\nopen('shared.txt', 'w').write('other run'); open('/mnt/shared', 'w').write('other run')\n"
+              "print('written', flush=True)\ntime.sleep(2)")
+    box = {}
+    t = threading.Thread(target=lambda: box.update(w=run_code(server, language="python", code=writer, run_timeout=5,
+                                                              fetch_files=["shared.txt"])))
+    t.start()
+    time.sleep(0.7)
+    answers = [run_code(server, language="python", code="print(1)", fetch_files=["shared.txt", "/mnt/shared"])
+               for _ in range(4)]
+    t.join()
+    assert fetched(box["w"]) == {"shared.txt": b"other run"}, box
+    answers += [run_code(server, language="python", code="print(1)", fetch_files=["shared.txt", "/mnt/shared"])
+                for _ in range(4)]
+    for a in answers:
+        assert a["files"] == {} and set(a["factory"]["fetch_errors"].values()) == {"no such file"}, a
 
 
 @pytest.mark.skipif(languages.toolchain("java") is None, reason=languages.missing_message("java"))

@@ -16,7 +16,7 @@ BAD_VALUES = {"missing": ..., "null": None, "nan": math.nan, "inf": math.inf, "-
               "zero": 0, "huge": 1e308, "string": "x", "bool": True, "list": [1], "object": {"a": 1}}
 
 RUN_CODE = {"code": "import sys\nprint(sys.stdin.read().upper())", "language": "python", "stdin": "hi",
-            "run_timeout": 2, "compile_timeout": 2, "memory_limit_MB": 512, "files": {}, "fetch_files": []}
+            "run_timeout": 2, "compile_timeout": 2, "memory_limit_MB": 512, "files": {}, "fetch_files": ["out.txt"]}
 SUBMIT = {"dataset": "code_contests", "id": 7, "completion": "```python\nprint(int(input()) * 2)\n```",
           "config": {"language": "python", "run_timeout": 2, "compile_timeout": 2,
                      "extra": {"memory_limit_MB": 512},
