@@ -7,8 +7,8 @@
 directory next to a shim of the ``sandbox`` package they import (bench/sandboxfusion_shim: the request/response
 models written from SandboxFusion's field lists, and an ASGI app that forwards each request to the server), a
 ``factory serve`` starts on a free loopback port, pytest runs the files, and each test is classified: pass,
-fail, env (needs what SandboxFusion's image installs or the internet: lodash, the javatuples jar, an external
-site) or refused (fetch_files: a 400 by design)."""
+fail or env (needs the internet, or a library of SandboxFusion's image that `factory sandbox-libs` has not installed
+here: lodash, the javatuples jar, matplotlib)."""
 from __future__ import annotations
 
 import argparse
@@ -26,10 +26,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("python", "cpp", "java", "nodejs", "rust", "jupyter", "isolation")
-ENV = {"test_nodejs_lodash_dep": "lodash (npm package in SandboxFusion's image)",
-       "test_java_external_jar": "javatuples jar (in SandboxFusion's image)",
-       "test_isolation_network_external_access": "the internet (fetches an external site)"}
-REFUSED = {"test_python_fetch_files": "fetch_files is a 400: nothing leaves the sandbox"}
+ENV = {"test_isolation_network_external_access": "the internet (fetches an external site)"}
+NEEDS_LIB = {"test_nodejs_lodash_dep": "lodash", "test_java_external_jar": "javatuples jar",
+             "test_jupyter_plot": "matplotlib"}
+
+
+def env_tests() -> dict:
+    """ENV, plus each test whose library (in SandboxFusion's image) `factory sandbox-libs` has not installed here."""
+    import importlib.util
+    sys.path.insert(0, str(ROOT))
+    from factory.sandbox import languages
+    have = {"lodash": bool((languages.toolchain("javascript") or {}).get("node_path")),
+            "javatuples jar": any("javatuples" in j for j in (languages.toolchain("java") or {}).get("jars", [])),
+            "matplotlib": importlib.util.find_spec("matplotlib") is not None}
+    return {**ENV, **{t: f"{lib}: not installed here (factory sandbox-libs installs it)"
+                      for t, lib in NEEDS_LIB.items() if not have[lib]}}
 
 
 def read_test(src: Path, name: str) -> str:
@@ -79,21 +90,22 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(60)
+        env_why = env_tests()
         per_file: dict[str, dict] = {}
         for case in ET.parse(work / "junit.xml").iter("testcase"):
             f = case.get("classname").split(".")[-1]
             name = case.get("name").split("[")[0]
             failed = case.find("failure") is not None or case.find("error") is not None
-            kind = "pass" if not failed else ("env" if name in ENV else "refused" if name in REFUSED else "fail")
-            per_file.setdefault(f, {"pass": 0, "fail": 0, "env": 0, "refused": 0, "tests": {}})
+            kind = "pass" if not failed else ("env" if name in env_why else "fail")
+            per_file.setdefault(f, {"pass": 0, "fail": 0, "env": 0, "tests": {}})
             per_file[f][kind] += 1
             per_file[f]["tests"][case.get("name")] = kind
-        total = {k: sum(v[k] for v in per_file.values()) for k in ("pass", "fail", "env", "refused")}
-        result = {"files": per_file, "total": total, "wall_s": round(wall, 1), "why": {**ENV, **REFUSED}}
+        total = {k: sum(v[k] for v in per_file.values()) for k in ("pass", "fail", "env")}
+        result = {"files": per_file, "total": total, "wall_s": round(wall, 1), "why": env_why}
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
         for f, v in per_file.items():
-            print(f"{f:18s} pass {v['pass']:2d}  fail {v['fail']:2d}  env {v['env']}  refused {v['refused']}")
+            print(f"{f:18s} pass {v['pass']:2d}  fail {v['fail']:2d}  env {v['env']}")
         print("total", total)
     finally:
         shutil.rmtree(work, ignore_errors=True)

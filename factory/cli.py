@@ -32,7 +32,7 @@ GROUPS = {
     "ship (releases, trainer formats)": ("release", "export"),
     "inspect": ("sql", "shell", "report"),
     "train and evaluate": ("train", "eval", "interpreter-rollouts"),
-    "serve": ("serve",),
+    "serve": ("serve", "sandbox-libs"),
 }
 
 
@@ -52,7 +52,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 # commands registered by a stage module of another name (`factory status` must not import every stage: 0.2 s)
-COMMAND_MODULES = {"status": "sql", "shell": "sql", "suite_reduce": "augment", "calibrate": "checkers"}
+COMMAND_MODULES = {"status": "sql", "shell": "sql", "suite_reduce": "augment", "calibrate": "checkers",
+                   "sandbox_libs": "serve"}
 
 
 class _OneStageParser(_Parser):

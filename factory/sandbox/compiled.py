@@ -33,9 +33,9 @@ def _copy(src: int, dst: int, n: int, src_off: int = 0) -> None:
         done += got
 
 
-def exec_body(argv: list[str], stack: int | None = None):
+def exec_body(argv: list[str], stack: int | None = None, env: dict | None = None):
     """Exec ``argv`` in the sandboxed child; ``stack``: RLIMIT_STACK for the new program (its main thread's
-    stack grows up to it; capped at the hard limit)."""
+    stack grows up to it; capped at the hard limit); ``env``: added to the sandbox's environment."""
     def body(_data: bytes) -> None:
         from .candidate import default_signals
         import resource
@@ -47,16 +47,17 @@ def exec_body(argv: list[str], stack: int | None = None):
             hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
             want = stack if hard == resource.RLIM_INFINITY else min(stack, hard)
             resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
-        os.execv(argv[0], argv)
+        os.execve(argv[0], argv, {**os.environ, **(env or {})})
     return body
 
 
 class Program:
     """A built program: its artifact files in memfds (name, memfd, size) and the command that runs it."""
 
-    def __init__(self, files: list[tuple[str, int, int]], argv: list[str], stack: int | None = None):
+    def __init__(self, files: list[tuple[str, int, int]], argv: list[str], stack: int | None = None,
+                 env: dict | None = None):
         self.files, self.argv = files, argv
-        self.body = exec_body(argv, stack)
+        self.body = exec_body(argv, stack, env)
 
     def place(self) -> None:
         """Into the current (fresh) /tmp: root-owned, read-only; the program cannot change it for a later test
@@ -139,13 +140,14 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
         cargv = L.compile_argv(spec, int(z.limits["memory_mb"]))
         rargv = L.run_argv(spec, int(z.limits["memory_mb"]))
         stack = L.stack_bytes(spec, int(z.limits["memory_mb"]))
+        env = L.run_env(spec)
     except L.ToolchainMissing as exc:
         return None, {"outcome": "infra", "emsg": str(exc), "etype": "ToolchainMissing"}
     blob = tuple(hdr["cand"])
     if cargv is None:   # runs its source: the source is the artifact
         mem = os.memfd_create("artifact", os.MFD_CLOEXEC)
         _copy(memfd, mem, blob[1], blob[0])
-        return Program([(spec["file"], mem, blob[1])], rargv), None
+        return Program([(spec["file"], mem, blob[1])], rargv, env=env), None
     base = z.limits
     cpu = hdr.get("compile_cpu_s") or L.COMPILE_CPU_S
     lim = dict(base, cpu_s=float(cpu), max_output_bytes=L.COMPILE_OUTPUT_CAP,
@@ -179,7 +181,7 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
             except OSError as exc:
                 return None, {"outcome": "compile_error", "why": "artifact", "emsg": str(exc)[:300],
                               "compile_ms": compile_ms}
-            return Program(files, rargv, stack), {"compile_ms": compile_ms}
+            return Program(files, rargv, stack, env), {"compile_ms": compile_ms}
         if reason == "parent":
             return None, {"outcome": "infra", "emsg": "pool closed"}
         why = reason or ("memory" if info.get("oom") else "exit")

@@ -17,6 +17,8 @@ import os
 import pwd
 import re
 
+from .libs import libs_dir
+
 PYTHON = "python"
 SUPPORTED = ("python", "cpp", "java", "javascript", "rust")
 ALIASES = {"python": "python", "python3": "python", "py": "python", "cpp": "cpp", "c++": "cpp", "cxx": "cpp",
@@ -30,6 +32,7 @@ SRC_DIR = "/tmp/src"       # the compile step's source (root-owned, read-only)
 BUILD_DIR = "/tmp/build"   # what the compiler writes (the sandbox uid's, in the compile step's own /tmp)
 BIN_DIR = "/tmp/.prog"     # the artifact in each test's fresh /tmp (root-owned, read-only)
 RUST_MOUNT = "/opt/factory-toolchains/rust"   # where a rustup toolchain appears inside the sandbox
+LIBS_MOUNT = "/opt/factory-libs"   # `factory sandbox-libs`'s directory inside the sandbox (:mod:`.libs`), read-only
 
 COMPILE_CPU_S = 10.0           # CPU seconds for one compilation (SandboxFusion's compile_timeout default)
 COMPILE_WALL_FACTOR = 3.0      # wall backstop = max(factor * compile CPU, 10 s)
@@ -118,6 +121,15 @@ def _rustc() -> tuple[str, list[str]] | None:
 _CACHE: dict = {}
 
 
+def _libs(sub: str, pattern: str = "") -> tuple[list, list[str]]:
+    """(the binding of `factory sandbox-libs`'s directory, what of it ``sub`` holds as paths inside the sandbox)
+    where it holds any; ``pattern``: the file names in ``sub`` (else ``sub`` itself)."""
+    root = libs_dir()
+    found = sorted(glob.glob(os.path.join(root, sub, pattern))) if pattern else [os.path.join(root, sub)]
+    inside = [LIBS_MOUNT + p[len(root):] for p in found if os.path.exists(p)]
+    return ([(root, LIBS_MOUNT)] if inside else []), inside
+
+
 def toolchain(lang: str) -> dict | None:
     """Where ``lang``'s tools are (``{"bin": {...}, "paths": [...]}``), or None when absent; cached."""
     if lang in _CACHE:
@@ -130,10 +142,13 @@ def toolchain(lang: str) -> dict | None:
         javac, java = _which("javac"), _which("java")
         if javac and java:
             home = os.path.dirname(os.path.dirname(os.path.realpath(javac)))
-            tc = {"bin": {"javac": javac, "java": java}, "paths": [home] + sorted(glob.glob("/etc/java-*"))}
+            bind, jars = _libs("java", "*.jar")   # javatuples & co: on the class path
+            tc = {"bin": {"javac": javac, "java": java}, "paths": [home] + sorted(glob.glob("/etc/java-*")) + bind,
+                  "jars": jars}
     elif lang == "javascript":
         node = _which("node") or _which("nodejs")
-        tc = {"bin": {"node": node}, "paths": []} if node else None
+        bind, modules = _libs("node_modules")   # lodash & co: on NODE_PATH
+        tc = {"bin": {"node": node}, "paths": bind, "node_path": modules} if node else None
     elif lang == "rust":
         found = _rustc()
         if found and not found[0].startswith("/usr/"):   # a rustup toolchain (in a home directory): bound at a
@@ -286,7 +301,8 @@ def compile_argv(spec: dict, memory_mb: int) -> list[str] | None:
     if lang == "java":
         heap = max(64, min(1024, memory_mb // 2))
         return [tc["bin"]["javac"], f"-J-Xmx{heap}m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
-                "-J-XX:-UsePerfData", "-J-Xshare:auto", "-encoding", "UTF-8", "-nowarn", "-d", BUILD_DIR, src]
+                "-J-XX:-UsePerfData", "-J-Xshare:auto", "-encoding", "UTF-8", "-nowarn", "-d", BUILD_DIR,
+                *(["-cp", ":".join(tc["jars"])] if tc["jars"] else []), src]
     return None
 
 
@@ -315,9 +331,15 @@ def run_argv(spec: dict, memory_mb: int) -> list[str]:
     if lang == "java":   # assertions on (-ea), as SandboxFusion and contest judges run Java
         heap = max(32, int(memory_mb * 0.6))
         return [tc["bin"]["java"], f"-Xmx{heap}m", f"-Xss{stack_mb(memory_mb, lang)}m", "-ea",
-                "-XX:+UseSerialGC", "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp", BIN_DIR,
-                spec["main"]]
+                "-XX:+UseSerialGC", "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-cp",
+                ":".join([BIN_DIR] + tc["jars"]), spec["main"]]
     return [tc["bin"]["node"], f"--max-old-space-size={max(32, int(memory_mb * 0.6))}", f"{BIN_DIR}/main.js"]
+
+
+def run_env(spec: dict) -> dict:
+    """Environment a placed program runs with besides the sandbox's own: Node's NODE_PATH (`factory sandbox-libs`)."""
+    tc = require(spec["name"])
+    return {"NODE_PATH": ":".join(tc["node_path"])} if tc.get("node_path") else {}
 
 
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.S)

@@ -47,6 +47,16 @@ def register(sub, add_lake) -> None:
     p.add_argument("--session-idle-s", type=float, default=300.0,
                    help="an interpreter session unused this long is closed (its trajectory gets a fresh one)")
     p.set_defaults(fn=cmd_serve)
+    q = sub.add_parser("sandbox-libs", help="install what SandboxFusion's image gives programs (javatuples jar, "
+                                            "lodash, matplotlib), for `factory serve` to run them offline")
+    q.add_argument("--only", nargs="+", choices=("java", "node", "python"), default=["java", "node", "python"],
+                   help="install only these (default all)")
+    q.set_defaults(fn=cmd_sandbox_libs)
+
+
+def cmd_sandbox_libs(args) -> None:
+    from factory.sandbox import libs
+    libs.main(args.only)
 
 
 def cmd_serve(args) -> None:

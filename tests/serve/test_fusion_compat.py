@@ -263,6 +263,38 @@ def test_fetch_files_see_only_their_own_run(server):
         assert a["files"] == {} and set(a["factory"]["fetch_errors"].values()) == {"no such file"}, a
 
 
+LIBS_MISSING = "run `factory sandbox-libs` (the libraries of SandboxFusion's image)"
+
+
+@pytest.mark.skipif(not (languages.toolchain("java") or {}).get("jars"), reason=LIBS_MISSING)
+def test_java_finds_the_javatuples_jar(server):
+    code = ("import org.javatuples.Pair;\npublic class Main { public static void main(String[] a) { "
+            "System.out.println(Pair.with(\"apple\", 1).getValue1()); } }")
+    ok = run_code(server, language="java", code=code, run_timeout=10)
+    assert ok["status"] == "Success" and ok["run_result"]["stdout"] == "1\n", ok
+
+
+@pytest.mark.skipif(not (languages.toolchain("javascript") or {}).get("node_path"), reason=LIBS_MISSING)
+def test_node_finds_lodash_read_only(server):
+    """require('lodash') resolves through NODE_PATH to the bound sandbox-libs directory, which no program can
+    change."""
+    code = ("const _ = require('lodash'); const fs = require('fs');\n"
+            "try { fs.writeFileSync(require.resolve('lodash'), 'x'); console.log('wrote'); }"
+            " catch (e) { console.log(e.code); }\nconsole.log(_.chunk([1, 2, 3], 2).length);")
+    ok = run_code(server, language="nodejs", code=code, run_timeout=10)
+    assert ok["status"] == "Success" and ok["run_result"]["stdout"] == "EROFS\n2\n", ok
+
+
+@pytest.mark.skipif(not ((languages.toolchain("java") or {}).get("jars")
+                         and (languages.toolchain("javascript") or {}).get("node_path")), reason=LIBS_MISSING)
+def test_sandbox_libs_again_installs_nothing():
+    """`factory sandbox-libs` where everything is there: exit 0, no apt-get / npm / pip run."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "factory.cli", "sandbox-libs"], capture_output=True, text=True)
+    assert out.returncode == 0 and "  $ " not in out.stdout and "javatuples.jar" in out.stdout, out
+
+
 @pytest.mark.skipif(languages.toolchain("java") is None, reason=languages.missing_message("java"))
 def test_java_runs_with_assertions_on(server):
     failed = run_code(server, language="java", code="public class Main { public static void main(String[] a) { "
