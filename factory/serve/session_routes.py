@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from factory.sandbox.session import CellResult, SessionError, SessionLimit, SessionPool
 
-from .protocol import BadRequest, _get, _positive
+from .protocol import BadRequest, _get, _positive, parse_fetch_files
 from .routing import Service, error_response
 from .session_tools import cell_text
 
@@ -152,9 +152,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
                 base64.b64decode(b64, validate=True)
             except ValueError:
                 raise BadRequest(f"field 'files[{path!r}]' is not valid base64", "files") from None
-        fetch = _get(body, "fetch_files", list, default=[])
-        if not all(isinstance(p, str) for p in fetch):
-            raise BadRequest("field 'fetch_files' must be a list of paths", "fetch_files")
+        fetch = parse_fetch_files(body)   # as /run_code: the kernel's directory, /tmp or /mnt; no '..'
         parsed = {"cells": cells, "files": files, "fetch_files": fetch,
                   "cell_timeout": _positive(body.get("cell_timeout", 0), "cell_timeout", 3600.0, zero_ok=True) or 0,
                   "total_timeout": _positive(body.get("total_timeout", 45), "total_timeout", 3600.0) or 45.0}

@@ -59,6 +59,9 @@ def test_sandbox_fusion_run_jupyter_client(sserver):
     assert status == 400 and body["field"] == "cells"
     status, _, body = post(sserver.url + "/run_jupyter", {"cells": ["1"], "kernel": "julia"})
     assert status == 400 and body["field"] == "kernel"
+    for bad in ("/etc/passwd", "../x", 7):   # fetch_files as /run_code: the run's own directories only
+        status, _, body = post(sserver.url + "/run_jupyter", {"cells": ["1"], "fetch_files": ["out.txt", bad]})
+        assert status == 400 and body["field"] == "fetch_files" and "fetch_files[1]" in body["error"], body
     assert requests.get(sserver.url + "/v1/sessions").json()["live"] == 0   # every kernel freed
 
 
