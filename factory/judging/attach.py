@@ -137,12 +137,18 @@ def shipped_folder(source: str) -> Path | None:
     return folder if folder.is_dir() and any(folder.glob("*.py")) else None
 
 
-def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str, dict]:
+def apply_shipped_rules(lake=None, sources: list[str] | None = None, con=None) -> dict[str, dict]:
     """Detected statement rules and shipped checker programs for each selected source that has a shipped folder
-    and lacks any of its rules in silver.checkers (an unchanged lake: no run at all). Returns the reports."""
-    from factory.lake import connect
+    and lacks any of its rules in silver.checkers (an unchanged lake: no run at all). Returns the reports.
 
-    con = connect(lake, read_only=True)
+    With ``con`` (a read-only connection of the caller's) the check reads through it and leaves it open when there
+    is nothing to attach; when there is, it is closed before the commit (a SQLite catalog takes one writer and no
+    open reader): the caller reconnects when the returned dict is not empty."""
+    from factory.lake import connect
+    from factory.lake.query import sql_string
+
+    own = con is None
+    con = connect(lake, read_only=True) if own else con
     try:
         present = [r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()]
         todo = {}
@@ -154,21 +160,23 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None) -> dict[str
         try:
             with_checkers = con.execute(f"""
                 SELECT DISTINCT pb.source FROM silver.problems pb
-                WHERE list_contains(?, pb.source) AND json_extract_string(pb.metadata, '$.generated_checker') <> ''
+                WHERE pb.source IN ({', '.join(map(sql_string, selected))})
+                  AND json_extract_string(pb.metadata, '$.generated_checker') <> ''
                   AND pb.problem_id NOT IN (SELECT problem_id FROM silver.checkers
-                                            WHERE origin IN ('{DATASET_ORIGIN}', 'file'))""", [selected]).fetchall()
+                                            WHERE origin IN ('{DATASET_ORIGIN}', 'file'))""").fetchall() if selected else []
         except duckdb.CatalogException:   # a lake from before silver.checkers existed: nothing to attach to
             with_checkers = []
         for (source,) in with_checkers:
             todo[source] = shipped_folder(source)
         for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
             stems = {p.stem for p in shipped_folder(source).glob("*.py")}
-            rows = con.execute("""
+            rows = con.execute(f"""
                 SELECT replace(pb.source_id, '/', '__'), bool_or(c.origin = 'file')
                 FROM silver.problems pb LEFT JOIN silver.checkers c USING (problem_id)
-                WHERE pb.source = ? GROUP BY ALL""", [source]).fetchall()
+                WHERE pb.source = {sql_string(source)} GROUP BY ALL""").fetchall()
             if any(key in stems and not has_file for key, has_file in rows):
                 todo[source] = shipped_folder(source)
     finally:
-        con.close()
+        if own or todo:
+            con.close()
     return {source: run_checkers(lake, [source], folder, unmatched_ok=True) for source, folder in todo.items()}

@@ -21,6 +21,12 @@ def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
     return f"hash({column}) % {int(n)} = {int(i)}"
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal. Queries on the hot path inline their values this way: a parameterised
+    query makes DuckDB 1.5.5 import pandas (~0.2-0.5 s of a CLI call)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
 def table_exists(con, name: str) -> bool:
     """Whether the lake has table/view ``schema.name`` (a lake made before it was declared may not)."""
     schema, table = name.split(".")

@@ -173,10 +173,11 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         params.append(program_ids)
     where += f" AND {shard_predicate(shard, 'p.program_id')}"
     with _pool(engine, limits, workers, ray_address) as pool:
+        con = connect(lake, read_only=True)   # one read of the lake before the run (each connection ~0.1 s)
         if shipped_rules and (shard is None or shard[0] == 0):   # the rules the factory ships judge by default
             from factory.judging.attach import apply_shipped_rules
-            apply_shipped_rules(lake, sources)
-        con = connect(lake, read_only=True)   # one read of the lake before the run (each connection ~0.1 s)
+            if apply_shipped_rules(lake, sources, con=con):
+                con = connect(lake, read_only=True)
         if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
             if fill_expected_outputs(lake, pool, sources, report, con=con):
                 con = connect(lake, read_only=True)
