@@ -1,8 +1,19 @@
-"""Releases (immutable, manifest-checked snapshots of lake views) and trainer exports cut from them."""
-from factory.release.create import create_release, reproduce_release
-from factory.release.export import FORMATS, export_release, validate_export
-from factory.release.locate import list_releases, load_manifest, resolve_releases_dir
-from factory.release.manage import diff_releases, show_release, verify_release
+"""Releases (immutable, manifest-checked snapshots of lake views) and trainer exports cut from them.
 
-__all__ = ["create_release", "load_manifest", "reproduce_release", "resolve_releases_dir", "diff_releases",
-           "list_releases", "show_release", "verify_release", "FORMATS", "export_release", "validate_export"]
+The names below load their module on first use, so importing one submodule (the funnel, the locator) does not
+import the release writer and every export format with it."""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {"create_release": "create", "reproduce_release": "create", "FORMATS": "export",
+          "export_release": "export", "validate_export": "export", "list_releases": "locate",
+          "load_manifest": "locate", "resolve_releases_dir": "locate", "diff_releases": "manage",
+          "show_release": "manage", "verify_release": "manage"}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
