@@ -4,6 +4,7 @@ ingest to export on synthetic rows in DeepCoder-Preview's published layout, at f
     python bench/hub_scale.py memory [--big-mb 20]             # peak RSS of one vs five 20 MB-input problems
     python bench/hub_scale.py scale --fractions 1/64,1/32,1/16  # per stage: wall, CPU, peak RSS, lake bytes
     python bench/hub_scale.py plot RESULTS.json                 # results -> PNG (log-log growth per stage)
+    python bench/hub_scale.py shapes --shape huge,cc20k,tiny    # ingest MB/s, CPU-s, peak of CodeContests shapes
 
 Full size (fraction 1) = DeepCoder-Preview's train: 24k problems, ~20 tests each, 16 programs per problem
 (7.7 M verdict rows), ~18 GB of train parquet. Test sizes follow a log-normal body (median ~300 B) plus a tail of
@@ -107,6 +108,88 @@ def _deepcoder_shards(folder: Path, problems: int, rng: random.Random, shards: i
         writer.close()
     size = sum(f.stat().st_size for f in (folder / "taco").glob("*.parquet"))
     return {"problems": problems, "tests": tests_total, "input_chars": chars_total, "parquet_bytes": size}
+
+
+# -- CodeContests layout in three shapes (issue #50) ----------------------------------------------------------
+# (problems, tests per problem, chars per test (lo, hi), 8 MiB tests in all): "cc20k" is 1/4 of the 868 MB file
+# of the issue (1,500 problems, 50,565 tests of ~20 KiB, 15 of 8 MiB); "huge" puts the bytes in few big tests
+# (DeepCoder's tail: 1 in 40 of 0.5-4 MB); "tiny" is many tests of a few dozen bytes.
+SHAPES = {"huge": (600, 20, None, 0), "cc20k": (375, 34, (10 << 10, 30 << 10), 4), "tiny": (6000, 100, (8, 64), 0)}
+_DIGITS = bytes.maketrans(bytes(range(256)), (b"0123456789" * 26)[:230] + b" " * 26)
+
+
+def _digits(rng: random.Random, chars: int) -> str:
+    """``chars`` characters of digits and spaces (fast: one randbytes call)."""
+    return rng.randbytes(chars).translate(_DIGITS).decode() + "\n"
+
+
+def make_code_contests(folder: Path, shape: str, seed: int = 0, row_group_size: int = 16) -> dict:
+    """``folder/data/train-00000-of-00001.parquet`` in deepmind/code_contests' schema, tests sized by ``shape``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(REPO))
+    from tests.ingest_hub.hubfixtures import CODE_CONTESTS_SCHEMA
+
+    problems, per, sizes, big = SHAPES[shape]
+    rng = random.Random(f"{shape}-{seed}")
+    path = folder / "data" / "train-00000-of-00001.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = pq.ParquetWriter(path, CODE_CONTESTS_SCHEMA)
+    rows, tests_total, big_every = [], 0, problems // big if big else 0
+    for p in range(problems):
+        chars = [_test_chars(rng) if sizes is None else rng.randrange(*sizes) for _ in range(per)]
+        if big_every and p % big_every == 0 and p // big_every < big:
+            chars[-1] = 8 << 20
+        io = [(_digits(rng, c), f"{rng.randrange(10 ** 12)}\n") for c in chars]
+        xs = [rng.randrange(1000) for _ in range(3)]
+        io[0] = (f"3\n{' '.join(map(str, xs))}\n", f"{sum(xs)}\n")   # the public example, shown in the statement
+        tests_total += len(io)
+        blocks = [io[:1], io[1:len(io) // 3], io[len(io) // 3:]]   # public, private, generated
+        words = " ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randrange(3, 9))) for _ in range(200))
+        sols = [SOLUTION + f"# {p} {k}\n" for k in range(6)]
+        rows.append({"name": f"{p}_A. Sum {p}", "description": f"Problem {p}: print the sum. {words}\n\nExample\n\nInput\n\n{io[0][0]}\nOutput\n\n{io[0][1]}",
+                     **{k: {"input": [i for i, _ in b], "output": [o for _, o in b]}
+                        for k, b in zip(("public_tests", "private_tests", "generated_tests"), blocks)},
+                     "source": 2, "difficulty": 7, "solutions": {"language": [3] * 6, "solution": sols},
+                     "incorrect_solutions": {"language": [3, 2], "solution": [SOLUTION + "#x\n", "int main(){}\n"]},
+                     "cf_contest_id": p, "cf_index": "A", "cf_points": 500.0, "cf_rating": 800 + p % 20 * 100,
+                     "cf_tags": ["math"], "is_description_translated": False, "untranslated_description": "",
+                     "time_limit": {"seconds": 2, "nanos": 0}, "memory_limit_bytes": 256 << 20,
+                     "input_file": "", "output_file": ""})
+        if len(rows) >= row_group_size:
+            writer.write_table(pa.Table.from_pylist(rows, schema=CODE_CONTESTS_SCHEMA))
+            rows = []
+    if rows:
+        writer.write_table(pa.Table.from_pylist(rows, schema=CODE_CONTESTS_SCHEMA))
+    writer.close()
+    return {"shape": shape, "problems": problems, "tests": tests_total, "parquet_bytes": path.stat().st_size}
+
+
+def shapes(args) -> dict:
+    """Per shape: ``factory ingest hf-code-contests`` into a fresh lake: MB/s of source parquet, CPU-s, peak RSS,
+    /proc/loadavg before and after (the CPU-s is the load-independent figure)."""
+    work = Path(args.work)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    fx = [sys.executable, "-m", "factory.cli"]
+    out = {}
+    for shape in args.shape:
+        data, lake = work / f"cc-{shape}", work / f"lake-cc-{shape}"
+        if not (data / "info.json").is_file():
+            info = make_code_contests(data, shape)
+            (data / "info.json").write_text(json.dumps(info))
+        info = json.loads((data / "info.json").read_text())
+        shutil.rmtree(lake, ignore_errors=True)
+        run_measured(fx + ["init", "--lake", str(lake)], env)
+        load = Path("/proc/loadavg").read_text().split()[:3]
+        m = run_measured(fx + ["ingest", "hf-code-contests", "--path", str(data), "--lake", str(lake)], env)
+        m.pop("stdout", None)
+        mb = info["parquet_bytes"] / 2 ** 20
+        out[shape] = {**info, **m, "mb_per_s": round(mb / m["wall_s"], 1), "mb_per_cpu_s": round(mb / m["cpu_s"], 1),
+                      "load_before": load, "load_after": Path("/proc/loadavg").read_text().split()[:3]}
+        print(f"{shape:<6} {mb:7.1f} MB {info['tests']:>7} tests  wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s  "
+              f"{out[shape]['mb_per_s']:6.1f} MB/s  peak {m['peak_rss_mb']:6.0f} MB  load {' '.join(load)}", flush=True)
+    return out
 
 
 # -- measuring one process ---------------------------------------------------------------------------------
@@ -442,6 +525,11 @@ def main(argv=None) -> None:
     c = sub.add_parser("child-ingest")
     c.add_argument("folder")
     c.add_argument("lake")
+    sh = sub.add_parser("shapes", help="ingest of CodeContests-layout parquet in three shapes (#50)")
+    sh.add_argument("--shape", type=lambda t: t.split(","), default=list(SHAPES), help=",".join(SHAPES))
+    sh.add_argument("--work", default="/tmp/hub_scale")
+    sh.add_argument("--label", default="run", help="key of this run in --out (e.g. before / after)")
+    sh.add_argument("--out")
     v = sub.add_parser("child-verdicts")
     v.add_argument("lake")
     args = ap.parse_args(argv)
@@ -456,7 +544,12 @@ def main(argv=None) -> None:
         print(table(args.results))
         return
     Path(args.work).mkdir(parents=True, exist_ok=True)
-    res = {"memory": memory(args)} if args.cmd == "memory" else {"scale": scale(args)}
+    if args.cmd == "shapes":
+        res = {"shapes": {args.label: shapes(args)}}
+        if args.out and Path(args.out).exists():
+            res["shapes"] = {**json.loads(Path(args.out).read_text()).get("shapes", {}), **res["shapes"]}
+    else:
+        res = {"memory": memory(args)} if args.cmd == "memory" else {"scale": scale(args)}
     if args.out:
         _save(args.out, res)
     print(json.dumps(res, indent=2, default=str)[:4000])
