@@ -33,7 +33,8 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
     A 20 MB value costs what the Parquet reader needs to decode it (compressed page + decoded page + Arrow column)
     and then one Python string: ``pre_buffer=False`` + ``buffer_size`` stream a column chunk instead of caching it
     whole; a batch's columns are converted one at a time and each Arrow column is dropped (and the Arrow pool asked
-    to return it) before the next, so Arrow and Python copies of a big value overlap only inside one column."""
+    to return it) before the next, so Arrow and Python copies of a big value overlap only inside one column. The
+    next batch is read on a thread meanwhile (one batch ahead)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -41,35 +42,51 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
         pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     except Exception as exc:   # pyarrow raises several types for corrupt files
         raise InputError(f"unreadable Parquet file ({exc})", file=str(path)) from None
-    meta = pf.metadata
+    from factory.streaming.background import read_ahead
+
     pool = pa.default_memory_pool()
     row = 0
-    for rg in range(meta.num_row_groups):
-        info = meta.row_group(rg)
-        if info.num_rows == 0:
-            continue
-        per_row = max(1, info.total_byte_size // info.num_rows)
-        batch_rows = max(1, min(4096, batch_bytes // per_row))
+    for item in read_ahead(_row_group_batches(pf, path, batch_bytes), depth=1, name="parquet-read"):
+        rg, batch = item
+        item.clear()   # the read-ahead thread's reference too: the batch is freed column by column below
         try:
-            for batch in _batches(pf, rg, batch_rows, info.num_rows):
-                names, columns = batch.schema.names, list(batch.columns)
-                del batch
-                pool.release_unused()   # the reader's page buffers: back to the OS before Python allocates
-                values = []
-                for i in range(len(columns)):
-                    values.append(columns[i].to_pylist())
-                    columns[i] = None   # this column's Arrow buffers are freed before the next is converted
-                    pool.release_unused()
-                records = [dict(zip(names, r)) for r in zip(*values)]
-                del values
-                records.reverse()   # pop from the end: a yielded record is the only reference left
-                while records:
-                    row += 1
-                    yield row, records.pop()
+            names, columns = batch.schema.names, list(batch.columns)
+            del batch
+            pool.release_unused()   # the reader's page buffers: back to the OS before Python allocates
+            values = []
+            for i in range(len(columns)):
+                values.append(columns[i].to_pylist())
+                columns[i] = None   # this column's Arrow buffers are freed before the next is converted
+                pool.release_unused()
         except (OSError, ValueError) as exc:
             raise InputError(f"unreadable Parquet row group {rg} ({exc})", file=str(path), line=row + 1) from None
+        records = [dict(zip(names, r)) for r in zip(*values)]
+        del values
+        records.reverse()   # pop from the end: a yielded record is the only reference left
+        while records:
+            row += 1
+            yield row, records.pop()
     if row == 0:
         raise InputError("no rows", file=str(path))
+
+
+def _row_group_batches(pf, path: Path, batch_bytes: int):
+    """[row group, batch] of every row group (read on the read-ahead thread: decompression and decoding release
+    the GIL, so they overlap the conversion of the batch before)."""
+    meta, first = pf.metadata, 0
+    for rg in range(meta.num_row_groups):
+        info = meta.row_group(rg)
+        if info.num_rows:
+            per_row = max(1, info.total_byte_size // info.num_rows)
+            batch_rows = max(1, min(4096, batch_bytes // per_row))
+            try:
+                for batch in _batches(pf, rg, batch_rows, info.num_rows):
+                    yield [rg, batch]
+                    del batch
+            except (OSError, ValueError) as exc:
+                raise InputError(f"unreadable Parquet row group {rg} ({exc})", file=str(path),
+                                 line=first + 1) from None
+        first += info.num_rows
 
 
 def _batches(pf, rg: int, batch_rows: int, num_rows: int):
