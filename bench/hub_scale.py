@@ -114,7 +114,8 @@ def _deepcoder_shards(folder: Path, problems: int, rng: random.Random, shards: i
 # (problems, tests per problem, chars per test (lo, hi), 8 MiB tests in all): "cc20k" is 1/4 of the 868 MB file
 # of the issue (1,500 problems, 50,565 tests of ~20 KiB, 15 of 8 MiB); "huge" puts the bytes in few big tests
 # (DeepCoder's tail: 1 in 40 of 0.5-4 MB); "tiny" is many tests of a few dozen bytes.
-SHAPES = {"huge": (600, 20, None, 0), "cc20k": (375, 34, (10 << 10, 30 << 10), 4), "tiny": (6000, 100, (8, 64), 0)}
+SHAPES = {"huge": (600, 20, None, 0), "cc20k": (375, 34, (10 << 10, 30 << 10), 4), "tiny": (6000, 100, (8, 64), 0),
+          "cc20k-full": (1500, 34, (10 << 10, 30 << 10), 15)}
 _DIGITS = bytes.maketrans(bytes(range(256)), (b"0123456789" * 26)[:230] + b" " * 26)
 
 
@@ -169,8 +170,8 @@ def make_code_contests(folder: Path, shape: str, seed: int = 0, row_group_size: 
 def shapes(args) -> dict:
     """Per shape: ``factory ingest hf-code-contests`` into a fresh lake: MB/s of source parquet, CPU-s, peak RSS,
     /proc/loadavg before and after (the CPU-s is the load-independent figure)."""
-    work = Path(args.work)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    work, code = Path(args.work), Path(args.code or REPO)
+    env = dict(os.environ, PYTHONPATH=str(code))
     fx = [sys.executable, "-m", "factory.cli"]
     out = {}
     for shape in args.shape:
@@ -180,9 +181,9 @@ def shapes(args) -> dict:
             (data / "info.json").write_text(json.dumps(info))
         info = json.loads((data / "info.json").read_text())
         shutil.rmtree(lake, ignore_errors=True)
-        run_measured(fx + ["init", "--lake", str(lake)], env)
+        run_measured(fx + ["init", "--lake", str(lake)], env, code)
         load = Path("/proc/loadavg").read_text().split()[:3]
-        m = run_measured(fx + ["ingest", "hf-code-contests", "--path", str(data), "--lake", str(lake)], env)
+        m = run_measured(fx + ["ingest", "hf-code-contests", "--path", str(data), "--lake", str(lake)], env, code)
         m.pop("stdout", None)
         mb = info["parquet_bytes"] / 2 ** 20
         out[shape] = {**info, **m, "mb_per_s": round(mb / m["wall_s"], 1), "mb_per_cpu_s": round(mb / m["cpu_s"], 1),
@@ -193,13 +194,13 @@ def shapes(args) -> dict:
 
 
 # -- measuring one process ---------------------------------------------------------------------------------
-def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+def run_measured(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> dict:
     """Run ``cmd``; wall seconds, CPU seconds (user+sys) and peak RSS (MB) of that process alone (os.wait4)."""
     import tempfile
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -529,6 +530,7 @@ def main(argv=None) -> None:
     sh.add_argument("--shape", type=lambda t: t.split(","), default=list(SHAPES), help=",".join(SHAPES))
     sh.add_argument("--work", default="/tmp/hub_scale")
     sh.add_argument("--label", default="run", help="key of this run in --out (e.g. before / after)")
+    sh.add_argument("--code", help="run factory from this source tree (e.g. `git archive COMMIT factory` unpacked)")
     sh.add_argument("--out")
     v = sub.add_parser("child-verdicts")
     v.add_argument("lake")
