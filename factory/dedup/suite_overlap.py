@@ -26,7 +26,7 @@ from factory.ingest.visibility import fingerprints
 
 @dataclass(frozen=True)
 class TestOverlapParams:
-    # measured on MBPP vs MBPP+ (bench/decontam_lineage.py): 2 / 24 -> recall 0.950, precision 0.940 (unrelated
+    # measured on MBPP vs MBPP+ (bench/decontam_lineage.py@3d3f87a): 2 / 24 -> recall 0.950, precision 0.940 (unrelated
     # tasks sharing a trivial assert); 3 / 40 -> 0.915 / 0.972, and with lineage 1.000 / 0.974
     min_shared: int = 3       # shared informative tests that make a match on their own
     min_chars: int = 40       # ... or one shared test this long (arguments + output, normalised)

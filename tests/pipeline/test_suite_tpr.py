@@ -2,7 +2,7 @@
 ../shared/data/codecontests_subset300: references executed, AST mutants executed, `factory augment` on stdio
 problems (the dataset's inputs mutated, expected outputs from the reference), then TPR / TNR per suite.
 
-bench/codecontests_suites.py runs the same on every eligible problem; docs/test-generation.md ("Suites: ...")."""
+bench/codecontests_suites.py@3d3f87a runs the same on every eligible problem; docs/test-generation.md ("Suites: ...")."""
 from __future__ import annotations
 
 import json
