@@ -10,14 +10,11 @@ writes the JSON; ``--ship`` also writes audit/decontam/measured.json, the figure
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
 
 ORDER = ("default", "text", "test", "lineage", "text_literal", "literal_default")
 NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence rule)", "test": "test",
@@ -40,10 +37,9 @@ def table(result: dict) -> str:
 def main(argv=None) -> int:
     from factory.stages.decontam import audit_decontam
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__, "decontam_audit.json")
     ap.add_argument("--lake", required=True)
     ap.add_argument("--audit-dir", default=str(ROOT / "audit" / "decontam"))
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decontam_audit.json"))
     ap.add_argument("--ship", action="store_true", help="also write audit/decontam/measured.json")
     args = ap.parse_args(argv)
     t = time.time()
@@ -58,8 +54,7 @@ def main(argv=None) -> int:
             print(f"{m} false positives (first {len(ex)}):")
             for e in ex:
                 print("  " + e)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write(args.out, result)
     if args.ship:
         keep = {m: {k: result["methods"][m][k] for k in ("flagged", "precision", "recall", "false_positives")}
                 | {"recall_lineage": result["methods"][m]["by_kind"].get("lineage", {}).get("rate"),

@@ -15,7 +15,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -24,15 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import DATA, machine, parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
 from factory.dedup import shingle  # noqa: E402
 from factory.dedup.shingle import shingle_hash32, shingle_strings, tokenize  # noqa: E402
 from factory.dedup.verify import verify_pairs  # noqa: E402
 
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def real_texts() -> list[str]:
@@ -176,11 +173,10 @@ def recall_figure(params: MinHashParams, out: Path) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, "dedup_bench.json")
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (1000000 when asked)")
     ap.add_argument("--dup-rate", type=float, default=0.1)
     ap.add_argument("--sig-texts", type=int, default=2000, help="real texts for the signature benchmark")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "dedup_bench.json"))
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     params = MinHashParams()
@@ -189,8 +185,7 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    res = {"params": params.as_dict(), "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-           "load_avg_start": os.getloadavg()}
+    res = {"params": params.as_dict(), "machine": machine(), "load_avg_start": os.getloadavg()}
     res["signatures"] = s = bench_signatures(args.sig_texts, params)
     print(f"signatures: {s['n_texts']} texts {s['n_shingles']} shingles | ours {s['ours_s']:.3f}s "
           f"({s['ours_shingles_per_s'] / 1e6:.2f} M shingles/s) | update() loop sha1 {s['datasketch_update_loop_sha1_s']:.2f}s "
@@ -210,8 +205,7 @@ def main() -> None:
               f"{r['n_candidates']:>9} {r['n_verified']:>8} {r['peak_rss_mb']:>8.0f}")
         out.write_text(json.dumps(res, indent=2))
     res["load_avg_end"] = os.getloadavg()
-    out.write_text(json.dumps(res, indent=2))
-    print(f"wrote {out}")
+    write(out, res)
 
 
 if __name__ == "__main__":

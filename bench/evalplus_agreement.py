@@ -13,7 +13,6 @@ tree-sitter==0.26.1 tree-sitter-python==0.25.0``.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -23,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+from harness import DATA, ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
 
 
 def factory(*args: str, lake: Path) -> str:
@@ -73,9 +71,8 @@ def evalplus_verdicts(rows: list[dict], work: Path) -> dict[str, dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, "evalplus_agreement.json")
     ap.add_argument("--mutants", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "evalplus_agreement.json"))
     args = ap.parse_args()
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,8 +95,7 @@ def main() -> None:
     for d in differ:
         print(f"  {d['task_id']:<16} {d['origin']:<9} factory={d['factory']:<14} evalplus={d['evalplus']:<5} "
               f"evalplus failed inputs {d['evalplus_failed_inputs']}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=1))
+    write(args.out, summary)
 
 
 if __name__ == "__main__":

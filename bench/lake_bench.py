@@ -6,17 +6,14 @@ here as in tests/scaleout), local data path. Each commit is one stage run writin
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.lake import write_lake_config  # noqa: E402
 from factory.sandbox import Verdict  # noqa: E402
@@ -87,10 +84,9 @@ def contention(lake: Path, commits: int, n: int, replace: bool) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, "lake_bench.json")
     ap.add_argument("--commits", type=int, default=20)
     ap.add_argument("--rows", type=int, default=2000)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "lake_bench.json"))
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-"))
     out = {"sqlite": measure(tmp / "sqlite", a.commits, a.rows)}
@@ -115,7 +111,7 @@ def main() -> None:
         print(f"two writers, {r['mode']:<8}: {2 * r['commits_per_writer']} commits, {r['conflicts_retried']} "
               f"conflicts retried, {r['failed_writers']} writers failed, {r['seconds']} s")
     print(f"execution row in Parquet (synthetic verdicts, empty stdout): {out['bytes_per_execution_row']} bytes")
-    Path(a.out).write_text(json.dumps(out, indent=1))
+    write(a.out, out)
 
 
 if __name__ == "__main__":

@@ -13,28 +13,24 @@ run, as the sandbox metered them) -- and the share of that bound reached.  Every
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 from factory.sandbox import languages  # noqa: E402
 
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data")) / "codecontests_subset300"
+CC = DATA / "codecontests_subset300"
 PORTS = ROOT / "bench" / "languages"
 EXT = {"cpp": ".cpp", "java": ".java", "javascript": ".js", "rust": ".rs"}
 
 
 def problems() -> list[dict]:
     names = sorted({p.stem for p in PORTS.glob("*.cpp")})
-    rows = {json.loads(x)["task_id"]: json.loads(x) for x in (DATA / "codecontests_subset300.jsonl").open()}
+    rows = {json.loads(x)["task_id"]: json.loads(x) for x in (CC / "codecontests_subset300.jsonl").open()}
     return [rows["CodeContests/" + n] for n in names]
 
 
@@ -81,11 +77,10 @@ def measure(lang: str, probs: list[dict], copies: int, workers: int, limits: Lim
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__, "languages_bench.json")
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--languages", default="python,cpp,java,javascript,rust")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "languages_bench.json"))
     a = ap.parse_args()
     probs = problems()
     limits = Limits(cpu_s=6.0, memory_mb=1024)
@@ -98,23 +93,16 @@ def main() -> None:
         rows.append(measure(lang, probs, a.copies, a.workers, limits))
         r = rows[-1]
         print(f"{lang}: {r['programs_per_s']} programs/s ({r['pct_of_bound']} % of bound)", flush=True)
-    hdr = (f"{'language':<11}{'tests pass':>11}{'all-pass':>10}{'programs/s':>12}{'compile s':>11}{'run s':>8}"
-           f"{'bound/s':>9}{'% bound':>9}")
     load = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     print(f"\n{len(probs)} CodeContests problems x {a.copies} copies, {a.workers} workers, "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average before/after "
-          f"{load[:3]} / {load[3:]} (other work on the machine lowers % of bound)\n" + hdr)
-    for r in rows:
-        print(f"{r['language']:<11}{r['test_pass_rate']:>11.1%}{r['programs_all_pass']:>10.1%}{r['programs_per_s']:>12.2f}"
-              f"{r['compile_cpu_s_per_program']:>11.3f}{r['run_cpu_s_per_program']:>8.3f}"
-              f"{(r['bound_programs_per_s'] or 0):>9.2f}{(r['pct_of_bound'] or 0):>9.1f}")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps({
+          f"{load[:3]} / {load[3:]} (other work on the machine lowers % of bound)\n")
+    print(table(rows, ["language", "test_pass_rate", "programs_all_pass", "programs_per_s", "compile_cpu_s_per_program",
+                       "run_cpu_s_per_program", "bound_programs_per_s", "pct_of_bound"]))
+    write(a.out, {
         "problems": [p["task_id"] for p in probs], "copies": a.copies, "workers": a.workers,
         "cpu_count": os.cpu_count(), "loadavg_before": load[:3], "loadavg_after": load[3:], "limits": limits.as_dict(),
-        "bound": "workers / (compile CPU + run CPU per program), CPU as the sandbox metered it", "rows": rows},
-        indent=1))
-    print(f"wrote {a.out}")
+        "bound": "workers / (compile CPU + run CPU per program), CPU as the sandbox metered it", "rows": rows})
 
 
 if __name__ == "__main__":

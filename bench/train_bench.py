@@ -2,26 +2,22 @@
 
     python bench/train_bench.py                       # tiny models, CPU
     python bench/train_bench.py --rm-model smollm2 --rl-model smollm2 --device cuda
-    python bench/export_arch.py .gpu/smollm2-arch     # then, where the GGUF cannot travel (a lent GPU box):
+    python bench/train_bench.py --export-arch .gpu/smollm2-arch   # then, where the GGUF cannot travel (a GPU box):
     python bench/train_bench.py --rm-model smollm2 --rl-model smollm2 --arch .gpu/smollm2-arch --device cuda
 
 Prints a table and writes bench/results/train_bench.json.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory_train.rl import get_policy_loss_fn  # noqa: E402
 from factory_train.rl.loop import grpo_loop  # noqa: E402
@@ -157,8 +153,19 @@ def bench_grpo(rl_model, device, steps, n, max_new_tokens, arch_dir=None):
             "response_tokens_per_s": sum(tokens) / sum(step_s), "rollouts_per_step": 2 * n}
 
 
+def export_arch(out: str) -> None:
+    """SmolLM2-135M's architecture (config.json + tokenizer) for ``--arch`` where the 98 MB GGUF cannot go."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from factory_train.rm.model import smollm2_gguf_path
+    g = smollm2_gguf_path()
+    AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name).save_pretrained(out)
+    AutoConfig.from_pretrained(str(g.parent), gguf_file=g.name).save_pretrained(out)
+    print(f"wrote {out}")
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, "train_bench.json")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--rm-model", default="tiny", help="tiny | smollm2 | HF dir | .gguf")
     ap.add_argument("--rl-model", default="tiny", choices=["tiny", "smollm2"])
@@ -172,9 +179,12 @@ def main(argv=None):
                     help="torch CPU threads (use 1 on a shared/oversubscribed box for stable timings)")
     ap.add_argument("--no-trl", action="store_true")
     ap.add_argument("--arch", default=None, help="dir with config.json + tokenizer: that architecture with random "
-                    "weights for both RM and policy (see bench/export_arch.py; for machines without the weights)")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "train_bench.json"))
+                    "weights for both RM and policy (written by --export-arch; for machines without the weights)")
+    ap.add_argument("--export-arch", metavar="DIR", help="write SmolLM2-135M's config + tokenizer (~3 MB, no "
+                    "weights) to DIR and exit")
     a = ap.parse_args(argv)
+    if a.export_arch:
+        return export_arch(a.export_arch)
     torch.manual_seed(0)
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -212,10 +222,7 @@ def main(argv=None):
     print(f"\nGRPO step ({g['model']}, {g['rollouts_per_step']} rollouts x <= {a.rl_max_new_tokens} tokens)")
     print(f"  step {g['step_s']:.2f} s = gen {g['gen_s']:.2f} s + update {g['update_s']:.2f} s;"
           f" {g['response_tokens_per_s']:.1f} response tok/s")
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(f"\nwrote {out}")
+    write(a.out, result)
     return result
 
 

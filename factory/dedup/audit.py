@@ -26,7 +26,6 @@ from pathlib import Path
 
 LABEL_FIELDS = ("kind", "label", "source", "source_id", "benchmark", "benchmark_id", "methods", "basis")
 PLANTED_FIELDS = ("transform", "benchmark", "benchmark_id")
-TRUE_KINDS = ("lineage", "planted", "same_statement", "copy")
 
 
 # -- planted copies ------------------------------------------------------------------------------------------

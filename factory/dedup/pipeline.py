@@ -21,8 +21,6 @@ from .minhash import MinHashParams, band_table, signatures
 from .shingle import WordHasher
 from .verify import verify_pairs
 
-PAIR_SCHEMA_KINDS = ("exact_text", "exact_code", "near")
-
 
 @dataclass
 class DedupResult:

@@ -12,8 +12,6 @@ SAMPLE_INSTRUCTION = ("Please provide a self-contained Python script that solves
 SAMPLE_PREFIX = ("Below is a Python script with a self-contained function that solves the problem and passes "
                  "corresponding tests:")
 
-EXTRACT_STATUSES = ("ok", "no_code", "syntax_error", "truncated", "missing_entry_point")
-
 
 def build_sample_messages(question: str, starter_code: str | None = None, tests: list[str] | None = None, *,
                           n_example_tests: int = 2, assistant_prefix: bool = True,

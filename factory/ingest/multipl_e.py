@@ -31,7 +31,6 @@ from factory.ingest.hub.adapters import HUB_DATASETS, HubDataset, hub_dataset
 from factory.ingest.normalize import Normalized, TestRow, require
 from factory.sandbox import multipl_e
 
-FIELDS = ("name", "language", "prompt", "doctests", "original", "prompt_terminology", "tests", "stop_tokens")
 BENCHMARKS = ("humaneval", "mbpp")
 # MultiPL-E's file extensions the sandbox runs (factory.sandbox.multipl_e.LANGUAGES)
 RUNNABLE = ("cpp", "java", "js", "rs", "py")

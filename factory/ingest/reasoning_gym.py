@@ -22,12 +22,6 @@ from factory.ingest.normalize import Normalized, TestRow, require
 RG_LICENSE = "Apache-2.0 (reasoning-gym generators)"
 
 
-def reasoning_gym_version() -> str:
-    import importlib.metadata
-
-    return importlib.metadata.version("reasoning-gym")
-
-
 def available_tasks() -> list[str]:
     import reasoning_gym
 

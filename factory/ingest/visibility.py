@@ -21,7 +21,6 @@ import re
 from functools import lru_cache
 
 PUBLIC, HIDDEN = "public", "hidden"
-VISIBILITIES = (PUBLIC, HIDDEN)
 PART_WINDOW = 40      # normalised characters allowed between two arguments of one call
 OUTPUT_WINDOW = 80    # ... and between the last argument and the expected output
 SHORT_INPUT, SHORT_WINDOW = 4, 16   # arguments shorter than this (together) need their output this close

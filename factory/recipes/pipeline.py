@@ -24,7 +24,7 @@ configuration match is skipped, and the skip is recorded.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from factory.errors import FactoryError
 from factory.lake.commit import config_hash
@@ -289,14 +289,3 @@ def step_state(step: Step, last: dict[str, str], catalog, extra: dict | None = N
 def step_config_hash(step: Step, extra: dict | None = None) -> str:
     return config_hash({"stage": step.stage, "params": step.params, **(extra or {})})
 
-
-@dataclass
-class StepRecord:
-    """One row of ops.pipeline_steps."""
-    step: str
-    stage: str
-    status: str            # ran | current | skipped (--skip) | failed
-    config_hash: str
-    state: dict = field(default_factory=dict)
-    summary: str = ""
-    seconds: float = 0.0

@@ -10,8 +10,7 @@ import json
 from collections import defaultdict
 
 from factory.errors import InputError
-from factory.judging.attach import CHECKER_COLUMNS, read_checker_file, run_checkers  # noqa: F401  (re-exported)
-from factory.judging.attach import _source_clause
+from factory.judging.attach import _source_clause, run_checkers  # noqa: F401  (run_checkers re-exported)
 
 
 def calibrated_limit(reference_cpu_s: float, factor: float, floor_s: float, cap_s: float) -> float:

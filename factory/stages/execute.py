@@ -41,7 +41,6 @@ class ExecuteReport:
     verdicts: int = 0
     expected_filled: int = 0
     expected_failed: int = 0
-    skipped_no_tests: int = 0
     retried_batches: int = 0      # --engine ray: batches re-run after their node was lost
     lost_nodes: int = 0
     status_counts: dict = field(default_factory=lambda: defaultdict(int))
@@ -363,7 +362,6 @@ def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, re
         by_program[t["program_id"]].append(t)
     jobs = [program_job(p, by_program[p["program_id"]], rule[p["program_id"]])
             for p in batch if by_program[p["program_id"]]]
-    report.skipped_no_tests += len(batch) - len(jobs)
     merged = merge_verdicts(_cached_verdicts(run, pool, jobs, limits, progress, report.cache))
     now = utcnow()
     rows = []

@@ -57,10 +57,6 @@ def resolve_paths(adapter_name: str | None, paths: list[str | Path]) -> tuple[li
     return out, skipped
 
 
-def expand_paths(paths: list[str | Path]) -> list[Path]:
-    return resolve_paths(None, paths)[0]
-
-
 def _folder_files(adapter_name: str | None, folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
     from fnmatch import fnmatch
 

@@ -184,33 +184,6 @@ def killed_by(kills: dict[str, frozenset], tests) -> frozenset:
     return frozenset(out)
 
 
-# -- seeds from a dataset's own asserts (LeetCode's check(candidate)) -------------------------------------
-def literal_calls(check_code: str | None) -> list[tuple[list, dict]]:
-    """(args, kwargs) of every ``assert candidate(...) == <literal>`` in a check function whose arguments are
-    all literals (LeetCode: ``candidate(nums = [2,7,11,15], target = 9)``); [] when any assert is of another
-    shape (helper calls such as ``list_node([...])``), so a problem is seeded from all its examples or none."""
-    import ast
-    try:
-        tree = ast.parse(check_code or "")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    out = []
-    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args):
-        name = fn.args.args[0].arg
-        for stmt in fn.body:
-            test = stmt.test if isinstance(stmt, ast.Assert) else None
-            call = test.left if isinstance(test, ast.Compare) else None
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
-                return []
-            try:
-                args = [ast.literal_eval(a) for a in call.args]
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                return []
-            out.append((args, kwargs))
-    return out
-
-
 def parameter_names(code: str, function: str) -> list[str] | None:
     """Positional parameter names of ``function`` (a method: without ``self``) defined in ``code``."""
     import ast

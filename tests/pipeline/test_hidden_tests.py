@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import factory.reward as reward_module
-from factory.testgen.input_mutation import inferred_contract, literal_calls
 from factory.ingest.visibility import statement_text, visibility
 from factory.release import create_release
 from factory.release.export import export_release
@@ -19,6 +18,8 @@ from factory.stages.curate import curate
 from factory.stages.execute import execute
 from factory.stages.hidden_tests import run_hidden_tests
 from factory.stages.ingest import ingest_source
+from factory.testgen.input_mutation import inferred_contract
+from factory.testgen.nodes import example_calls
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
 
@@ -63,7 +64,7 @@ def test_public_only_problems_get_hidden_tests_and_return_to_the_rl_view(lake):
         if kind == "check":   # a tree/linked-list problem (#40): written like the dataset's own check
             assert "tree_node(" in code or "list_node(" in code, code
             continue
-        seeds = [list(a) + list(k.values()) for c in checks for a, k in literal_calls(c)]
+        seeds = [list(e.args) + list(e.kwargs.values()) for c in checks for e in example_calls(c)]
         assert inferred_contract(seeds)(deserialize_value(inp)), inp
 
 

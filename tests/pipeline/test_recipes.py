@@ -16,7 +16,8 @@ from factory.stages.mutate import run_mutate
 from factory.recipes import available_recipes, load_recipe
 from factory.recipes.diff import diff_recipes
 from factory.recipes.rules import KINDS, check_rule_files
-from factory.stages.recipe.run import run_recipe, select_tests
+from factory.stages.recipe.decide import select_tests
+from factory.stages.recipe.run import run_recipe
 from factory.sandbox import Limits
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from factory.errors import FactoryError, InputError
 
-HF_SCHEME = "hf://"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _URL = re.compile(r"hf:/+(?P<kind>datasets/)?(?P<org>[A-Za-z0-9][\w.-]*)/(?P<name>[\w.-]+?)(?:@(?P<rev>[^/]+))?"
                   r"(?:/(?P<sub>.*))?$")

@@ -15,8 +15,7 @@ from __future__ import annotations
 from factory.errors import FactoryError
 from factory.recipes.rules import check_rule_files
 from factory.recipes.spec import Recipe, load_recipe
-from factory.stages.recipe.decide import (RECIPE_TABLES, RL_READY, cut_releases, decide, rules_table,  # noqa: F401
-                                          select_tests, top_potential)
+
 
 def run_recipe(name: str, *, lake=None, releases_dir=None, overrides: dict | None = None, prepare: bool = True,
                release: bool = True, date: str | None = None, skip: list[str] | None = None, log=print,

@@ -1,0 +1,59 @@
+"""What the bench scripts share: the repository on sys.path, the data folder, the common flags, a median of
+repeats, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
+``from harness import DATA, ROOT, parser, table, write``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "bench" / "results"
+
+
+def parser(doc: str, out: str) -> argparse.ArgumentParser:
+    """The script's parser, its docstring as help, ``--out`` defaulting to bench/results/OUT."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(RESULTS / out), help="result JSON (default: bench/results/%(default)s)")
+    return ap
+
+
+def machine() -> dict:
+    """Cores, load average, Python and CPU: the line every result carries (the machine is shared)."""
+    return {"cpus": os.cpu_count(), "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(), "machine": platform.processor() or platform.machine()}
+
+
+def median_time(fn, repeat: int = 1) -> tuple[float, list[float], object]:
+    """(median wall s, every round's s, the last round's result) of ``fn()`` run ``repeat`` times."""
+    times, out = [], None
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times, out
+
+
+def table(rows: list[dict], cols: list[str] | None = None) -> str:
+    """A Markdown table of ``rows`` (dicts), the columns ``cols`` or the first row's keys; None prints '-'."""
+    cols = cols or list(rows[0]) if rows else cols or []
+    fmt = lambda v: "-" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
+    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+                     + ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows])
+
+
+def write(out: str | Path, result: dict) -> Path:
+    """``result`` as indented JSON at ``out`` (folders made), and a line saying so."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"wrote {path}")
+    return path
