@@ -141,7 +141,10 @@ def checked_pairs(kind: str, code: str | None, input: str | None, expected: str 
 
 
 def _find_all(haystack: str, needle: str, start: int, stop: int) -> list[int]:
-    """Start offsets of needle in haystack[start:stop+len(needle)] on token boundaries."""
+    """Start offsets of needle in haystack[start:stop+len(needle)] on token boundaries (none for an empty needle:
+    a value that normalises to nothing, such as an all-whitespace output, is not shown by any statement)."""
+    if not needle:
+        return []
     out = []
     i = haystack.find(needle, start)
     while i != -1 and i <= stop:

@@ -83,6 +83,14 @@ def test_mbppplus_prompt_assert_codecontests_examples(shared_data):
     for n in cc:
         v = _vis(n)
         assert "public" in v and "hidden" in v, n.source_id
+    # a value that normalises to nothing (an all-whitespace output, a blank input) is shown by no statement:
+    # hidden, never an error, for every CodeContests example input
+    t = next(t for t in cc[0].tests if visibility(statement_text(cc[0].question), t.kind, t.code, t.input,
+                                                  t.expected) == "public")
+    st = statement_text(cc[0].question)
+    for blank in ("\n", " \t\n", ""):
+        assert visibility(st, "stdio", None, t.input, blank) == "hidden"
+    assert visibility(st, "stdio", None, "\n", t.expected) in ("public", "hidden")
 
 
 def test_file_splits_and_lineage_ids():
