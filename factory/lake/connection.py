@@ -187,11 +187,14 @@ def shared_catalog(lake_dir: Path) -> bool:
     return lake_config(lake_dir)["catalog"].startswith("postgres:")
 
 
-# Extension files DuckDB verified (signature checked) in this process -> their (device, inode, size, mtime).
-# DuckDB hashes a 35 MB extension file to check its signature on every LOAD into every new connection (~0.14 s
-# each, ~0.3 s per connection for ducklake + sqlite); a file already verified here and unchanged since is loaded
-# into later connections with that check off (`allow_unsigned_extensions`, which only those connections get).
+# Extension files DuckDB verified (signature checked) -> their (device, inode, size, mtime). DuckDB hashes the two
+# ~35 MB extension files to check their signatures on every LOAD into every new connection (~0.1 s, most of a
+# connect); a file it verified, here or in an earlier process (the record VERIFIED_RECORD keeps), and unchanged
+# since is loaded with that check off (`allow_unsigned_extensions`, which only those connections get). Whoever can
+# replace the file unnoticed (same size and mtime) can write site-packages, so the Python that loads it, too; the
+# record is trusted only when this user owns it and nobody else can write it.
 _VERIFIED: dict[str, tuple] = {}
+VERIFIED_RECORD = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "factory" / "verified-extensions.json"
 
 
 def _file_id(path) -> tuple | None:
@@ -202,7 +205,21 @@ def _file_id(path) -> tuple | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _recorded() -> dict[str, tuple]:
+    """The record's entries, or {} when it is missing, unreadable, or writable by another user."""
+    try:
+        with open(VERIFIED_RECORD, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return {}
+            return {k: tuple(v) for k, v in json.loads(f.read()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
 def _all_verified(paths) -> bool:
+    if not (paths and all(_VERIFIED.get(str(p)) == _file_id(p) is not None for p in paths)):
+        _VERIFIED.update({k: v for k, v in _recorded().items() if k not in _VERIFIED})
     return bool(paths) and all(_VERIFIED.get(str(p)) == _file_id(p) is not None for p in paths)
 
 
@@ -210,8 +227,17 @@ def _note_verified(con: duckdb.DuckDBPyConnection, path) -> None:
     """After a LOAD that DuckDB signature-checked (the connection does not allow unsigned extensions)."""
     if con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone()[0] in (False, "false"):
         fid = _file_id(path)
-        if fid is not None:
+        if fid is not None and _VERIFIED.get(str(path)) != fid:
             _VERIFIED[str(path)] = fid
+            try:   # best effort: without the record every process checks once
+                VERIFIED_RECORD.parent.mkdir(parents=True, exist_ok=True)
+                tmp = VERIFIED_RECORD.with_name(f"{VERIFIED_RECORD.name}.{os.getpid()}")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    json.dump({**_recorded(), str(path): fid}, f)
+                os.replace(tmp, VERIFIED_RECORD)
+            except OSError:
+                pass
 
 
 def new_duckdb(extension_files=()) -> duckdb.DuckDBPyConnection:

@@ -58,6 +58,7 @@ def test_extension_signature_checked_again_when_the_file_changes(tmp_path, monke
         pytest.skip("extensions are not pip-packaged here")
     lake = init_lake(tmp_path / "lake")
     monkeypatch.setattr(connection, "_VERIFIED", {})
+    monkeypatch.setattr(connection, "VERIFIED_RECORD", tmp_path / "cache" / "verified-extensions.json")
     first = connect(lake, read_only=True)
     assert not _allows_unsigned(first)   # DuckDB checks the signatures
     first.close()
@@ -71,3 +72,21 @@ def test_extension_signature_checked_again_when_the_file_changes(tmp_path, monke
     third = connect(lake, read_only=True)
     assert not _allows_unsigned(third)
     third.close()
+    # a later process (nothing verified in it yet) trusts the record DuckDB's own checks wrote, this user's only
+    monkeypatch.setattr(connection, "_VERIFIED", {})
+    record = connection.VERIFIED_RECORD
+    assert record.stat().st_mode & 0o077 == 0 and set(json.loads(record.read_text())) == set(map(str, (
+        connection.extension_paths().values())))
+    later = connect(lake, read_only=True)
+    assert _allows_unsigned(later)
+    later.close()
+    monkeypatch.setattr(connection, "_VERIFIED", {})
+    record.chmod(0o622)                  # writable by others: not trusted, DuckDB checks again
+    assert not _allows_unsigned(again := connect(lake, read_only=True))
+    again.close()
+    monkeypatch.setattr(connection, "_VERIFIED", {})
+    record.chmod(0o600)
+    entries = json.loads(record.read_text())
+    record.write_text(json.dumps({k: [v[0], v[1], v[2] + 1, v[3]] for k, v in entries.items()}))
+    assert not _allows_unsigned(changed := connect(lake, read_only=True))   # the files are not the recorded ones
+    changed.close()
