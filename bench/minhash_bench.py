@@ -1,4 +1,4 @@
-"""MinHash signatures: factory (NumPy, datasketch-identical) vs rensa vs datasketch, side by side in one run.
+"""MinHash signatures: factory (numba or NumPy kernel, datasketch-identical) vs rensa vs datasketch, in one run.
 
     python bench/minhash_bench.py                 # 20,000 synthetic docs from the real statements
     python bench/minhash_bench.py --docs 50000
@@ -6,8 +6,9 @@
 Two measurements, each on the same input for every implementation:
 
 * **identical shingle hashes** -> signatures: the same flat uint32/uint64 shingle-hash buffer and CSR offsets go
-  to ``factory.dedup.minhash.minhash_from_hashes`` (this tree), the pre-#33 ``(shingles, num_perm)`` layout
-  (kept here as "before"), ``rensa.RMinHash.digest_matrix_from_flat_token_hashes`` and datasketch
+  to ``factory.dedup.minhash.minhash_from_hashes`` (this tree: its compiled kernel and, ``compiled=False``, its
+  NumPy one), the pre-#33 ``(shingles, num_perm)`` layout (kept here as "before"),
+  ``rensa.RMinHash.digest_matrix_from_flat_token_hashes`` (2 threads, like the compiled kernel) and datasketch
   (``MinHash(hashfunc=identity).update_batch`` on a subset: it is ~100x slower);
 * **end to end** text -> signature: ``factory.dedup.signatures`` vs rensa (tokenise + shingle strings in
   Python, ``RMinHash.update`` per document) vs datasketch's ``MinHash.bulk`` (sha1 of the shingle bytes).
@@ -15,7 +16,9 @@ Two measurements, each on the same input for every implementation:
 Estimates: the factory's signatures are compared bit for bit with datasketch's (same permutations, same
 ``hashfunc``), and Jaccard estimates of planted near-duplicate pairs from all three with the exact Jaccard.
 Every row reports CPU seconds (process time) beside wall time, with the load average, since the machine is
-shared. Writes ``bench/results/minhash_bench.json``.
+shared; ratios are factory time / rensa time (below 1: the factory is faster). The compiled kernel's first call in a
+fresh process (numba import + compile, then with its on-disk cache) is timed in subprocesses.
+Writes ``bench/results/minhash_bench.json``.
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,9 +74,9 @@ def timed(fn, *args, repeat: int = 3):
     return best
 
 
-def three_pass_bound(params: MinHashParams, width: int = 4096, repeat: int = 20) -> float:
+def three_pass_bound(params: MinHashParams, width: int = 1 << 14, repeat: int = 20) -> float:
     """Shingles/s of the three NumPy passes a vectorised kernel cannot avoid (multiply, add, minimum) on one
-    cache-resident chunk, with no per-chunk Python work: the ceiling of any pure-NumPy MinHash here."""
+    chunk (the NumPy kernel's width), with no per-chunk Python work: the ceiling of any pure-NumPy MinHash here."""
     a, b = permutations(params.num_perm, params.seed)
     x = np.random.default_rng(0).integers(0, 1 << 32, width, dtype=np.uint64).astype(np.uint32)
     buf = np.empty((params.num_perm, width), np.uint32)
@@ -81,6 +86,19 @@ def three_pass_bound(params: MinHashParams, width: int = 4096, repeat: int = 20)
         buf += b[:, None]
         np.minimum.reduce(buf, axis=1)
     return width * repeat / (time.process_time() - c)
+
+
+def first_call_s() -> dict:
+    """Seconds to the compiled kernel's first result in a fresh process: cold (empty numba cache), then cached."""
+    code = ("import time, numpy as np; t = time.perf_counter(); from factory.dedup import MinHashParams; "
+            "from factory.dedup.minhash import minhash_from_hashes as f; "
+            "f(np.array([0, 3]), np.arange(3, dtype=np.uint32), MinHashParams(), compiled=True); "
+            "print(time.perf_counter() - t)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+        run = lambda: float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                           check=True).stdout)
+        return {"cold_s": run(), "cached_s": run()}
 
 
 def main() -> None:
@@ -106,14 +124,16 @@ def main() -> None:
                      "cpu_s": cpu, "shingles_per_cpu_s": shingles / cpu if cpu else None, "note": note})
 
     # -- identical shingle hashes -> signatures -------------------------------------------------------------
-    ours, w, c = timed(minhash_from_hashes, offsets, h32, params)
-    row("factory (NumPy, this tree)", "hashes", args.docs, n_sh, w, c, "datasketch-identical")
+    ours, w, c = timed(minhash_from_hashes, offsets, h32, params, True, repeat=9)
+    row("factory compiled (this tree)", "hashes", args.docs, n_sh, w, c, f"numba {version('numba')}, 2 threads")
+    numpy_sig, w, c = timed(minhash_from_hashes, offsets, h32, params, False)
+    row("factory NumPy (compiled=False)", "hashes", args.docs, n_sh, w, c, "datasketch-identical")
     before, w, c = timed(before_layout, offsets, h32, params)
     row("factory before #33", "hashes", args.docs, n_sh, w, c, "datasketch-identical")
-    assert np.array_equal(before, ours)
+    assert np.array_equal(before, ours) and np.array_equal(numpy_sig, ours)
     off64 = offsets.astype(np.uint64)
-    _, w, c = timed(rensa.RMinHash.digest_matrix_from_flat_token_hashes, h32.astype(np.uint64), off64,
-                    params.num_perm, params.seed)
+    rensa_sig, w, c = timed(rensa.RMinHash.digest_matrix_from_flat_token_hashes, h32.astype(np.uint64), off64,
+                            params.num_perm, params.seed, repeat=9)
     row(f"rensa {version('rensa')}", "hashes", args.docs, n_sh, w, c, "own permutations: not datasketch's")
     k = args.datasketch_docs
     sub = [h32[offsets[i]:offsets[i + 1]] for i in range(k)]
@@ -128,11 +148,13 @@ def main() -> None:
     ds, w, c = timed(ds_hashes, repeat=1)
     row(f"datasketch {version('datasketch')}", "hashes", k, int(offsets[k]), w, c, "reference")
     identical_hashes = sum(bool(np.array_equal(ds[i].astype(np.uint32), ours[i])) for i in range(k))
+    rensa_rows = np.asarray(rensa_sig.to_rows()[:k], dtype=np.uint64)
+    rensa_equal = int((rensa_rows == np.asarray(ds, dtype=np.uint64)).sum())  # slots equal to datasketch's
     bound = three_pass_bound(params)
 
     # -- end to end: text -> signature ----------------------------------------------------------------------
     sig, w, c = timed(signatures, texts, params, repeat=2)
-    row("factory (NumPy, this tree)", "text", args.docs, n_sh, w, c, "tokenise + hash + MinHash")
+    row("factory (this tree)", "text", args.docs, n_sh, w, c, "tokenise + hash + compiled MinHash")
 
     def rensa_text():
         out = []
@@ -181,29 +203,36 @@ def main() -> None:
            "rensa_mae_vs_exact": float(np.abs(rensa_est - exact).mean()),
            "factory_vs_rensa_identical_estimates": int((ours_est == rensa_est).sum())}
 
-    by = {(r["impl"].split(" ")[0] + (" before" if "before" in r["impl"] else ""), r["input"]): r for r in rows}
+    by = {(r["impl"].split(" (")[0], r["input"]): r for r in rows}
+    rensa_name, ds_name = f"rensa {version('rensa')}", f"datasketch {version('datasketch')}"
+    ratio = lambda impl, what, key: by[(impl, what)][key] / by[(rensa_name, what)][key]
     summary = {
-        "rensa_over_factory_hashes": by[("factory", "hashes")]["cpu_s"] / by[("rensa", "hashes")]["cpu_s"]
-        * by[("rensa", "hashes")]["shingles"] / by[("factory", "hashes")]["shingles"],
-        "factory_speedup_vs_before_hashes": by[("factory before", "hashes")]["cpu_s"] / by[("factory", "hashes")]["cpu_s"],
-        "rensa_over_factory_text": by[("factory", "text")]["cpu_s"] / by[("rensa", "text")]["cpu_s"],
-        "factory_over_datasketch_text": by[("datasketch", "text")]["cpu_s"] / by[("datasketch", "text")]["shingles"]
+        **{f"{name}_over_rensa_hashes_{key[:-2]}": ratio(impl, "hashes", key) for key in ("cpu_s", "wall_s")
+           for name, impl in (("compiled", "factory compiled"), ("numpy", "factory NumPy"))},
+        **{f"factory_over_rensa_text_{key[:-2]}": ratio("factory", "text", key) for key in ("cpu_s", "wall_s")},
+        "compiled_speedup_vs_numpy_hashes_cpu": by[("factory NumPy", "hashes")]["cpu_s"]
+        / by[("factory compiled", "hashes")]["cpu_s"],
+        "factory_over_datasketch_text": by[(ds_name, "text")]["cpu_s"] / by[(ds_name, "text")]["shingles"]
         / (by[("factory", "text")]["cpu_s"] / by[("factory", "text")]["shingles"]),
         "numpy_three_pass_bound_shingles_per_cpu_s": bound,
+        "numpy_bound_over_rensa_hashes_cpu": by[(rensa_name, "hashes")]["shingles_per_cpu_s"] / bound,
+        "compiled_first_call_s": first_call_s(),
         "bit_identical_to_datasketch_hashes": f"{identical_hashes}/{k}",
         "bit_identical_to_datasketch_text": f"{identical_text}/{k}",
+        "rensa_slots_equal_to_datasketch": f"{rensa_equal}/{k * params.num_perm}",
     }
     print(f"MinHash, {params.num_perm} permutations, {args.docs} docs / {n_sh} shingles; "
-          f"load average {load:.1f} on {os.cpu_count()} cores")
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'implementation':30} {'input':7} {'docs':>6} {'wall s':>8} {'CPU s':>8} {'M shingles/CPU s':>17}  note")
     for r in rows:
         print(f"{r['impl']:30} {r['input']:7} {r['docs']:>6} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} "
               f"{r['shingles_per_cpu_s'] / 1e6:17.2f}  {r['note']}")
     print(f"pure-NumPy bound (3 passes, no Python per chunk): {bound / 1e6:.2f} M shingles/CPU s "
-          f"(rensa {by[('rensa', 'hashes')]['shingles_per_cpu_s'] / 1e6:.2f})")
+          f"(rensa {by[(rensa_name, 'hashes')]['shingles_per_cpu_s'] / 1e6:.2f})")
     for key, value in {**summary, **est}.items():
         print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
-    Path(args.out).write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(), "load_avg": load,
+    Path(args.out).write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(),
+                                          "load_avg": [load, os.getloadavg()[0]],
                                           "params": params.as_dict(), "rows": rows, "summary": summary,
                                           "estimates": est}, indent=1))
 

@@ -6,6 +6,7 @@ import pytest
 from datasketch import MinHash
 
 from factory.dedup import MinHashParams, band_table, permutations, shingle_hash32, shingle_hashes, signatures
+from factory.dedup.minhash import _compiled_kernel, minhash_from_hashes
 from factory.dedup.shingle import fold_words_int, shingle_strings, tokenize
 
 from ._data import humaneval, leetcode, mbpp
@@ -40,6 +41,23 @@ def test_signatures_bit_identical_to_datasketch(shared_data, params):
     sig = signatures(texts, params)
     for i, t in enumerate(texts):
         assert np.array_equal(sig[i], _datasketch(t, params, hashfunc=shingle_hash32)), i
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_kernels_bit_identical_to_datasketch(shared_data, compiled):
+    """The numba kernel (split over threads on large inputs) and the NumPy one: the same signatures as
+    datasketch, with a permutation count that is no multiple of a vector width and documents of 1..n shingles."""
+    if compiled and _compiled_kernel() is None:
+        pytest.skip("numba not installed (the fast extra)")
+    p = MinHashParams(num_perm=200, bands=20, rows=10, seed=3)
+    texts = [r["statement"] for r in leetcode(shared_data, "v0.2.0-train")] + ["", "x", "a b c", "a b c d e"]
+    off, h = shingle_hashes(texts, p.ngram, unique=False)
+    assert off[-1] > 1 << 17  # more than one thread's part for the compiled kernel
+    sig = minhash_from_hashes(off, h.astype(np.uint32), p, compiled=compiled)
+    other = minhash_from_hashes(off, h.astype(np.uint32), p, compiled=not compiled) if _compiled_kernel() else sig
+    assert np.array_equal(sig, other)
+    for i in [*range(0, len(texts) - 4, 97), *range(len(texts) - 4, len(texts))]:
+        assert np.array_equal(sig[i], _datasketch(texts[i], p, hashfunc=shingle_hash32)), i
 
 
 def test_sha1_mode_equals_datasketch_default_hashfunc(shared_data):
