@@ -1,6 +1,7 @@
 """OpenAI-compatible chat backend (vLLM serve, llama.cpp server, OpenAI): thread pool, retries, timeouts."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -165,9 +166,7 @@ def _classify(exc: Exception) -> tuple[bool, float | None]:
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         retry_after = None
-        try:
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
             retry_after = float(exc.response.headers.get("retry-after"))
-        except (TypeError, ValueError, AttributeError):
-            pass
         return (status >= 500 or status in RETRY_STATUS), retry_after
     return False, None

@@ -12,6 +12,7 @@ answers in ``silver.llm_calls``) are the same as a single engine's.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
@@ -133,10 +134,8 @@ def _reap_descendants() -> None:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier and pid not in mine}
         mine |= frontier
     for pid in mine:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 class _Replica:
@@ -290,10 +289,8 @@ class ReplicaPool(Backend):
 
     def close(self) -> None:
         for rep in self._replicas:
-            try:
+            with contextlib.suppress(OSError, BrokenPipeError):
                 rep.conn.send(("stop", None))
-            except (OSError, BrokenPipeError):
-                pass
         for rep in self._replicas:
             rep.process.join(timeout=30)
             if rep.process.is_alive():

@@ -1,6 +1,7 @@
 """Offline vLLM backend (``LLM.chat``). vLLM is imported lazily so this module imports without it."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 
@@ -50,10 +51,8 @@ class VLLMBackend(Backend):
         for owner in (llm, engine, getattr(engine, "engine_core", None)):
             stop = getattr(owner, "shutdown", None)
             if callable(stop):
-                try:
+                with contextlib.suppress(Exception):
                     stop()
-                except Exception:  # noqa: BLE001 - best effort; the replica also reaps its children
-                    pass
                 break
         del llm, engine
         gc.collect()

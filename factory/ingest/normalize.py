@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import warnings
@@ -145,10 +146,8 @@ def called_function(asserts: list[str], code: str | None) -> str | None:
     """The function the asserts call that the reference code defines (MBPP has no entry_point field)."""
     defined: set[str] = set()
     if code:
-        try:
+        with contextlib.suppress(SyntaxError):
             defined = {n.name for n in ast.walk(parse_python(code)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        except SyntaxError:
-            pass
     for src in asserts:
         try:
             tree = parse_python(src)

@@ -25,6 +25,7 @@ is code point order, which Python's comparison uses too), integers, booleans, da
 """
 from __future__ import annotations
 
+import contextlib
 import heapq
 import shutil
 import tempfile
@@ -103,10 +104,8 @@ class _Spill:
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.made is not None:
-            try:
+            with contextlib.suppress(OSError):  # DuckDB spilled there meanwhile: its folder, DuckDB removes it
                 self.made.rmdir()
-            except OSError:   # DuckDB spilled there meanwhile: its folder, DuckDB removes it
-                pass
             self.made = None
 
 

@@ -6,6 +6,7 @@ accounting of the whole process tree, peak memory, OOM-kill detection and kill-e
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -45,10 +46,8 @@ def _pwrite(path: str, value) -> None:
 
 def _forget_fds(prefix: str) -> None:
     for key in [k for k in _FDS if k[0].startswith(prefix)]:
-        try:
+        with contextlib.suppress(OSError):
             os.close(_FDS.pop(key))
-        except OSError:
-            pass
 
 
 def _own_paths() -> dict[str, str]:
@@ -80,10 +79,8 @@ class Slot:
             if not pids:
                 return
             for p in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.002)
 
     def remove(self) -> None: ...
@@ -91,14 +88,10 @@ class Slot:
     def prepare(self) -> None:
         """Open the descriptors of every file polled per test (the zygote then loses /sys from its view)."""
         for fn in (self.cpu_ns, self.peak_bytes, self.oom_kills, self.pids, self.reset_peak):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 fn()
-            except (OSError, ValueError):
-                pass
-        try:
+        with contextlib.suppress(OSError):
             self.attach_fd()
-        except OSError:
-            pass
 
     def attach_fd(self) -> None: ...
 
@@ -121,10 +114,8 @@ class V1Slot(Slot):
             raise OSError("cgroup v1: memory/pids/cpuacct not all available")
         mem = limits["memory_mb"] << 20
         _write(self._p("memory", "memory.limit_in_bytes"), mem)
-        try:
+        with contextlib.suppress(OSError):
             _write(self._p("memory", "memory.memsw.limit_in_bytes"), mem)
-        except OSError:
-            pass
         _write(self._p("memory", "memory.swappiness"), 0) if os.path.exists(
             self._p("memory", "memory.swappiness")) else None
         _write(self._p("pids", "pids.max"), limits["max_procs"] + 2)  # +2: the zygote, the kept judge
@@ -162,10 +153,8 @@ class V1Slot(Slot):
             _fd(self._p(ctrl, "cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
-        try:
+        with contextlib.suppress(OSError):
             _pwrite(self._p("memory", "memory.max_usage_in_bytes"), 0)
-        except OSError:
-            pass
 
     def cpu_ns(self):
         return int(_pread(self._p("cpuacct", "cpuacct.usage")))
@@ -187,15 +176,11 @@ class V1Slot(Slot):
             _forget_fds(d)
         if self.self_inside:  # move back out before rmdir
             for ctrl, d in self.dirs.items():
-                try:
+                with contextlib.suppress(OSError):
                     _write(os.path.join(os.path.dirname(d), "cgroup.procs"), os.getpid())
-                except OSError:
-                    pass
         for d in self.dirs.values():
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(d)
-            except OSError:
-                pass
 
 
 class V2Slot(Slot):
@@ -231,10 +216,8 @@ class V2Slot(Slot):
         _fd(self._p("cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
-        try:
+        with contextlib.suppress(OSError):
             _pwrite(self._p("memory.peak"), "reset")
-        except OSError:
-            pass
 
     def cpu_ns(self):
         for line in _pread(self._p("cpu.stat")).splitlines():
@@ -264,10 +247,8 @@ class V2Slot(Slot):
 
     def remove(self):
         _forget_fds(self.dir)
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(self.dir)
-        except OSError:
-            pass
 
 
 def _alive(pid: int) -> bool:
@@ -324,10 +305,8 @@ def remove_slot(name: str) -> int:
 def make_slot(name: str, limits: dict) -> tuple[Slot | None, list[str]]:
     """Best cgroup slot available (v2, then v1), plus notes on what was tried and failed."""
     notes = []
-    try:
+    with contextlib.suppress(OSError):
         remove_stale()
-    except OSError:
-        pass
     for cls in (V2Slot, V1Slot):
         try:
             return cls(name, limits), notes

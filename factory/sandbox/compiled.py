@@ -12,6 +12,7 @@ program nor the tests: it gets its own artifact, its stdin, and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import stat
@@ -75,10 +76,8 @@ class Program:
 
     def close(self) -> None:
         for _, fd, _ in self.files:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.files = []
 
 

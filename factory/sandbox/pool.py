@@ -1,6 +1,7 @@
 """Worker pool (trusted parent): warm zygote processes fed from a queue; :func:`run_jobs`."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -139,19 +140,15 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             from . import cgroup
-            try:
+            with contextlib.suppress(OSError):
                 cgroup.remove_slot(self.name)
-            except OSError:
-                pass
 
     def stop(self) -> None:
         if self.proc is None:
             return
         for fd in (self.w, self.r):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -338,10 +335,8 @@ class SandboxPool:
                 for w in self.workers:
                     w.abort()
             while finished < len(self.workers):  # let workers finish their current sub-job
-                try:
+                with contextlib.suppress(queue.Empty):
                     tasks.get_nowait()
-                except queue.Empty:
-                    pass
                 try:
                     if results.get(timeout=0.05) is None:
                         finished += 1

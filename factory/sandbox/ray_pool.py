@@ -13,6 +13,7 @@ that joined): no duplicate and no missing verdict. One pool may serve several li
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -212,10 +213,8 @@ class RaySandboxPool:
         with self._lock:
             actors, self.actors = list(self.actors.values()), {}
         for actor in actors:
-            try:
+            with contextlib.suppress(Exception):
                 self.ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
 
     def __enter__(self):
         return self

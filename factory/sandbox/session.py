@@ -25,6 +25,7 @@ other sessions is reachable. :class:`SessionPool` keys sessions by trajectory id
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -255,24 +256,18 @@ class InterpreterSession:
         10 s is killed and its cgroup slot removed."""
         for fd in (self.w, self.r):
             if fd is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self.w = self.r = None
         if self.pidfd is None:
             return
         if not select.select([self.pidfd], [], [], 10.0)[0]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self.meta.get("cgroup"):   # the host's own view has no /sys after its pivot: removed from here
             from . import cgroup
-            try:
+            with contextlib.suppress(OSError):
                 cgroup.remove_slot(f"factory-sbx-{self.pid}-session")
-            except OSError:
-                pass
         os.close(self.pidfd)
         self.pidfd = None
 
@@ -283,10 +278,8 @@ class InterpreterSession:
         self.close()
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):
             self._shutdown()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 class SessionPool:

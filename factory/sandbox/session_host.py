@@ -15,6 +15,7 @@ as untrusted bytes (size-capped, parsed defensively).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -192,10 +193,8 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
                 tb = tb.tb_next   # our own frames are not the cell's
             error = "".join(traceback.format_exception(type(exc), exc, tb))
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):
                 stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
         if result is not None and len(result) > result_cap:
             result = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
         if error is not None and len(error) > result_cap:
@@ -291,24 +290,18 @@ class Host:
     def kill_all(self) -> None:
         """Every process of the session but the host (pid 1 of its namespace: ``kill(-1)``)."""
         if self.worker_ns:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         elif self.pid:
             for target in (-self.pid, self.pid):
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(target, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
             if self.slot:
                 self.slot.kill_all()
         self.reap(block_for=self.pid)
         for fd in self.pipes.values():
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.pid, self.pipes = None, {}
 
     def kill_strays(self) -> None:
@@ -318,10 +311,8 @@ class Host:
         me = {1, self.pid}
         for name in os.listdir("/proc"):
             if name.isdigit() and int(name) not in me:
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(int(name), signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         self.reap()
 
     def reap(self, block_for: int | None = None) -> int | None:

@@ -7,6 +7,7 @@ programs; :func:`kill_candidates` / :func:`kill_everything` / :func:`reap` end w
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -22,10 +23,8 @@ def arrange_fds(mapping: dict[int, int]) -> None:
     os.closerange(max(mapping) + 1 if mapping else 3, 1 << 16)
     for fd in range(3, max(mapping) + 1 if mapping else 3):
         if fd not in mapping:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def run_child(body, failure_code: int = 111):
@@ -37,10 +36,8 @@ def run_child(body, failure_code: int = 111):
         body()
         code = 0
     except BaseException:  # noqa: BLE001
-        try:
+        with contextlib.suppress(OSError):
             os.write(2, traceback.format_exc()[-2000:].encode())
-        except OSError:
-            pass
     finally:
         os._exit(code)
 
@@ -136,14 +133,10 @@ def drop_kept_judge(z) -> None:
     kj, z.kept = z.kept, None
     if kj is None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(kj.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(kj.pid, 0)
-    except ChildProcessError:
-        pass
     kj.close()
 
 
@@ -201,17 +194,13 @@ def kill_everything(z, plan: dict, pids) -> None:
         kj, z.kept = z.kept, None
         kj.close()
     if plan.get("worker_ns"):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
-        except ProcessLookupError:
-            pass
     else:
         for pid in pids:
             for target in (-pid, pid):
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(target, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         if z.slot:
             z.slot.kill_all()
 

@@ -4,6 +4,7 @@ pytest and unittest tests, supervised frame by frame; a fresh pair continues aft
 crashed or killed the candidate)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -207,10 +208,8 @@ class Run:
         for name in ("res_r", "out_r", "err_r", "jerr_r", "pidfd"):
             fd = getattr(self, name, None)
             if fd is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
                 setattr(self, name, None)
 
     def supervise(self, results: dict) -> int:

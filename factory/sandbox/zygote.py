@@ -14,6 +14,7 @@ length-prefixed pickles on two private pipes (trusted side only).
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import select
@@ -245,10 +246,8 @@ MAX_JOB_CPU_S = 3600.0      # a per-job CPU limit above this is ignored (the poo
 def main() -> None:
     ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
     for name in WARM_MODULES:
-        try:
+        with contextlib.suppress(Exception):
             __import__(name)
-        except Exception:  # noqa: BLE001
-            pass
     from . import candidate, judge, rpc, seccomp, serialize  # noqa: F401  (warm; transform runs in the parent)
     seccomp.prepare()
     init = recv(ctl_in)
@@ -256,10 +255,8 @@ def main() -> None:
         return
     _, limits, slot_name, preload, cpu = init
     for name in preload:
-        try:
+        with contextlib.suppress(Exception):
             __import__(name)
-        except Exception:  # noqa: BLE001
-            pass
     if cpu is not None:  # the worker (zygote, judge, program) on one core: judge <-> program calls stay on it
         try:
             os.sched_setaffinity(0, {cpu})

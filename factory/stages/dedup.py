@@ -7,6 +7,7 @@ holds the counts and the recall curve of the chosen bands x rows: theoretical an
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import TYPE_CHECKING
@@ -124,10 +125,8 @@ def _recall_curve(lake, texts: list[str], params: MinHashParams, pairs: int) -> 
 
     key = stable_hash("recall_curve/1", params.as_dict(), pairs, texts)
     path = resolve_lake_dir(lake) / RECALL_CACHE / f"{key}.json"
-    try:
+    with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text())
-    except (OSError, ValueError):
-        pass
     rows = recall_curve(texts, params, pairs_per_target=pairs).to_pylist()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ thread before the caller goes on, so no write lands after the caller removed its
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -107,10 +108,8 @@ def read_ahead(items: Iterator[T], depth: int = 2, name: str = "read-ahead") -> 
         finally:
             close = getattr(items, "close", None)
             if close is not None and stop.is_set():
-                try:
+                with contextlib.suppress(Exception):
                     close()
-                except Exception:   # noqa: BLE001 - the consumer has gone; nothing to report to
-                    pass
             while True:
                 try:
                     q.put(_STOP, timeout=0.1)
@@ -132,10 +131,8 @@ def read_ahead(items: Iterator[T], depth: int = 2, name: str = "read-ahead") -> 
     finally:
         stop.set()
         while thread.is_alive():   # unblock a producer waiting on a full queue
-            try:
+            with contextlib.suppress(queue.Empty):
                 q.get(timeout=0.1)
-            except queue.Empty:
-                pass
         thread.join()
 
 

@@ -24,6 +24,7 @@ on assistant messages only).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -289,10 +290,8 @@ def _run_batch(policy, trajs: list[Trajectory], session_factory, max_calls: int,
             active = [i for i in still if trajs[i].end is None]
     finally:
         for s in sessions.values():
-            try:
+            with contextlib.suppress(Exception):
                 s.close()
-            except Exception:  # noqa: BLE001
-                pass
     per = (time.perf_counter() - t0) / max(1, len(trajs))
     for t in trajs:
         t.seconds = per
