@@ -52,6 +52,14 @@ class TableSpec:
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
 
+    @property
+    def comment(self) -> str:
+        """Its lake comment (COMMENT ON TABLE / VIEW): the description; a view's adds one ``column: description``
+        line per column, since DuckLake (DuckDB 1.5.5) refuses COMMENT ON COLUMN on a view."""
+        if self.kind != "view":
+            return self.description
+        return "\n".join([self.description] + [f"{c.name}: {c.comment}" for c in self.columns if c.comment])
+
     def sql_text(self) -> str:
         if not self.sql:
             raise FactoryError(f"{self.name} has no SQL file in data_catalog.yaml")

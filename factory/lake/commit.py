@@ -309,16 +309,17 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
             if col.name not in live[spec.name]:
                 con.execute(spec.add_column_sql(col, LAKE_ALIAS))
                 changes.append(f"added {spec.name}.{col.name}")
-    if describe(con, catalog.stored_tables()):
+    if describe(con, list(catalog.tables.values())):   # views, SQL tables too: words changed since made
         changes.append("column comments")
     return changes
 
 
 def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
     """The catalog's words in the lake: each table's description as its comment and each column's trailing
-    ``# ...`` as the column comment (plain DuckDB shows them: ``duckdb_columns()``, ``duckdb_tables()``). Views
-    take the description only (DuckDB has no column comments on views). Sets only what differs; returns how
-    many comments it set."""
+    ``# ...`` as the column comment (plain DuckDB shows them: ``duckdb_columns()``, ``duckdb_tables()``). A view's
+    comment is :attr:`TableSpec.comment` (``duckdb_views()``): DuckLake stores no column comments on views
+    (``COMMENT ON COLUMN`` a view: "not a table", duckdb/ducklake#1239), so its columns' lines are in it. Sets only
+    what differs; returns how many comments it set."""
     def quote(text: str) -> str:
         return "'" + text.replace("'", "''") + "'"
 
@@ -335,8 +336,8 @@ def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
         if spec.name not in live_objs:
             continue
         kind = "VIEW" if spec.kind == "view" else "TABLE"
-        if spec.description and live_objs[spec.name] != spec.description:
-            con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {quote(spec.description)}")
+        if spec.comment and live_objs[spec.name] != spec.comment:
+            con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {quote(spec.comment)}")
             done += 1
         if kind == "VIEW":
             continue

@@ -51,6 +51,11 @@ def dataset_card(manifest: dict) -> str:
     lines.append("Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
                  "`load_dataset(\"<this folder>\", \"<config>\")`.")
     lines.append("")
+    for info in views.values():
+        words = info.get("column_comments") or {}
+        lines += [f"### Columns of {info['config_name']}", "", "| column | type | description |", "|---|---|---|"]
+        lines += [f"| {c} | {t} | {words.get(c, '').replace('|', chr(92) + '|')} |" for c, t in info["columns"]]
+        lines.append("")
     if manifest.get("recipe"):
         lines += recipe_markdown(manifest["recipe"])
     lines += decontamination_markdown(manifest)

@@ -132,8 +132,10 @@ def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, shard_rows: int,
                 catalog: Catalog, row_filters: dict | None = None) -> dict:
-    """Write every view's shards under root/data; returns {view: {rows, schema, schema_hash, files}}.
-    ``row_filters`` {view: SQL predicate} releases only the matching rows of a view."""
+    """Write every view's shards under root/data; returns {view: {rows, columns, column_comments, schema_hash,
+    files}} (column_comments: data_catalog.yaml's description of each column, for the manifest and the card; not
+    in the Parquet files, whose bytes `reproduce` compares). ``row_filters`` {view: SQL predicate} releases only
+    the matching rows of a view."""
     out = {}
     for view in views:
         spec = catalog[view]
@@ -144,6 +146,7 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),
                      "rows": sum(f["rows"] for f in files), "columns": [list(c) for c in columns],
+                     "column_comments": {c.name: c.comment for c in spec.columns if c.comment},
                      "schema_hash": schema_hash(columns), "files": files, "splits": splits}
     return out
 
