@@ -41,7 +41,6 @@ MultiPL-E does (:func:`factory.sandbox.multipl_e.candidate`), the same way as /s
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import threading
@@ -49,7 +48,8 @@ import threading
 from factory.generation.sample import extract_for_tests
 from factory.lake.templating import DEFAULTS as TRANSFORM_DEFAULTS
 from factory.judging.cache import CacheStats, MemoryCache, enabled as cache_enabled, run_cached
-from factory.sandbox import Job, Limits, SandboxPool, TestSpec, clean_text, languages, multipl_e
+from factory.judging.ground_truth import GroundTruth
+from factory.sandbox import Job, Limits, SandboxPool, clean_text, languages, multipl_e
 from factory.sandbox.rows import merge_verdicts, tests_reward
 
 _STREAMS: dict = {}              # Limits -> JobStream: one warm pool per limit set, shared by every thread
@@ -113,112 +113,18 @@ def _infra_policy(on_infra_error: str | None) -> str:
     return policy
 
 
-REWARD_KINDS = ("binary", "soft")
-
-
-def reward_spec(gt) -> dict | None:
-    """The ground truth's reward spec (``{"kind": "binary"|"soft", "tests": ...}``, written by `factory export`
-    from the release's recipe), or None when it carries none. A spec of another shape is the dataset's fault:
-    ValueError."""
-    gt = json.loads(gt) if isinstance(gt, str) else gt
-    spec = gt.get("reward") if isinstance(gt, dict) else None
-    if spec is None:
-        return None
-    if not isinstance(spec, dict) or spec.get("kind") not in REWARD_KINDS:
-        raise ValueError(f"ground truth 'reward' must be {{\"kind\": one of {list(REWARD_KINDS)}, ...}}, got {spec!r}")
-    return spec
-
-
-def is_binary(gt, binary: bool | None = None) -> bool:
-    """Whether an item scores 1.0/0.0 (all tests pass) rather than the fraction passed: the caller's explicit
-    ``binary``, else the ground truth's reward spec, else soft."""
-    if binary is not None:
-        return bool(binary)
-    spec = reward_spec(gt)
-    return spec is not None and spec["kind"] == "binary"
-
-
-def tests_from_ground_truth(gt) -> tuple[list[TestSpec], str | None, str]:
-    """(tests, entry_point, preamble) from a ground-truth dict or its JSON string.
-
-    Optional judging keys (written by `factory export` for problems with a rule in silver.checkers):
-    ``comparison``/``atol``/``rtol`` for ``inputs``/``outputs`` ground truths, and ``checker`` (a checker
-    program's source) for the stdio/call tests of any form. ``cpu_s`` is read by :func:`ground_truth_cpu_s`."""
-    gt = json.loads(gt) if isinstance(gt, str) else gt
-    if multipl_e.is_row(gt):   # a MultiPL-E row: its harness, compiled with the candidate (kind harness)
-        tests, entry, preamble = [TestSpec("tests", "harness", code=gt["tests"])], None, ""
-    elif "tests" in gt:
-        tests = [TestSpec(test_id=t.get("test_id") or str(i), kind=t["kind"], code=t.get("code"), input=t.get("input"),
-                          expected=t.get("expected"), comparison=t.get("comparison") or "exact", atol=t.get("atol"),
-                          rtol=t.get("rtol"))
-                 for i, t in enumerate(gt["tests"])]
-        entry, preamble = gt.get("entry_point"), gt.get("test_preamble") or ""
-    else:
-        inputs, outputs = gt["inputs"], gt["outputs"]
-        atol, rtol = gt.get("atol"), gt.get("rtol")
-        if gt.get("fn_name"):
-            # SandboxFusion's string form is read only where the arguments are in it: a string expected value of
-            # the factory's own export ("123" returned as a str) stays a string
-            tests = [TestSpec(str(i), "call", input=json.dumps(_call_args(a)),
-                              expected=json.dumps(_call_value(o) if isinstance(a, str) else o), atol=atol, rtol=rtol)
-                     for i, (a, o) in enumerate(zip(inputs, outputs))]
-            entry, preamble = gt["fn_name"], gt.get("test_preamble") or ""   # LeetCode: its imports/helpers
-        else:
-            comparison = gt.get("comparison") or "token"
-            tests = [TestSpec(str(i), "stdio", input=a, expected=o, comparison=comparison, atol=atol, rtol=rtol)
-                     for i, (a, o) in enumerate(zip(inputs, outputs))]
-            entry, preamble = None, ""
-    if isinstance(gt.get("checker"), str) and gt["checker"].strip():
-        apply_checker(tests, gt["checker"])
-    return tests, entry, preamble
-
-
-def _call_args(a) -> list:
-    """Positional arguments of a call test: a JSON list (the factory's export, APPS/TACO), or the SandboxFusion
-    convention verl's client sends on stdin - a string with one JSON value per line."""
-    if isinstance(a, str):
-        return [json.loads(line) for line in a.split("\n") if line.strip()]
-    return a
-
-
-def _call_value(o):
-    """Expected value of a call test; a string in SandboxFusion's convention is what the wrapper prints
-    (JSON for containers/bools/None, else str()), read back as JSON where it is JSON."""
-    if isinstance(o, str):
+def _parse_all(ground_truths) -> list[GroundTruth]:
+    """Each item's ground truth read once (:meth:`GroundTruth.parse`), once per batch for the items of a group
+    (GRPO's completions of one prompt: the same string or object); a malformed one is the dataset's fault, not the
+    program's: ValueError naming the item."""
+    out, seen = [], {}
+    for i, gt in enumerate(ground_truths):
+        key = gt if isinstance(gt, str) else id(gt)
         try:
-            return json.loads(o)
-        except ValueError:
-            return o.rstrip("\n")
-    return o
-
-
-def apply_checker(tests: list[TestSpec], checker: str) -> None:
-    """A problem's checker program judges its tests that have outputs to compare (stdio and call)."""
-    for t in tests:
-        if t.kind in ("stdio", "call"):
-            t.checker = checker
-
-
-def ground_truth_cpu_s(gt) -> float | None:
-    """The problem's calibrated CPU limit carried by a ground truth (``cpu_s``), if any and sane."""
-    gt = json.loads(gt) if isinstance(gt, str) else gt
-    value = gt.get("cpu_s") if isinstance(gt, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 600:
-        return float(value)
-    return None
-
-
-def ground_truth_language(gt) -> str:
-    """The language the completion is judged in: the ground truth's ``language`` (SandboxFusion's names:
-    python, cpp, java, nodejs/javascript, rust), Python when absent. An unknown name is the dataset's fault
-    (ValueError listing the supported ones); a language whose toolchain is missing here names the package."""
-    gt = json.loads(gt) if isinstance(gt, str) else gt
-    row = multipl_e.harness_row(gt)
-    lang = multipl_e.language_of(row) if row is not None else \
-        languages.normalize(gt.get("language") if isinstance(gt, dict) else None)
-    if lang != languages.PYTHON:
-        languages.require(lang)
-    return lang
+            out.append(seen[key] if key in seen else seen.setdefault(key, GroundTruth.parse(gt)))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
+    return out
 
 
 def _text(completion) -> str:
@@ -258,36 +164,35 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
     if url:
         from factory.sandbox.remote import VerifierClient
 
-        return VerifierClient(url).rewards([_text(c) for c in completions], list(ground_truths), binary=binary,
+        truths = [g.data if isinstance(g, GroundTruth) else g for g in ground_truths]
+        return VerifierClient(url).rewards([_text(c) for c in completions], truths, binary=binary,
                                            exclude_in_process=exclude_in_process,
                                            limits={"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb})
     jobs, index = [], {}
     rewards = [0.0] * len(completions)
-    for i, (completion, gt) in enumerate(zip(completions, ground_truths)):
+    for i, (completion, gt) in enumerate(zip(completions, _parse_all(ground_truths))):
+        if gt.answer:   # factory.answers.r1ci.answer_reward scores it (every entry point above routes it there)
+            raise ValueError(f"ground truth of item {i} is malformed: a final-answer ground truth has no tests")
+        if gt.language != languages.PYTHON:
+            languages.require(gt.language)
+        tests, entry = gt.tests, gt.entry_point
         try:
-            tests, entry, preamble = tests_from_ground_truth(gt)
-            item_binary = is_binary(gt, binary)
-            lang = ground_truth_language(gt)
-            harness = multipl_e.harness_row(json.loads(gt) if isinstance(gt, str) else gt)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:   # the dataset's fault, not the program's
-            raise ValueError(f"ground truth of item {i} is malformed: {type(e).__name__}: {e}") from None
-        try:
-            if harness is not None:   # MultiPL-E: prompt + continuation cut at the stop tokens (or the answer's
-                code = multipl_e.candidate(harness, _text(completion))   # program), as /submit and execute build it
+            if gt.harness is not None:   # MultiPL-E: prompt + continuation cut at the stop tokens (or the answer's
+                code = multipl_e.candidate(gt.harness, _text(completion))   # program), as /submit and execute do
                 status = "ok" if code.strip() else "empty"
-            elif lang == languages.PYTHON:
+            elif gt.language == languages.PYTHON:
                 code, status = extract_for_tests(_text(completion), entry, [t.kind for t in tests])
             else:   # another language: stdio tests, the completion's fenced program
-                code = languages.extract_source(_text(completion), lang)
+                code = languages.extract_source(_text(completion), gt.language)
                 status = "ok" if code else "empty"
         except Exception:  # noqa: BLE001 - unextractable candidate text scores 0
             continue
         if status != "ok" or not tests:
             continue
         pid = f"c{i}"
-        index[pid] = (i, {t.test_id for t in tests}, item_binary)
-        jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=preamble,
-                        cpu_s=ground_truth_cpu_s(gt), language=lang))
+        index[pid] = (i, {t.test_id for t in tests}, gt.is_binary(binary))
+        jobs.append(Job(pid, clean_text(code), tests, entry_point=entry, preamble=gt.preamble, cpu_s=gt.cpu_s,
+                        language=gt.language))
     store = VERDICT_CACHE if cache_enabled() else None
     call = CacheStats()
     verdicts = run_cached(jobs, limits, lambda todo: _run_with_retry(todo, limits), store, call)
@@ -318,11 +223,11 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
     final-answer ground truth gets the answer reward its ``reward.kind`` names (binary: 1.0 for a right final answer,
     else 0.0, as `factory export` writes for gold.answer_tasks), or without one the R1-CI reward
     (:func:`r1ci_compute_score`; the interpreter-rollouts stage exports)."""
-    from factory.answers.checks import is_answer_ground_truth
-    if is_answer_ground_truth(ground_truth):   # its reward.kind: binary 1.0/0.0, soft, or (none) the R1-CI reward
+    truth = _parse_all([ground_truth])[0]
+    if truth.answer:   # its reward.kind: binary 1.0/0.0, soft, or (none) the R1-CI reward
         from factory.answers.r1ci import answer_reward
-        return answer_reward(solution_str, ground_truth)
-    return score_completions([solution_str], [ground_truth], exclude_in_process=exclude_in_process)[0]
+        return answer_reward(solution_str, truth.data)
+    return score_completions([solution_str], [truth], exclude_in_process=exclude_in_process)[0]
 
 
 def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwargs) -> list[float]:
@@ -360,17 +265,17 @@ def reward_func(queries, prompts, labels, **kwargs) -> dict:
 # by the rule or the ReasoningGym task's own verifier), +0.1 / -0.1 format, -0.1 beyond 6 generation turns.
 def _with_answers(completions: list, ground_truths: list, score_code) -> list[float]:
     """Rewards of a batch mixing final-answer ground truths (factory.answers.r1ci.answer_reward, of the kind each
-    names) with code ones (``score_code(completions, ground_truths)``, one sandbox round)."""
-    from factory.answers.checks import is_answer_ground_truth
+    names) with code ones (``score_code(completions, ground_truths)``, one sandbox round); each ground truth
+    parsed once, here."""
     from factory.answers.r1ci import answer_reward
 
-    answer = [is_answer_ground_truth(gt) for gt in ground_truths]
-    if not any(answer):
-        return score_code(completions, ground_truths)
-    out = [answer_reward(c, gt) if a else 0.0 for c, gt, a in zip(completions, ground_truths, answer)]
-    code = [i for i, a in enumerate(answer) if not a]
+    truths = _parse_all(ground_truths)
+    if not any(t.answer for t in truths):
+        return score_code(completions, truths)
+    out = [answer_reward(c, t.data) if t.answer else 0.0 for c, t in zip(completions, truths)]
+    code = [i for i, t in enumerate(truths) if not t.answer]
     if code:
-        for i, score in zip(code, score_code([completions[i] for i in code], [ground_truths[i] for i in code])):
+        for i, score in zip(code, score_code([completions[i] for i in code], [truths[i] for i in code])):
             out[i] = score
     return out
 

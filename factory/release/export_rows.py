@@ -41,29 +41,28 @@ def pair_rows(pairs: list[dict]) -> list[dict]:
 
 
 def check_truth(rel: str, i: int, gt: dict) -> None:
-    """A ground truth's format rules (row ``i`` of file ``rel``): FactoryError naming the row if one fails."""
-    if _answer_truth_checked(rel, i, gt):   # a final-answer task (gold.answer_tasks)
-        return
-    if "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
-        raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
-    if not (gt.get("inputs") or gt.get("tests")):
-        raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
-    if (gt.get("reward") or {}).get("kind") not in ("binary", "soft"):
-        raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")
+    """A ground truth's format rules (row ``i`` of file ``rel``): the reward reads it (:meth:`GroundTruth.parse`,
+    as `factory.reward` and `factory serve` do), it holds a test and a reward spec; FactoryError naming the row if
+    one fails."""
+    from factory.judging.ground_truth import GroundTruth
 
-
-def _answer_truth_checked(rel: str, i: int, gt: dict) -> bool:
-    """Whether ``gt`` is a final-answer ground truth, checked (its rule and reward spec) - FactoryError if not."""
-    from factory.answers.checks import is_answer_ground_truth, parse_ground_truth
-    from factory.answers.r1ci import answer_reward_kind
-
-    if not is_answer_ground_truth(gt):
-        return False
     try:
-        parse_ground_truth(gt)
-        answer_reward_kind(gt)
-    except ValueError as exc:
-        raise FactoryError(f"{rel} row {i}: final-answer ground_truth: {exc}") from None
-    if "reward" not in gt:
-        raise FactoryError(f"{rel} row {i}: final-answer ground_truth carries no reward spec (reward.kind)")
-    return True
+        truth = GroundTruth.parse(gt)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FactoryError(f"{rel} row {i}: ground_truth the reward cannot read: {type(exc).__name__}: {exc}") from None
+    if truth.answer:   # a final-answer task (gold.answer_tasks): its rule and reward spec
+        from factory.answers.checks import parse_ground_truth
+        from factory.answers.r1ci import answer_reward_kind
+        try:
+            parse_ground_truth(gt)
+            answer_reward_kind(gt)
+        except ValueError as exc:
+            raise FactoryError(f"{rel} row {i}: final-answer ground_truth: {exc}") from None
+        if "reward" not in gt:
+            raise FactoryError(f"{rel} row {i}: final-answer ground_truth carries no reward spec (reward.kind)")
+    elif "inputs" in gt and len(gt["inputs"]) != len(gt["outputs"]):
+        raise FactoryError(f"{rel} row {i}: ground_truth inputs/outputs differ in length")
+    elif not truth.tests:
+        raise FactoryError(f"{rel} row {i}: ground_truth holds no test")
+    elif truth.reward is None:
+        raise FactoryError(f"{rel} row {i}: ground_truth carries no reward spec (reward.kind binary|soft)")

@@ -11,8 +11,8 @@ from starlette.routing import Route
 from factory.sandbox import Job, clean_text, multipl_e
 
 from .engine import Ticket
-from .protocol import (BadRequest, _flag, _get, _positive, check_language, harness_row, program_from_completion,
-                       request_limits, score, tests_from_provided, verdict_rows)
+from .protocol import (BadRequest, _flag, _get, _positive, program_from_completion, provided_truth, request_limits,
+                       score, verdict_rows)
 from .routing import Service
 
 
@@ -43,12 +43,10 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
         if truth is None:
             raise BadRequest(f"missing required field '{where}ground_truth' (or '{where}tests')",
                              f"{where}ground_truth")
-        tests, entry, preamble = tests_from_provided(truth, where=f"{where}ground_truth")
-        # a MultiPL-E harness (a MultiPL-E row, or factory tests whose one test is a harness): its language, and the
-        # candidate built from the completion as /submit and factory.reward build it
-        row = harness_row(truth, f"{where}ground_truth")
-        lang = row["language"] if row is not None else \
-            check_language(json.loads(truth) if isinstance(truth, str) else truth, where=f"{where}ground_truth.")
+        # read once: its tests, a MultiPL-E harness (a MultiPL-E row, or factory tests whose one test is a harness:
+        # the candidate built from the completion as /submit and factory.reward build it), language, reward spec
+        gt = provided_truth(truth, where=f"{where}ground_truth")
+        tests, entry, row, lang = gt.tests, gt.entry_point, gt.harness, gt.language
         if item.get("code") is not None:
             code, status = _get(item, "code", str, where=where), "given"
         elif item.get("completion") is None:
@@ -60,21 +58,15 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
         else:
             completion = _get(item, "completion", str, required=True, where=where)
             code, status, _ = program_from_completion(completion, entry, tests, lang)
-        from factory.reward import is_binary
-        try:   # the release's reward spec travels in the ground truth: binary (all pass) or soft (fraction)
-            item_binary = is_binary(truth, opts["binary"])
-        except ValueError as exc:
-            raise BadRequest(f"'{where}ground_truth.reward': {exc}"[:300], f"{where}ground_truth.reward") from None
         meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests],
-                     "binary": item_binary})
+                     "binary": gt.is_binary(opts["binary"])})
         # this problem's calibrated limit (silver.time_limits): the item's, else the exported ground truth's
         # (as factory.reward uses it in process); capped by the server
-        from factory.reward import ground_truth_cpu_s
-        cpu_s = item["cpu_s"] if item.get("cpu_s") is not None else ground_truth_cpu_s(truth)
+        cpu_s = item["cpu_s"] if item.get("cpu_s") is not None else gt.cpu_s
         if cpu_s is not None:
             cpu_s = _positive(cpu_s, f"{where}cpu_s", caps.max_cpu_s)
         if code is not None and tests:
-            jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=preamble, cpu_s=cpu_s, language=lang))
+            jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=gt.preamble, cpu_s=cpu_s, language=lang))
     return jobs, meta, limits, opts
 
 

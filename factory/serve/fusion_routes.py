@@ -4,7 +4,6 @@ tests from ``config.provided_data``)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 
 from starlette.requests import Request
@@ -13,9 +12,8 @@ from starlette.routing import Route
 
 from factory.sandbox import Job, clean_text
 
-from .protocol import (BadRequest, _get, _positive, check_language, harness_row, memory_field, parse_run_code,
-                       program_from_completion, request_limits, run_code_response, score, tests_from_provided,
-                       verdict_rows)
+from .protocol import (BadRequest, _get, _positive, check_language, memory_field, parse_run_code,
+                       program_from_completion, provided_truth, request_limits, run_code_response, score, verdict_rows)
 from .routing import NotStarted, RetryPlaces, Service, error_response
 
 START_MARGIN_S = 2.0        # a /run_code program must start this long before (its client's deadline - its run)
@@ -79,27 +77,16 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
             if not match:
                 raise BadRequest(f"config.provided_data has no problem with id {sub_id!r}", "config.provided_data")
             provided = match[0]
-        if isinstance(provided, str):   # a JSON string (tests_from_provided reads it the same way)
-            try:
-                provided = json.loads(provided)
-            except ValueError:
-                pass
-        tests, entry, preamble = tests_from_provided(provided)
-        from factory.reward import is_binary
-        try:   # extra.reward follows the ground truth's reward spec, as /v1/judge does
-            submit_binary = is_binary(provided)
-        except ValueError as exc:
-            raise BadRequest(f"'config.provided_data.reward': {exc}"[:300], "config.provided_data.reward") from None
-        entry = extra.get("entry_point") or entry
+        gt = provided_truth(provided, language=lang)   # a JSON string is read the same way
+        tests, preamble, lang = gt.tests, gt.preamble, gt.language
+        entry = extra.get("entry_point") or gt.entry_point
         limits = request_limits(engine, caps, cpu_s=config.get("run_timeout"),
                                 memory_mb=memory_field(extra, "memory_limit_MB", caps),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
         wall = config.get("run_timeout") if caps.run_timeout_clock == "wall" else None   # checked just above
-        row = harness_row(provided, "config.provided_data")
-        if row is not None:   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
+        if gt.harness is not None:   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
             from factory.sandbox import multipl_e
-            lang = row["language"]
-            code = clean_text(multipl_e.candidate(row, completion)) or None
+            code = clean_text(multipl_e.candidate(gt.harness, completion)) or None
             status, kind = ("ok" if code else "empty"), ("fenced" if "```" in completion else "continuation")
         else:
             code, status, kind = program_from_completion(completion, entry, tests, lang)
@@ -129,6 +116,6 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
         accepted = bool(rows) and all(c["passed"] for c in cases) and len(rows) == len(tests)
         return JSONResponse({**base, "accepted": accepted, "tests": cases,
                              "extra": {"request_id": rid, "infra_retries": ticket.infra_retries,
-                                       "reward": score(rows, [t.test_id for t in tests], binary=submit_binary)}})
+                                       "reward": score(rows, [t.test_id for t in tests], binary=gt.is_binary())}})
 
     return [Route("/run_code", run_code, methods=["POST"]), Route("/submit", submit, methods=["POST"])]

@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from factory.judging.ground_truth import GroundTruth, apply_checker, cpu_limit, reward_spec, tests_of
 from factory.sandbox import Job, Limits, TestSpec, clean_text, languages
 from factory.sandbox.types import COMPARISONS, KINDS
 from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
@@ -345,20 +346,21 @@ def split_test_code(code: str) -> tuple[list[TestSpec], str]:
     return [TestSpec(str(i), "assert", code=ast.get_source_segment(code, n)) for i, n in enumerate(asserts)], preamble
 
 
-def tests_from_provided(data, where: str = "config.provided_data") -> tuple[list[TestSpec], str | None, str]:
-    """(tests, entry_point, preamble) from SandboxFusion's `provided_data` or a factory ground truth:
-    ``{"test": [{"input": {"stdin"}, "output": {"stdout"}}]}`` (CommonOJ), ``{"test": {"code"}}`` /
-    ``{"test": "<code>"}`` (AutoEval), ``{"inputs", "outputs"[, "fn_name"]}`` or ``{"tests": [...]}``.
-    A ``"checker"`` (Python source defining ``check(input, expected, actual)``) judges its stdio/call tests."""
-    from factory.reward import apply_checker
-
+def provided_truth(data, where: str = "config.provided_data", language: str | None = None) -> GroundTruth:
+    """The problem a request provides, read once (a :class:`factory.judging.ground_truth.GroundTruth`), a dict or
+    its JSON string: SandboxFusion's `provided_data` (``{"test": [{"input": {"stdin"}, "output": {"stdout"}}]}``,
+    ``{"test": {"code"}}`` / ``{"test": "<code>"}``) or a factory ground truth. A ``"checker"`` (Python source
+    defining ``check(input, expected, actual)``) judges its stdio/call tests. Its language: a MultiPL-E harness's
+    (built into the candidate as ``factory.reward`` does), else ``language`` (the request's) or the data's own.
+    A malformed field (a harness beside other tests, a language or toolchain it lacks, a reward spec of another
+    kind) is a 400 naming it."""
     if isinstance(data, str):
         try:
             data = json.loads(data)
         except ValueError:
             raise BadRequest(f"'{where}' is a string that is not JSON", where) from None
     tests, entry, preamble = _tests_from_provided(data, where)
-    checker = data.get("checker") if isinstance(data, dict) else None
+    checker = data.get("checker")
     if checker is not None:
         if not isinstance(checker, str) or "def check" not in checker:
             raise BadRequest(f"'{where}.checker' must be Python source defining check(input, expected, actual)",
@@ -371,7 +373,13 @@ def tests_from_provided(data, where: str = "config.provided_data") -> tuple[list
         raise BadRequest(f"field '{where}.test_preamble' must be a string, got {_json_type(preamble)}",
                          f"{where}.test_preamble")
     _check_specs(tests, where)
-    return tests, entry, preamble
+    row = _harness_row(data, where)
+    lang = row["language"] if row is not None else language or check_language(data, where=f"{where}.")
+    try:   # the release's reward spec travels in the ground truth: binary (all pass) or soft (fraction)
+        spec = reward_spec(data)
+    except ValueError as exc:
+        raise BadRequest(f"'{where}.reward': {exc}"[:300], f"{where}.reward") from None
+    return GroundTruth(data, tests, entry, preamble, lang, row, spec, cpu_limit(data.get("cpu_s")))
 
 
 def _check_specs(tests: list[TestSpec], where: str) -> None:
@@ -399,8 +407,6 @@ def _check_specs(tests: list[TestSpec], where: str) -> None:
 
 
 def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
-    from factory.reward import tests_from_ground_truth
-
     if not isinstance(data, dict):
         raise BadRequest(f"'{where}' must be an object", where)
     if is_multipl_e(data):   # a MultiPL-E row: its harness is compiled with the program (kind harness)
@@ -436,7 +442,7 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
     if "tests" in data or ("inputs" in data and "outputs" in data):
         _check_ground_truth(data, where)
         try:
-            tests, gt_entry, preamble = tests_from_ground_truth(data)
+            tests, gt_entry, preamble = tests_of(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadRequest(f"'{where}' is not a valid ground truth: {type(exc).__name__}: {exc}"[:500],
                              where) from None
@@ -450,17 +456,10 @@ def is_multipl_e(data) -> bool:
     return multipl_e.is_row(data)
 
 
-def harness_row(data, where: str) -> dict | None:
-    """The MultiPL-E row a provided problem / ground truth stands for (a MultiPL-E row, or factory tests whose only
-    test is a ``harness``; :func:`factory.sandbox.multipl_e.harness_row`), its ``language`` canonical; None for
-    any other problem. /submit, /v1/judge and ``factory.reward`` build the candidate from it the same way. A
-    language it cannot run, a missing toolchain or a harness beside other tests is a 400 naming the field."""
+def _harness_row(data: dict, where: str) -> dict | None:
+    """The MultiPL-E row a provided problem stands for (:func:`factory.sandbox.multipl_e.harness_row`), its
+    ``language`` canonical; None for any other problem."""
     from factory.sandbox import multipl_e
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return None
     try:
         row = multipl_e.harness_row(data)
         if row is None:
