@@ -15,7 +15,8 @@ rule (as `factory execute` judges them), in the sandbox:
   unlabelled problem gets its outer order changed;
 * a wrong answer (the last element dropped, or the only one repeated): it must fail.
 
-A problem passes when it passes every hidden test. Prints per kind and overall counts and writes the JSON.
+A problem passes when it passes every hidden test; it is scored where reversing changes the expected answer of
+at least one of its hidden tests (``order_tested``: answers of one element test no order). Prints per kind and overall counts and writes the JSON.
 """
 from __future__ import annotations
 
@@ -58,6 +59,20 @@ class {cls}({cls}):
     def {meth}(self, *args, **kwargs):
         return _audit_tx(super().{meth}(*args, **kwargs), {free!r}, {how!r})
 '''
+
+
+def _expected(kind: str, code: str | None, exp: str | None):
+    """A hidden test's expected value: a call test's, or the literal a check test's assert compares with."""
+    import ast
+
+    from factory.sandbox import deserialize_value
+    if kind == "call":
+        return deserialize_value(exp)
+    try:
+        node = next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Compare)).comparators[0]
+        return ast.literal_eval(node.args[0] if isinstance(node, ast.Call) else node)
+    except (StopIteration, ValueError, SyntaxError, TypeError):
+        return None
 
 
 def statement(row: dict) -> str:
@@ -146,7 +161,12 @@ def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem:
         lb, ts = lab.get(t, {}), tests.get(t, [])
         relaxed = t in checkers or any("sorted(candidate(" in (x[3] or "") for x in ts)
         depth = re.search(r"\nDEPTH = (.+)\n", checkers[t]).group(1) if t in checkers else ("1" if relaxed else "0")
-        p = {"label": lb.get("any_order"), "kind": lb.get("kind"), "wording": lb.get("wording"),
+        depth += " (inner only)" if "\nOUTER = False\n" in checkers.get(t, "") else ""
+        helpers: dict = {}
+        exec(_WRAP.split("\nclass ")[0], helpers)
+        changed = [helpers["_audit_tx"](v, FREE.get(lb.get("kind"), "outer"), "reversed") != v
+                   for v in (_expected(x[2], x[3], x[5]) for x in ts)]
+        p = {"label": lb.get("any_order"), "order_tested": any(changed), "kind": lb.get("kind"), "wording": lb.get("wording"),
              "phrase": any_order_phrase(statement(rows[t])), "broad": t in broad, "hidden_tests": len(ts),
              "relaxed": relaxed, "depth": depth}
         for how in hows:
@@ -169,7 +189,7 @@ def summarize(problems: dict) -> dict:
            "relaxed": _prf({t for t, p in problems.items() if p["relaxed"]}, yes, labelled)}
     groups = defaultdict(list)
     for t, p in problems.items():
-        if p["hidden_tests"]:
+        if p["order_tested"]:
             groups["negatives" if p["label"] == "no" else "unlabelled" if not p["label"] else "positives"].append(t)
             if p["label"] == "yes":
                 groups[f"yes:{p['kind']}"].append(t)

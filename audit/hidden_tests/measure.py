@@ -111,7 +111,7 @@ def main() -> None:
     from factory.lake import connect
     from factory.sandbox import Job, Limits, SandboxPool, TestSpec, deserialize_value
     from factory.sandbox.rows import merge_verdicts
-    from factory.testgen.any_order import permuted, wrong
+    from factory.testgen.any_order import INNER, permuted, wrong
     from factory.stages.hidden_tests import _stub
 
     lake = build(args.work, args.data)
@@ -162,7 +162,8 @@ def main() -> None:
         if s["rule"].policy == "program" and s["kind"] == "call":
             value = deserialize_value(s["expected"])
             if isinstance(value, list) and len(value) >= 2:
-                depth = 2 if "DEPTH = 2" in (s["rule"].code or "") else 1
+                code = s["rule"].code or ""
+                depth = INNER if "OUTER = False" in code else 2 if "DEPTH = 2" in code else 1
                 for tag, answer in (("perm", permuted(value, depth)), ("wrong", wrong(value))):
                     stub = _stub(s["entry_point"], answer)
                     if stub:

@@ -379,7 +379,7 @@ def _decide_any_order(pool, targets: list, checker_rows: dict, judging: dict, st
     from factory.judging.rules import ProblemJudging, checker_hash
     from factory.sandbox import Job, TestSpec, deserialize_value
     from factory.sandbox.rows import merge_verdicts
-    from factory.testgen.any_order import checker_source, permuted, relaxation, wrong
+    from factory.testgen.any_order import INNER, checker_source, permuted, relaxation, wrong
     jobs, plan = [], {}
     for t in targets:
         if t.any_order is None or not t.kept:
@@ -387,8 +387,8 @@ def _decide_any_order(pool, targets: list, checker_rows: dict, judging: dict, st
         summary["detected"] += 1
         answers = list(t.answers) + [(args, deserialize_value(exp)) for args, _, exp in t.kept]
         depth, why = relaxation(answers, t.question) if t.out_kind == "value" else (0, "the answer is a tree/list node")
-        if depth and t.mode != "call":
-            depth = 1                               # check/pytest tests relax the top level only
+        if depth and t.mode != "call":              # check/pytest tests relax the top level only
+            depth, why = (1, why) if depth != INNER else (0, "a check/pytest test cannot keep the top level exact")
         if depth and t.problem_id in judging and judging[t.problem_id].policy is not None:
             depth, why = 0, "the problem has its own judging rule"
         t.why = why

@@ -8,14 +8,16 @@ with one expected value can judge, so such problems get no generated test.
 A detected phrase is only a claim. :func:`relaxation` accepts it on the reference's own answers:
 
 * the answers are lists (a scalar answer has no order to relax: the phrase is about something else);
-* no answer is a rearrangement of a list argument (sort-by-parity, "return any array that..."): there the order
-  *is* the answer, and a multiset comparison would accept the input itself;
+* the answers do not rearrange a list argument (sort-by-parity, "return any array that..."): there the order
+  *is* the answer, and a multiset comparison would accept the input itself; a filter whose answer is sometimes
+  the whole argument (invalid-transactions, critical-connections) shows it by the answers that are a proper part;
 * the inner order is ignored too (``DEPTH = 2``) only where the inner lists are numbers, every inner list of
   every answer is sorted, sorting them merges no two answers (3sum's triplets yes; permutations no), and they
   are groups: of varying length or named so ("triplets", "combinations", "subsets", "solution set"), not
   records such as points ``[x, y]``;
 * an answer that is always a pair of lists is a record (find-the-difference-of-two-arrays: ``[only in nums1,
-  only in nums2]``): its positions mean something, so the comparison stays exact.
+  only in nums2]``): its positions mean something; where the lists vary in length they are sets and only the
+  order inside them is ignored (``INNER``), else the comparison stays exact.
 
 The stage then feeds a permuted reference answer back through the judge (it must pass) and a wrong one (an
 element dropped or duplicated: it must fail) before it attaches the comparison.
@@ -29,8 +31,10 @@ from typing import Any
 
 _ANY_ORDER = re.compile(
     r"(?:return|output|answer|result|list|print|array|values|indices|triplets|pairs|solutions?|combinations)"
-    r"[^.\n]{0,160}?\bin\s+any\s+order\b|\bin\s+any\s+order\b[^.\n]{0,40}?\b(?:return|answer)",
-    re.IGNORECASE)
+    r"[^.\n]{0,160}?\bin\s+any\s+order\b|\bin\s+any\s+order\b[^.\n]{0,40}?\b(?:return|answer)"
+    r"|\b(?:return|answer)\b[^.\n]{0,40}?\bin\s+any\s+arbitrary\s+order\b|[^.\n]*\b(?:return|output|answer|result)[^.\n]*\border\b[^.\n]*\b(?:does\s+not|doesn't|"
+    r"do\s+not)\s+matter|[^.\n]*\border\b[^.\n]*\b(?:return|output|answer|result)[^.\n]*\b(?:does\s+not|doesn't|"
+    r"do\s+not)\s+matter", re.IGNORECASE)
 _NOT_ORDER_FREE = re.compile(r"\b(?:sorted|ascending|descending|lexicographical(?:ly)?|increasing|decreasing)\s+"
                              r"order\b[^.\n]{0,60}$|^[^.\n]{0,60}\bsorted\b", re.IGNORECASE)
 _SEVERAL = re.compile(
@@ -93,20 +97,26 @@ def _is_rearrangement(answer: list, args: list) -> bool:
     """Whether ``answer`` holds exactly the elements of one of the list arguments (or of the string argument's
     characters): its order then is what the problem asks for."""
     mine = sorted(map(_key, answer))
-    for a in args:
-        if isinstance(a, list) and len(a) == len(answer) and sorted(map(_key, a)) == mine:
-            return True
-        if isinstance(a, str) and len(a) == len(answer) and sorted(map(_key, list(a))) == mine:
-            return True
-    return False
+    return any(isinstance(a, (list, str)) and len(a) == len(answer) and sorted(map(_key, list(a))) == mine
+               for a in args)
+
+
+def _is_selection(answer: list, args: list) -> bool:
+    """Whether ``answer`` is a proper part of a list argument's elements (a filter: the others were dropped)."""
+    from collections import Counter
+    mine = Counter(map(_key, answer))
+    return any(isinstance(a, list) and len(answer) < len(a) and not mine - Counter(map(_key, a)) for a in args)
 
 
 _GROUPS = re.compile(r"\b(?:triplets?|quadruplets?|combinations?|subsets?|solution\s+set)\b", re.IGNORECASE)
 
 
+INNER = 3      # depth: only the order inside each element is free (a fixed record of unordered lists)
+
+
 def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> tuple[int, str]:
     """(depth, why) for the reference's (arguments, answer) pairs: depth 0 = keep the exact comparison, 1 = the
-    top-level order is free, 2 = the order inside each element too."""
+    top-level order is free, 2 = the order inside each element too, ``INNER`` = only inside each element."""
     lists = [(args, a) for args, a in answers if isinstance(a, list)]
     if not lists or len(lists) < len(answers):
         return 0, "the answer is not always a list"
@@ -114,9 +124,12 @@ def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> 
         return 0, "no answer has two elements to reorder"
     if len(lists) >= 3 and {len(a) for _, a in lists} == {2} \
             and all(isinstance(x, list) for _, a in lists for x in a):
+        if len({len(x) for _, a in lists for x in a}) > 1 and any(len(x) >= 2 for _, a in lists for x in a):
+            return INNER, "every answer is a pair of lists: its positions mean something, the lists' order not"
         return 0, "every answer is a pair of lists: its positions mean something"
     long = [(args, a) for args, a in lists if len(a) >= 2]
-    if 2 * sum(_is_rearrangement(a, args) for args, a in long) >= len(long):
+    if 2 * sum(_is_rearrangement(a, args) for args, a in long) >= len(long) \
+            and not any(_is_selection(a, args) for args, a in lists):
         return 0, "the answers rearrange an argument: their order is the answer"
     inner = [x for _, a in lists for x in a]
     numeric = all(isinstance(x, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x)
@@ -134,10 +147,10 @@ def relaxation(answers: list[tuple[list, Any]], question: str | None = None) -> 
 
 
 def permuted(answer: list, depth: int) -> list:
-    """The answer with its order changed (reversed; inner lists reversed too at depth 2), for the feed-back
-    check: the relaxed judge must accept it."""
-    out = list(reversed(answer))
-    if len(out) >= 2 and out == answer:      # a palindrome: rotate instead
+    """The answer with its order changed (reversed; inner lists reversed too at depth 2, only they at
+    ``INNER``), for the feed-back check: the relaxed judge must accept it."""
+    out = list(reversed(answer)) if depth != INNER else list(answer)
+    if len(out) >= 2 and out == answer and depth != INNER:      # a palindrome: rotate instead
         out = answer[1:] + answer[:1]
     if depth >= 2:
         out = [list(reversed(x)) if isinstance(x, list) else x for x in out]
@@ -153,4 +166,6 @@ def checker_source(depth: int) -> str:
     """The any-order checker program for ``depth`` (``checkers/_generic/any_order.py``)."""
     from factory.assets import path
     code = Path(path("checkers", "_generic", "any_order.py")).read_text(encoding="utf-8")
-    return code.replace("\nDEPTH = 1\n", f"\nDEPTH = {depth}\n") if depth != 1 else code
+    if depth == INNER:
+        code = code.replace("\nOUTER = True\n", "\nOUTER = False\n")
+    return code.replace("\nDEPTH = 1\n", f"\nDEPTH = {min(depth, 2)}\n") if depth != 1 else code

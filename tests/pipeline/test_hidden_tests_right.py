@@ -18,7 +18,7 @@ from factory.stages.curate import curate
 from factory.stages.execute import execute
 from factory.stages.hidden_tests import ORIGIN_ANY_ORDER, run_hidden_tests
 from factory.stages.ingest import ingest_source
-from factory.testgen.any_order import any_order_phrase, permuted, relaxation, several_answers_phrase
+from factory.testgen.any_order import INNER, any_order_phrase, permuted, relaxation, several_answers_phrase
 from factory.testgen.constraints import Checker
 from tests.lakeutil import init_lake
 from tests.lakeutil import query as q
@@ -205,6 +205,9 @@ def test_any_order_detection_and_relaxation(shared_data):
     # points [x, y] are records (their inner order means something); a fixed-size answer of lists is a record too
     assert relaxation([([[[1, 3], [-2, 2]], 1], [[-2, 2]]), ([[[3, 3], [5, -1], [-2, 4]], 2], [[3, 3], [-2, 4]])],
                       _statement(shared_data, "k-closest-points-to-origin"))[0] == 1
+    # ... whose lists may still be unordered inside (find-the-difference: only the inner order is free)
     assert relaxation([([[1, 2, 3], [2, 4, 6]], [[1, 3], [4, 6]]), ([[1, 2], [3]], [[1, 2], [3]]),
-                       ([[1], [1, 5]], [[], [5]])])[0] == 0
+                       ([[1], [1, 5]], [[], [5]])])[0] == INNER
+    assert relaxation([([[[0, 1], [1, 2]]], [[0, 1], [1, 2]]), ([[[3, 4], [5, 6]]], [[3, 4], [5, 6]]),
+                       ([[[7, 8], [9, 9]]], [[7, 8], [9, 9]])])[0] == 0
     assert permuted([[-1, -1, 2], [-1, 0, 1]], 2) == [[1, 0, -1], [2, -1, -1]]
