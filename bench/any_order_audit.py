@@ -20,7 +20,6 @@ at least one of its hidden tests (``order_tested``: answers of one element test 
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import tempfile
@@ -28,7 +27,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from harness import DATA, ROOT, machine, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, jsonl, machine, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 FILES = ("LeetCodeDataset-v0.2.0-train.jsonl.gz", "LeetCodeDataset-v0.2.0-test.jsonl.gz",
          "LeetCodeDataset-v0.3.1-test.jsonl.gz")
@@ -83,10 +82,8 @@ def leetcode_rows(data: Path = DATA) -> dict[str, dict]:
     """Every LeetCodeDataset problem, one row per slug (the first file that has it)."""
     rows: dict[str, dict] = {}
     for name in FILES:
-        with gzip.open(data / "leetcodedataset" / name, "rt") as f:
-            for line in f:
-                r = json.loads(line)
-                rows.setdefault(r["task_id"], r)
+        for r in jsonl(data / "leetcodedataset" / name):
+            rows.setdefault(r["task_id"], r)
     return rows
 
 

@@ -12,7 +12,6 @@ with ~50 % of its words replaced (distinct documents), plus ``--dup-rate`` plant
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import resource
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import DATA, machine, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl as jl, machine, parser, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
 from factory.dedup import shingle  # noqa: E402
@@ -34,10 +33,6 @@ from factory.dedup.verify import verify_pairs  # noqa: E402
 
 def real_texts() -> list[str]:
     """Problem statements from the shared datasets (read in place)."""
-    def jl(p):
-        op = gzip.open if p.suffix == ".gz" else open
-        with op(p, "rt", encoding="utf-8") as f:
-            return [json.loads(x) for x in f if x.strip()]
     out = [r["text"] for r in jl(DATA / "mbpp/mbpp.jsonl")]
     out += [r["prompt"] for r in json.loads((DATA / "mbpp_sanitized/sanitized-mbpp.json").read_text())]
     out += [r["prompt"] for r in jl(DATA / "humaneval/HumanEval.jsonl.gz")]

@@ -1,5 +1,5 @@
 """What the bench scripts share: the repository on sys.path, the data folder, the common flags, a median of
-repeats, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
+repeats, a JSONL reader, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
 ``from harness import DATA, ROOT, parser, table, write``."""
 from __future__ import annotations
 
@@ -24,6 +24,13 @@ def parser(doc: str, out: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(RESULTS / out), help="result JSON (default: bench/results/%(default)s)")
     return ap
+
+
+def jsonl(path: Path) -> list[dict]:
+    """The records of a JSONL file (``.gz`` too), read by the factory's own reader."""
+    from factory.ingest.readers import read_jsonl
+
+    return [r for _, r in read_jsonl(path)]
 
 
 def machine() -> dict:

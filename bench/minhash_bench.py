@@ -22,21 +22,16 @@ Writes ``bench/results/minhash_bench.json``.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from harness import ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from dedup_bench import synthetic  # noqa: E402
 from factory.dedup import MinHashParams, signatures  # noqa: E402
@@ -102,10 +97,9 @@ def first_call_s() -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, "minhash_bench.json")
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--datasketch-docs", type=int, default=1000, help="datasketch runs on this many (it is slow)")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "minhash_bench.json"))
     args = ap.parse_args()
     import rensa
     from datasketch import MinHash
@@ -223,18 +217,14 @@ def main() -> None:
     }
     print(f"MinHash, {params.num_perm} permutations, {args.docs} docs / {n_sh} shingles; "
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'implementation':30} {'input':7} {'docs':>6} {'wall s':>8} {'CPU s':>8} {'M shingles/CPU s':>17}  note")
-    for r in rows:
-        print(f"{r['impl']:30} {r['input']:7} {r['docs']:>6} {r['wall_s']:8.3f} {r['cpu_s']:8.3f} "
-              f"{r['shingles_per_cpu_s'] / 1e6:17.2f}  {r['note']}")
+    print(table([{**r, "M shingles/CPU s": r["shingles_per_cpu_s"] / 1e6} for r in rows],
+                ["impl", "input", "docs", "wall_s", "cpu_s", "M shingles/CPU s", "note"]))
     print(f"pure-NumPy bound (3 passes, no Python per chunk): {bound / 1e6:.2f} M shingles/CPU s "
           f"(rensa {by[(rensa_name, 'hashes')]['shingles_per_cpu_s'] / 1e6:.2f})")
     for key, value in {**summary, **est}.items():
         print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
-    Path(args.out).write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(),
-                                          "load_avg": [load, os.getloadavg()[0]],
-                                          "params": params.as_dict(), "rows": rows, "summary": summary,
-                                          "estimates": est}, indent=1))
+    write(args.out, {"machine": platform.platform(), "cpus": os.cpu_count(), "load_avg": [load, os.getloadavg()[0]],
+                     "params": params.as_dict(), "rows": rows, "summary": summary, "estimates": est})
 
 
 if __name__ == "__main__":

@@ -6,12 +6,10 @@ speed-up (the CPUs are the same). Prints a table and writes JSON.
 """
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import time
 
-from harness import DATA, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.testgen.mutants import mutants  # noqa: E402
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
@@ -20,7 +18,7 @@ LIMITS = Limits(cpu_s=0.5, wall_min_s=3.0)
 
 
 def jobs(n_mutants: int) -> list[Job]:
-    rows = [json.loads(x) for x in gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt")]
+    rows = jsonl(DATA / "humaneval" / "HumanEval.jsonl.gz")
     out = []
     for r in rows:
         ref = r["prompt"] + r["canonical_solution"]

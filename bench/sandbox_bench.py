@@ -14,7 +14,6 @@ machine under the same conditions.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import multiprocessing
 import os
@@ -23,15 +22,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
 
-
 def load_problems(n: int, cross: bool, mutants: int = 0) -> list[tuple[dict, str]]:
-    with gzip.open(DATA / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
-        rows = [json.loads(line) for line in f]
+    rows = jsonl(DATA / "humaneval" / "HumanEval.jsonl.gz")
     if mutants:   # up to `mutants` mutants of every reference (as `factory mutate` makes them), whole programs
         from factory.testgen.mutants import mutants as make_mutants
         items = [({**r, "prompt": ""}, m.code) for r in rows

@@ -34,10 +34,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
@@ -247,14 +248,7 @@ def run_offline(rollouts: list[dict], workers: int) -> dict:
         t0 = time.perf_counter()
         verdicts = sum(1 for _ in pool.run(jobs))
         seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "verdicts": verdicts, "verdicts_per_s": verdicts / seconds}
-
-
-def _kinds(examples: list) -> dict:
-    out: dict[str, int] = {}
-    for e in examples:
-        out[e[2]] = out.get(e[2], 0) + 1
-    return out
+    return {"seconds": round(seconds, 2), "verdicts": verdicts, "verdicts_per_s": round(verdicts / seconds, 1)}
 
 
 def main() -> None:
@@ -298,9 +292,7 @@ def main() -> None:
             base = None
             if not a.no_offline:
                 base = run_offline(rollouts, a.workers)
-                out["offline"].append({"rollouts": n, "seconds": round(base["seconds"], 2),
-                                       "verdicts": base["verdicts"],
-                                       "verdicts_per_s": round(base["verdicts_per_s"], 1)})
+                out["offline"].append({"rollouts": n, **base})
                 print(json.dumps(out["offline"][-1]), flush=True)
 
             def ratio(verdicts, seconds):   # against the mean of the offline runs before and after the served ones
@@ -354,14 +346,11 @@ def main() -> None:
                        "p50_s": round(v["p50_s"], 3), "p99_s": round(v["p99_s"], 3),
                        "flips": v["flips"], "api_errors": v["api_errors"], "lost_correct": v["lost"],
                        "lost_examples": v["lost_examples"], "server": v["server"],
-                       "flip_kinds": _kinds(v["examples"]), "flip_examples": v["examples"][:12]}
+                       "flip_kinds": dict(Counter(e[2] for e in v["examples"])), "flip_examples": v["examples"][:12]}
                 out["verl"].append(row)
                 print(json.dumps(row), flush=True)
             if base and time.time() < deadline:   # the offline baseline again: this host's load drifts
-                again = run_offline(rollouts, a.workers)
-                out["offline"].append({"rollouts": n, "seconds": round(again["seconds"], 2),
-                                       "verdicts": again["verdicts"],
-                                       "verdicts_per_s": round(again["verdicts_per_s"], 1)})
+                out["offline"].append({"rollouts": n, **run_offline(rollouts, a.workers)})
                 print(json.dumps(out["offline"][-1]), flush=True)
                 mean = sum(o["verdicts_per_s"] for o in out["offline"] if o["rollouts"] == n) / 2
                 for r in out["native_per_rollout"] + out["verl"]:   # the ratios against the mean of both runs
@@ -369,24 +358,15 @@ def main() -> None:
                         r["vs_offline"] = round(r["verdicts_per_s"] / mean, 2)
     finally:
         server.stop()
-    print(f"\n{'path':<26}{'rollouts':>9}{'in flight':>10}{'verdicts':>10}{'verdicts/s':>12}{'x offline':>10}"
-          f"{'p50 s':>8}{'p99 s':>8}{'flips':>7}{'lost':>6}{'504s':>6}")
-    for r in out["offline"]:
-        print(f"{'offline SandboxPool':<26}{r['rollouts']:>9}{'-':>10}{r['verdicts']:>10}{r['verdicts_per_s']:>12}"
-              f"{1.0:>10}")
-    for r in out["native_per_rollout"]:
-        print(f"{'/v1/judge, 1 per request':<26}{r['rollouts']:>9}{r['concurrency']:>10}{r['verdicts']:>10}"
-              f"{r['verdicts_per_s']:>12}{str(r['vs_offline']):>10}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}"
-              f"{'-':>6}{r['server']['responses'].get('judge 504', 0):>6}")
-    for r in out["verl"]:
-        print(f"{'verl sandbox_fusion':<26}{r['rollouts']:>9}{r['max_concurrent']:>10}{r['verdicts']:>10}"
-              f"{r['verdicts_per_s']:>12}{str(r['vs_offline']):>10}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}"
-              f"{r['lost_correct']:>6}{r['server']['responses'].get('run_code 504', 0):>6}")
-    print(f"\n{'path':<22}{'rollouts':>9}{'load':>6}{'verdicts':>10}{'verdicts/s':>12}{'p50 s':>8}{'p99 s':>8}"
-          f"{'flips':>7}")
-    for r in out["native"]:
-        print(f"{'native /v1/judge':<22}{r['rollouts']:>9}{str(r['oversub']) + 'x':>6}{r['verdicts']:>10}"
-              f"{r['verdicts_per_s']:>12}{r['p50_s']:>8}{r['p99_s']:>8}{r['flips']:>7}")
+    rows = [{"path": "offline SandboxPool", **r, "vs_offline": 1.0} for r in out["offline"]]
+    rows += [{"path": "/v1/judge, 1 per request", **r, "in flight": r["concurrency"],
+              "504s": r["server"]["responses"].get("judge 504", 0)} for r in out["native_per_rollout"]]
+    rows += [{"path": "verl sandbox_fusion", **r, "in flight": r["max_concurrent"], "lost": r["lost_correct"],
+              "504s": r["server"]["responses"].get("run_code 504", 0)} for r in out["verl"]]
+    print("\n" + table(rows, ["path", "rollouts", "in flight", "verdicts", "verdicts_per_s", "vs_offline", "p50_s",
+                              "p99_s", "flips", "lost", "504s"]))
+    print("\n" + table([{"path": "native /v1/judge", **r, "load": f"{r['oversub']}x"} for r in out["native"]],
+                       ["path", "rollouts", "load", "verdicts", "verdicts_per_s", "p50_s", "p99_s", "flips"]))
     write(a.out, out)
     print(f"\nlake kept at {lake}" if not a.lake else "")
 

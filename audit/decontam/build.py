@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import gzip
 import json
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +37,7 @@ from factory.dedup.audit import (LABEL_FIELDS, PLANTED_FIELDS, choose_planted, r
 from factory.dedup.embed import statement_text  # noqa: E402
 from factory.dedup.shingle import tokenize  # noqa: E402
 from factory.ingest.normalize import unquote  # noqa: E402
+from factory.ingest.readers import read_jsonl  # noqa: E402
 
 BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test", "codecontests",
               "bigcodebench")
@@ -49,9 +49,7 @@ N = 9
 
 
 def _jsonl(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [r for _, r in read_jsonl(path)]
 
 
 def load(data: Path) -> dict:
@@ -166,21 +164,22 @@ def label_pair(s, sid, b, bid, data, manual) -> tuple[str, str, str] | None:
     return "review", "ambiguous", f"{share:.0%} of the shorter statement's words in common runs: not reviewed"
 
 
+def _grams(text: str) -> set[str]:
+    """The statement's word N-grams (a shorter statement: itself)."""
+    t = _norm(text)
+    return {" ".join(t)} - {""} if len(t) < N else {" ".join(t[i:i + N]) for i in range(len(t) - N + 1)}
+
+
 def text_candidates(data: dict, manual: dict) -> list[dict]:
     grams = defaultdict(set)
     for b in AUDIT_BENCHMARKS:
         for bid, rec in data[b].items():
-            t = _norm(rec["text"])
-            for g in ({" ".join(t)} if len(t) < N else {" ".join(t[i:i + N]) for i in range(len(t) - N + 1)}):
-                if g:
-                    grams[g].add((b, bid))
+            for g in _grams(rec["text"]):
+                grams[g].add((b, bid))
     rows = []
     for s in checked_sources(data):
         for sid, rec in data[s].items():
-            t = _norm(rec["text"])
-            hits = set()
-            for g in ({" ".join(t)} if len(t) < N else {" ".join(t[i:i + N]) for i in range(len(t) - N + 1)}):
-                hits |= grams.get(g, set())
+            hits = set().union(*(grams.get(g, set()) for g in _grams(rec["text"])))
             for b, bid in sorted(hits):
                 lab = label_pair(s, sid, b, bid, data, manual)
                 if lab:
@@ -265,28 +264,26 @@ def main(argv=None) -> int:
     planted = choose_planted({s: [(sid, rec["text"]) for sid, rec in sorted(data[s].items())]
                               for s in PLANT_SOURCES}, PLANT_PER_SOURCE)
     write_csv(HERE / "planted.csv", PLANTED_FIELDS, planted)
-    text = text_candidates(data, manual)
-    have = {(r["source"], r["source_id"], r["benchmark"], r["benchmark_id"]) for r in text}
-    text += [{**m, "basis": "manual: " + m["basis"]} for k, m in manual.items() if k not in have
-             and "text" in m["methods"].split(",")]
+    text = _with_manual(text_candidates(data, manual), manual, "text")
     write_csv(HERE / "text.csv", LABEL_FIELDS, text)
     print(f"lineage.csv {len(lineage)} pairs {_count(lineage)}; planted.csv {len(planted)} copies; "
           f"text.csv {len(text)} pairs {_count(text)}")
     if args.lake:
-        tests = test_candidates(args.lake, data, manual)
-        have = {(r["source"], r["source_id"], r["benchmark"], r["benchmark_id"]) for r in tests}
-        tests += [{**m, "basis": "manual: " + m["basis"]} for k, m in manual.items() if k not in have
-                  and "test" in m["methods"].split(",")]
+        tests = _with_manual(test_candidates(args.lake, data, manual), manual, "test")
         write_csv(HERE / "tests.csv", LABEL_FIELDS, tests)
         print(f"tests.csv {len(tests)} pairs {_count(tests)}")
     return 0
 
 
+def _with_manual(rows: list[dict], manual: dict, method: str) -> list[dict]:
+    """``rows`` plus the manual pairs of ``method`` that no candidate found."""
+    have = {(r["source"], r["source_id"], r["benchmark"], r["benchmark_id"]) for r in rows}
+    return rows + [{**m, "basis": "manual: " + m["basis"]} for k, m in manual.items() if k not in have
+                   and method in m["methods"].split(",")]
+
+
 def _count(rows: list[dict]) -> dict:
-    out: dict = defaultdict(int)
-    for r in rows:
-        out[f"{r['kind']}/{r['label']}"] += 1
-    return dict(sorted(out.items()))
+    return dict(sorted(Counter(f"{r['kind']}/{r['label']}" for r in rows).items()))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Code-RL reward shapes and batch filters (pure functions over pass counts / tensors)."""
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Sequence
 
 import torch
+
+from factory_train.rl.advantages import _groups
 
 
 def soft_reward(passed: int, total: int) -> float:
@@ -74,11 +75,7 @@ def zero_variance_filter(scores: Sequence[float] | torch.Tensor, index: Sequence
     """
     s = torch.as_tensor(scores, dtype=torch.float64)
     vals = (s == correct_score).double() if metric == "acc" else s
-    groups: dict = defaultdict(list)
-    for i, uid in enumerate(list(index)):
-        groups[uid].append(i)
     keep = torch.zeros(len(s), dtype=torch.bool)
-    for rows in groups.values():
-        v = vals[rows]
-        keep[rows] = len(rows) == 1 or bool(v.std() > 0)
+    for rows in _groups(index).values():
+        keep[rows] = len(rows) == 1 or bool(vals[rows].std() > 0)
     return keep
