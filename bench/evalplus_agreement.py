@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import DATA, ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 
 def factory(*args: str, lake: Path) -> str:
@@ -90,8 +90,7 @@ def main() -> None:
                "factory_pass": sum(r["passed"] for r in rows),
                "evalplus_pass": sum(v["passed"] for v in theirs.values()),
                "differences": differ, "seconds": round(time.time() - t0, 1), "factory_seconds": round(t_factory, 1)}
-    print(f"{'programs':>10} {'agree':>7} {'factory pass':>13} {'evalplus pass':>14}")
-    print(f"{summary['programs']:>10} {summary['agree']:>7} {summary['factory_pass']:>13} {summary['evalplus_pass']:>14}")
+    print(table([summary], ["programs", "agree", "factory_pass", "evalplus_pass"]))
     for d in differ:
         print(f"  {d['task_id']:<16} {d['origin']:<9} factory={d['factory']:<14} evalplus={d['evalplus']:<5} "
               f"evalplus failed inputs {d['evalplus_failed_inputs']}")

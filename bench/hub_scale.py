@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -26,7 +25,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from harness import ROOT as REPO  # noqa: I001  (first: the repository on sys.path)
+
 FULL_PROBLEMS = 24_000
 TESTS_PER_PROBLEM = 20
 PROGRAMS_PER_PROBLEM = 16
@@ -129,7 +129,6 @@ def make_code_contests(folder: Path, shape: str, seed: int = 0, row_group_size: 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    sys.path.insert(0, str(REPO))
     from tests.ingest_hub.hubfixtures import CODE_CONTESTS_SCHEMA
 
     problems, per, sizes, big = SHAPES[shape]
@@ -502,19 +501,18 @@ def _save(out: str, res: dict) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("memory")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--work", default="/tmp/hub_scale")
+    common.add_argument("--out")
+    m = sub.add_parser("memory", parents=[common])
     m.add_argument("--big-mb", type=float, default=20.0)
     m.add_argument("--counts", type=lambda t: [int(x) for x in t.split(",")], default=[1, 5, 12],
                    help="problems per run, each with one --big-mb input (a flat peak = bounded memory)")
-    m.add_argument("--work", default="/tmp/hub_scale")
-    m.add_argument("--out")
-    s = sub.add_parser("scale")
+    s = sub.add_parser("scale", parents=[common])
     s.add_argument("--fractions", default="1/64,1/32")
-    s.add_argument("--work", default="/tmp/hub_scale")
     s.add_argument("--keep", action="store_true")
     s.add_argument("--skip", type=lambda t: t.split(","), default=[],
                    help="stages not to run (e.g. decontam: its memory grows with the test bytes, see docs/hub.md)")
-    s.add_argument("--out")
     s.add_argument("--gen-workers", type=int, default=1,
                    help="processes generating the synthetic source (>1: each shard seeded on its own)")
     s.add_argument("--drop-source", action="store_true",
@@ -526,12 +524,10 @@ def main(argv=None) -> None:
     c = sub.add_parser("child-ingest")
     c.add_argument("folder")
     c.add_argument("lake")
-    sh = sub.add_parser("shapes", help="ingest of CodeContests-layout parquet in three shapes (#50)")
+    sh = sub.add_parser("shapes", parents=[common], help="ingest of CodeContests-layout parquet in three shapes (#50)")
     sh.add_argument("--shape", type=lambda t: t.split(","), default=list(SHAPES), help=",".join(SHAPES))
-    sh.add_argument("--work", default="/tmp/hub_scale")
     sh.add_argument("--label", default="run", help="key of this run in --out (e.g. before / after)")
     sh.add_argument("--code", help="run factory from this source tree (e.g. `git archive COMMIT factory` unpacked)")
-    sh.add_argument("--out")
     v = sub.add_parser("child-verdicts")
     v.add_argument("lake")
     args = ap.parse_args(argv)

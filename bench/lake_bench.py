@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.lake import write_lake_config  # noqa: E402
 from factory.sandbox import Verdict  # noqa: E402
@@ -102,11 +102,7 @@ def main() -> None:
             out["two_writers"] = [contention(tmp / "pglake", a.commits, 200, replace) for replace in (False, True)]
     except FileNotFoundError as exc:
         out["postgres"] = {"skipped": str(exc)}
-    print(f"{'catalog':<10}{'commits':>8}{'rows/commit':>12}{'median s':>10}{'p90 s':>8}")
-    for k in ("sqlite", "postgres"):
-        r = out[k]
-        if "median_s" in r:
-            print(f"{k:<10}{r['commits']:>8}{r['rows_per_commit']:>12}{r['median_s']:>10}{r['p90_s']:>8}")
+    print(table([{"catalog": k, **out[k]} for k in ("sqlite", "postgres") if "median_s" in out[k]]))
     for r in out.get("two_writers", []):
         print(f"two writers, {r['mode']:<8}: {2 * r['commits_per_writer']} commits, {r['conflicts_retried']} "
               f"conflicts retried, {r['failed_writers']} writers failed, {r['seconds']} s")

@@ -13,12 +13,12 @@ run, as the sandbox metered them) -- and the share of that bound reached.  Every
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
+from collections import Counter
 
-from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 from factory.sandbox import languages  # noqa: E402
@@ -30,7 +30,7 @@ EXT = {"cpp": ".cpp", "java": ".java", "javascript": ".js", "rust": ".rs"}
 
 def problems() -> list[dict]:
     names = sorted({p.stem for p in PORTS.glob("*.cpp")})
-    rows = {json.loads(x)["task_id"]: json.loads(x) for x in (CC / "codecontests_subset300.jsonl").open()}
+    rows = {r["task_id"]: r for r in jsonl(CC / "codecontests_subset300.jsonl")}
     return [rows["CodeContests/" + n] for n in names]
 
 
@@ -60,9 +60,7 @@ def measure(lang: str, probs: list[dict], copies: int, workers: int, limits: Lim
         by_prog.setdefault(v.program_id, []).append(v)
     run_cpu = sum(v.cpu_ms for v in verdicts) / 1000
     compile_cpu = sum((vs[0].compile_ms or 0.0) for vs in by_prog.values()) / 1000
-    statuses: dict[str, int] = {}
-    for v in verdicts:
-        statuses[v.status] = statuses.get(v.status, 0) + 1
+    statuses = dict(Counter(v.status for v in verdicts))
     n = len(by_prog)
     cpu_per_program = (run_cpu + compile_cpu) / n
     bound = workers / cpu_per_program if cpu_per_program else None

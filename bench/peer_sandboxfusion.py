@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import ROOT, parser, table, write, machine  # noqa: I001  (first: the repository on sys.path)
+
+from tests.netutil import free_port  # noqa: E402
 
 PEER = Path.home() / ".cache" / "factory" / "peer-sandboxfusion"
 MIRROR = Path("/work/.mirror/bytedance+SandboxFusion/repo")
@@ -64,12 +65,6 @@ def setup(source: Path) -> tuple[Path, Path, str]:
         (venv / "condabin").mkdir()
         (venv / ".pins").write_text("\n".join(PINS))
     return src, venv / "bin" / "python", commit
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(cmd: list[str], cwd: Path, env: dict, port: int) -> subprocess.Popen:

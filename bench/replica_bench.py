@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.generation import ChatRequest, SamplingParams, make_backend  # noqa: E402
+from factory.generation.replicas import ReplicaPool  # noqa: E402
 
 
 def requests(k: int, max_tokens: int) -> list[ChatRequest]:
@@ -46,8 +47,8 @@ def main() -> None:
         for label, replicas in (("one engine, in process", 0), ("pool, 1 replica", 1), ("pool, 2 replicas", 2)):
             t0 = time.perf_counter()
             kw = {"max_model_len": 1024} if args.backend == "vllm" else {}
-            engine = make_backend(args.backend, model, **kw) if replicas == 0 else \
-                _pool(args.backend, model, replicas, **kw)
+            engine = (make_backend(args.backend, model, **kw) if replicas == 0 else
+                      ReplicaPool(args.backend, model, replicas=replicas, **kw))
             engine.warm()
             start = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -69,13 +70,7 @@ def main() -> None:
                        "completions_identical_to_one_engine", "requests_per_replica"]))
     print(f"identical completions in all three: {same}")
     write(args.out, {"backend": args.backend, "model": args.model, "requests": len(reqs), "n": 4,
-                                          "max_tokens": args.max_tokens, "rows": rows,
-                                          "identical_completions": same})
-
-
-def _pool(backend: str, model, replicas: int, **kw):
-    from factory.generation.replicas import ReplicaPool
-    return ReplicaPool(backend, model, replicas=replicas, **kw)
+                     "max_tokens": args.max_tokens, "rows": rows, "identical_completions": same})
 
 
 if __name__ == "__main__":

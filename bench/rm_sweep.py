@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory_eval.bon import bon_table  # noqa: E402
 from factory_eval.holdout import is_heldout  # noqa: E402
@@ -94,18 +95,13 @@ def main(argv=None) -> list[dict]:
     cands = []
     if _view_dir(rel, "gold.bon_candidates") is not None:
         cands = [c for c in _view(rel, "gold.bon_candidates") if is_heldout(c["problem_id"], a.holdout_fraction)]
-        count: dict[str, int] = {}
-        for c in cands:
-            count[c["problem_id"]] = count.get(c["problem_id"], 0) + 1
+        count = Counter(c["problem_id"] for c in cands)
         cands = [c for c in cands if count[c["problem_id"]] >= a.min_candidates]
     print(f"pairs: {len(train)} train / {len(heldout)} held-out "
           f"({len({p['problem_id'] for p in heldout})} problems); BoN candidates: {len(cands)} "
           f"on {len({c['problem_id'] for c in cands})} held-out problems", flush=True)
     rows = [run_one(a.model, a.device, train_path, heldout, cands, lr, a) for lr in a.lr]
-    print(f"\n{'lr':>8} {'steps':>5} {'s/step':>7} {'held-out acc untrained':>23} {'trained':>8}")
-    for r in rows:
-        print(f"{r['lr']:8.0e} {r['steps']:5d} {r['step_time_s']:7.3f} {r['heldout_acc_untrained']:23.3f} "
-              f"{r['heldout_acc_trained']:8.3f}")
+    print("\n" + table(rows, ["lr", "steps", "step_time_s", "heldout_acc_untrained", "heldout_acc_trained"]))
     for r in rows:
         if r.get("bon"):
             print(f"\nbest-of-N on held-out problems, lr={r['lr']:.0e}")

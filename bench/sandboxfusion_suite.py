@@ -11,20 +11,19 @@ fail or env (needs the internet, or a library of SandboxFusion's image that `fac
 here: lodash, the javatuples jar, matplotlib)."""
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
+
+from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
+
 FILES = ("python", "cpp", "java", "nodejs", "rust", "jupyter", "isolation")
 ENV = {"test_isolation_network_external_access": "the internet (fetches an external site)"}
 NEEDS_LIB = {"test_nodejs_lodash_dep": "lodash", "test_java_external_jar": "javatuples jar",
@@ -34,7 +33,7 @@ NEEDS_LIB = {"test_nodejs_lodash_dep": "lodash", "test_java_external_jar": "java
 def env_tests() -> dict:
     """ENV, plus each test whose library (in SandboxFusion's image) `factory sandbox-libs` has not installed here."""
     import importlib.util
-    sys.path.insert(0, str(ROOT))
+
     from factory.sandbox import languages
     have = {"lodash": bool((languages.toolchain("javascript") or {}).get("node_path")),
             "javatuples jar": any("javatuples" in j for j in (languages.toolchain("java") or {}).get("jars", [])),
@@ -51,17 +50,10 @@ def read_test(src: Path, name: str) -> str:
                           text=True).stdout
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, "sandboxfusion_suite.json")
     ap.add_argument("--sandboxfusion", required=True, type=Path)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "sandboxfusion_suite.json"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sfsuite-"))
     try:
@@ -69,27 +61,15 @@ def main() -> None:
         (work / "tests").mkdir()
         for name in FILES:
             (work / "tests" / f"test_{name}.py").write_text(read_test(args.sandboxfusion, name))
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen([sys.executable, "-m", "factory.cli", "serve", "--port", str(port), "--workers",
-                                   str(args.workers)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = Server("--workers", str(args.workers))
         try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    with urllib.request.urlopen(url + "/ready", timeout=2) as r:
-                        if json.loads(r.read()).get("ready"):
-                            break
-                except OSError:
-                    time.sleep(0.5)
-            env = dict(os.environ, SFSUITE_URL=url, NO_PROXY="127.0.0.1,localhost")
+            env = dict(os.environ, SFSUITE_URL=server.url, NO_PROXY="127.0.0.1,localhost")
             t0 = time.monotonic()
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
                             f"--junitxml={work / 'junit.xml'}"], cwd=work, env=env, capture_output=True)
             wall = time.monotonic() - t0
         finally:
-            server.terminate()
-            server.wait(60)
+            server.stop(timeout=60)
         env_why = env_tests()
         per_file: dict[str, dict] = {}
         for case in ET.parse(work / "junit.xml").iter("testcase"):
@@ -102,8 +82,7 @@ def main() -> None:
             per_file[f]["tests"][case.get("name")] = kind
         total = {k: sum(v[k] for v in per_file.values()) for k in ("pass", "fail", "env")}
         result = {"files": per_file, "total": total, "wall_s": round(wall, 1), "why": env_why}
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        write(args.out, result)
         for f, v in per_file.items():
             print(f"{f:18s} pass {v['pass']:2d}  fail {v['fail']:2d}  env {v['env']}")
         print("total", total)

@@ -16,14 +16,13 @@ augment`, curate, gold.suite_adequacy (after), suite-reduce (after). Prints a ta
 """
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from harness import DATA, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.stages.augment import run_augment, run_suite_reduce  # noqa: E402
 from factory.stages.curate import curate  # noqa: E402
@@ -45,8 +44,7 @@ SOURCES = {
 
 def source_file(name: str, data_dir: Path, work: Path, max_problems: int | None) -> Path:
     adapter, rel, plus = SOURCES[name]
-    rows = [json.loads(line) for line in gzip.open(data_dir / rel, "rt")]
-    rows = rows[:max_problems] if max_problems else rows
+    rows = jsonl(data_dir / rel)[:max_problems or None]
     out = work / f"{name}.jsonl"
     out.write_text("".join(json.dumps(r if plus else dict(r, plus_input=[])) + "\n" for r in rows))
     return out
@@ -73,8 +71,7 @@ REDUCED = """SELECT source, count(*) AS problems, sum(full_tests) AS full_tests,
 def main() -> None:
     ap = parser(__doc__, "suite_adequacy.json")
     ap.add_argument("--sources", nargs="+", default=["humaneval", "mbpp"], choices=sorted(SOURCES))
-    ap.add_argument("--data-dir", type=Path,
-                    default=DATA)
+    ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--max-problems", type=int, help="first N problems of each source")
     ap.add_argument("--mutants", type=int, default=10, help="mutants per reference (factory mutate)")
     ap.add_argument("--cpu-s", type=float, default=0.5, help="CPU seconds per test for mutants and augmentation")
@@ -130,22 +127,16 @@ def main() -> None:
 def print_table(r: dict) -> None:
     b = {x["source"]: x for x in r["adequacy_before"]}
     a = {x["source"]: x for x in r["adequacy_after"]}
-    print(f"\n{'source':<20}{'problems':>9}{'mutants':>9}{'surv.before':>12}{'surv.after':>11}"
-          f"{'score before':>13}{'score after':>12}{'mean b/a':>14}{'tests b/a':>13}")
-    for s in r["sources"]:
-        x, y = b.get(s), a.get(s)
-        if not x:
-            continue
-        print(f"{s:<20}{x['problems']:>9}{x['mutants']:>9}{x['surviving']:>12}{y['surviving']:>11}"
-              f"{x['mutation_score']:>13.4f}{y['mutation_score']:>12.4f}"
-              f"{x['mean_mutation_score']:>7.3f}/{y['mean_mutation_score']:.3f}{x['tests']:>7}/{y['tests']}")
-    print(f"\n{'set cover':<26}{'tests':>9}{'reduced':>9}{'top-k':>8}{'killed full':>12}{'killed red.':>12}"
-          f"{'killed top-k':>13}{'kill set same':>15}")
-    for label, table in (("before", r["reduced_before"]), ("after", r["reduced_after"])):
-        for x in table:
-            print(f"{x['source'] + ' ' + label:<26}{x['full_tests']:>9}{x['reduced_tests']:>9}{x['top_k_tests']:>8}"
-                  f"{x['full_killed']:>12}{x['reduced_killed']:>12}{x['top_k_killed']:>13}"
-                  f"{x['kill_set_unchanged']:>9}/{x['problems']}")
+    print("\n" + table([{"source": s, "problems": x["problems"], "mutants": x["mutants"], "surv. before": x["surviving"],
+                         "surv. after": y["surviving"], "score before": f"{x['mutation_score']:.4f}",
+                         "score after": f"{y['mutation_score']:.4f}",
+                         "mean b/a": f"{x['mean_mutation_score']:.3f}/{y['mean_mutation_score']:.3f}",
+                         "tests b/a": f"{x['tests']}/{y['tests']}"}
+                        for s in r["sources"] if (x := b.get(s)) and (y := a.get(s))]))
+    print("\n" + table([{"set cover": f"{x['source']} {label}", "tests": x["full_tests"], "reduced": x["reduced_tests"],
+                         "top-k": x["top_k_tests"], "killed full": x["full_killed"], "killed red.": x["reduced_killed"],
+                         "killed top-k": x["top_k_killed"], "kill set same": f"{x['kill_set_unchanged']}/{x['problems']}"}
+                        for label in ("before", "after") for x in r[f"reduced_{label}"]]))
 
 
 if __name__ == "__main__":
