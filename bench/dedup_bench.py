@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import DATA, jsonl as jl, machine, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl as jl, machine, median_time, parser, write  # noqa: I001  (first: the repo on sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
 from factory.dedup import shingle  # noqa: E402
@@ -75,26 +75,20 @@ def bench_signatures(n_texts: int, params: MinHashParams) -> dict:
     grams = [[s.encode() for s in shingle_strings(tokenize(t), params.ngram)] for t in texts]
     n_sh = sum(len(g) for g in grams)
     signatures(texts[:20], params)  # warm-up: one-off imports (pyarrow.compute) out of the timing
-    t = time.perf_counter()
-    sig = signatures(texts, params)
-    ours = time.perf_counter() - t
-    t = time.perf_counter()
-    for g in grams:  # datasketch default (sha1_hash32), one update() per shingle
-        m = MinHash(num_perm=params.num_perm, seed=params.seed)
-        for s in g:
-            m.update(s)
-    loop_sha1 = time.perf_counter() - t
-    t = time.perf_counter()
-    same = 0
-    for i, g in enumerate(grams):  # same hash function as ours -> identical signatures
-        m = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=shingle_hash32)
-        for s in g:
-            m.update(s)
-        same += bool(np.array_equal(m.hashvalues, sig[i]))
-    loop_same = time.perf_counter() - t
-    t = time.perf_counter()
-    MinHash.bulk(grams, num_perm=params.num_perm, seed=params.seed)
-    bulk = time.perf_counter() - t
+    ours, _, sig = median_time(lambda: signatures(texts, params))
+
+    def update_loop(**kw):   # one update() per shingle
+        out = []
+        for g in grams:
+            m = MinHash(num_perm=params.num_perm, seed=params.seed, **kw)
+            for s in g:
+                m.update(s)
+            out.append(m.hashvalues)
+        return out
+    loop_sha1 = median_time(update_loop)[0]   # datasketch default (sha1_hash32)
+    loop_same, _, theirs = median_time(lambda: update_loop(hashfunc=shingle_hash32))   # ours -> identical signatures
+    same = sum(bool(np.array_equal(h, sig[i])) for i, h in enumerate(theirs))
+    bulk = median_time(lambda: MinHash.bulk(grams, num_perm=params.num_perm, seed=params.seed))[0]
     return {
         "n_texts": len(texts), "n_shingles": n_sh,
         "ours_s": ours, "ours_docs_per_s": len(texts) / ours, "ours_shingles_per_s": n_sh / ours,

@@ -7,9 +7,8 @@ speed-up (the CPUs are the same). Prints a table and writes JSON.
 from __future__ import annotations
 
 import os
-import time
 
-from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, median_time, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.testgen.mutants import mutants  # noqa: E402
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
@@ -30,13 +29,9 @@ def jobs(n_mutants: int) -> list[Job]:
 
 
 def timed(pool, work: list[Job], rounds: int) -> tuple[float, dict]:
-    best, verdicts = None, {}
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        verdicts = {(v.program_id, v.test_id): v.status for v in pool.run(work)}
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    return best, verdicts
+    """(the best round's wall s, the last round's verdicts)."""
+    _, times, verdicts = median_time(lambda: {(v.program_id, v.test_id): v.status for v in pool.run(work)}, rounds)
+    return min(times), verdicts
 
 
 def main() -> None:

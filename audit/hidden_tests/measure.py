@@ -24,7 +24,6 @@ prints the figures for docs/test-generation.md.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import re
@@ -35,6 +34,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
+
+from factory.ingest.readers import read_jsonl  # noqa: E402
 
 PER_CLASS_PROBLEMS = {"node": 25, "any_order": 25, "plain": 50}
 PER_CLASS_TESTS = {"plain": 30, "node": 25, "any_order": 20, "pytest": 25}
@@ -60,7 +61,7 @@ def build(work: Path, data: Path) -> Path:
     lake = work / "lake"
     if (work / "report.json").exists():
         return lake
-    rows = [json.loads(x) for x in gzip.open(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz", "rt")]
+    rows = [r for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")]
     classes: dict[str, list] = {"node": [], "any_order": [], "plain": []}
     for r in sorted(rows, key=lambda r: _h(r["task_id"])):
         c = ("node" if "tree_node(" in r["test"] or "list_node(" in r["test"] else
@@ -86,7 +87,7 @@ def build(work: Path, data: Path) -> Path:
 def second_solutions(data: Path) -> dict[str, str]:
     """source_id -> a second solution's code (LeetCode ``response``; KodCode: another passing trial)."""
     out = {}
-    for r in map(json.loads, gzip.open(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz", "rt")):
+    for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"):
         code = _code_block(r.get("response"))
         if code:
             out[r["task_id"]] = code
@@ -173,12 +174,7 @@ def main() -> None:
     with SandboxPool(Limits(cpu_s=4.0)) as pool:
         merged = merge_verdicts(list(pool.run(jobs)))
     status = {k: v.status for k, (v, _) in merged.items()}
-    labels = {}
-    if (HERE / "labels.jsonl").exists():
-        for line in (HERE / "labels.jsonl").read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                labels[rec["test_id"]] = rec
+    labels = {r["test_id"]: r for _, r in read_jsonl(HERE / "labels.jsonl")} if (HERE / "labels.jsonl").exists() else {}
     out, wrong_n, flagged, by_cls = [], 0, 0, Counter()
     for s in sample:
         pid = s["problem_id"]
