@@ -42,7 +42,7 @@ def render_prompt(row: dict, tokenizer) -> str:
 
 def _eos_ids(tokenizer, policy) -> list[int]:
     eos = getattr(policy.generation_config, "eos_token_id", None) if hasattr(policy, "generation_config") else None
-    ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    ids = eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else []
     return sorted({*ids, tokenizer.eos_token_id} - {None})
 
 

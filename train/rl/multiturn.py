@@ -135,14 +135,12 @@ class HFPolicy:
                  top_p: float = 1.0):
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
+        from factory_train.rl.loop import _eos_ids
+
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        eos = {tokenizer.eos_token_id}
-        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-        eos |= set(gen_eos) if isinstance(gen_eos, (list, tuple)) else {gen_eos}
-        if "<|im_end|>" in tokenizer.get_vocab():
-            eos.add(tokenizer.convert_tokens_to_ids("<|im_end|>"))
-        self.eos_ids = sorted(i for i in eos if i is not None)
+        im_end = [tokenizer.convert_tokens_to_ids("<|im_end|>")] if "<|im_end|>" in tokenizer.get_vocab() else []
+        self.eos_ids = sorted({*_eos_ids(tokenizer, model), *im_end})
 
     def encode_prompt(self, messages: list[dict]) -> list[int]:
         if getattr(self.tokenizer, "chat_template", None):
