@@ -17,6 +17,7 @@ import os
 import resource
 import socket
 import struct
+import sys
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -35,6 +36,29 @@ SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/
             # the zygote runs `python -s` with exactly this environment (not -I, which ignores PYTHONHASHSEED):
             # str/bytes hashing, hence set order, is the same in every worker and run
             "PYTHONSAFEPATH": "1"}
+
+
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def interpreter_paths() -> list[str]:
+    """The interpreter and its package paths, bound into the minimal root.  Never the project checkout (it may
+    hold ./lake, exports, data): the sandbox modules are imported before the pivot."""
+    return [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
+        p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(PROJECT_ROOT)]
+
+
+def start_python(call: str, fds: list[int]):
+    """``python -s`` running ``from factory.sandbox.<call>`` with :data:`SAFE_ENV` and ``fds`` (passed, and given
+    as its arguments), in a session of its own: a terminal's Ctrl-C reaches the driver, which stops it itself."""
+    import subprocess
+    module, func = call.rsplit(".", 1)
+    boot = (f"import sys; sys.path.insert(0, {PROJECT_ROOT!r}); from factory.sandbox.{module} import {func}; "
+            f"{func}(*map(int, sys.argv[1:]))")
+    return subprocess.Popen(
+        [sys.executable, "-s", "-c", boot, *map(str, fds)], pass_fds=tuple(fds), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=None if os.environ.get("FACTORY_SANDBOX_DEBUG") else subprocess.DEVNULL,
+        env=dict(SAFE_ENV), cwd="/", close_fds=True, start_new_session=True)
 
 
 def _err(what: str) -> OSError:

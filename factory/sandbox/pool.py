@@ -6,21 +6,16 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from . import zygote_io as zproto
-from .isolate import SAFE_ENV
+from .isolate import start_python
 from .checker import PENDING, apply_checker_verdicts, checker_jobs
 from .types import SANDBOX_VERSION, Job, Limits, Verdict
 from .verdicts import SubJob, build_verdicts_safe, split_job
-
-_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = ("import sys; sys.path.insert(0, {root!r}); "
-         "from factory.sandbox.zygote import main; main()")
 
 
 @dataclass(frozen=True)
@@ -41,13 +36,7 @@ class Worker:
     def start(self) -> None:
         r_in, self.w = os.pipe()
         self.r, w_out = os.pipe()
-        env = dict(SAFE_ENV)
-        debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(r_in), str(w_out)],
-            pass_fds=(r_in, w_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=None if debug else subprocess.DEVNULL, env=env, cwd="/", close_fds=True,
-            start_new_session=True)   # a terminal's Ctrl-C reaches the driver, which stops the zygote itself
+        self.proc = start_python("zygote.main", [r_in, w_out])
         os.close(r_in)
         os.close(w_out)
         zproto.send(self.w, ("init", self.limits.as_dict(), self.name, self.preload, self.cpu))

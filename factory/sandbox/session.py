@@ -31,18 +31,13 @@ import os
 import select
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 
 from . import session_host as proto
-from .isolate import SAFE_ENV
+from .isolate import start_python
 
-_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = ("import sys; sys.path.insert(0, {root!r}); from factory.sandbox.session_host import forkserver_main; "
-         "forkserver_main(int(sys.argv[1]))")
 STATUSES = ("ok", "error", "timeout", "killed", "closed")
 START_TIMEOUT_S = 60.0
 
@@ -102,13 +97,8 @@ class _ForkServer:
         if self.sock is not None:
             self.sock.close()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        debug = os.environ.get("FACTORY_SANDBOX_DEBUG")
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-c", _BOOT.format(root=_PKG_ROOT), str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=None if debug else subprocess.DEVNULL, env=dict(SAFE_ENV), cwd="/", close_fds=True,
-                start_new_session=True)
+            self.proc = start_python("session_host.forkserver_main", [theirs.fileno()])
         finally:
             theirs.close()
         self.sock = ours

@@ -81,11 +81,17 @@ def _add_display(bundle: dict) -> None:
                                         f"{MAX_DISPLAY_CHARS}]"})
 
 
+def _figure_bundle(fig) -> dict:
+    import base64
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return {"text/plain": repr(fig), "image/png": base64.b64encode(buf.getvalue()).decode()}
+
+
 def _flush_figures() -> None:
     """Every open matplotlib figure as display data (``image/png`` base64 + ``text/plain``), then closed: what
     Jupyter's inline backend does at ``plt.show()`` and at the end of a cell."""
-    import base64
-    import io
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None or INLINE_BACKEND not in str(pyplot.get_backend()):
         return
@@ -93,9 +99,7 @@ def _flush_figures() -> None:
     for manager in Gcf.get_all_fig_managers():
         fig = manager.canvas.figure
         try:
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", bbox_inches="tight")
-            _add_display({"text/plain": repr(fig), "image/png": base64.b64encode(buf.getvalue()).decode()})
+            _add_display(_figure_bundle(fig))
         except Exception as exc:  # noqa: BLE001 - a figure that cannot render is the cell's problem, said so
             _add_display({"text/plain": f"[figure could not be rendered: {type(exc).__name__}: {exc}]"})
     pyplot.close("all")
@@ -119,14 +123,8 @@ def _value_bundle(value) -> dict:
 def display(*objs) -> None:
     """IPython's ``display(obj)`` in a session: each object's display data (a figure: its PNG)."""
     for obj in objs:
-        if type(obj).__name__ == "Figure" and hasattr(obj, "savefig"):
-            import base64
-            import io
-            buf = io.BytesIO()
-            obj.savefig(buf, format="png", bbox_inches="tight")
-            _add_display({"text/plain": repr(obj), "image/png": base64.b64encode(buf.getvalue()).decode()})
-        else:
-            _add_display(_value_bundle(obj))
+        is_figure = type(obj).__name__ == "Figure" and hasattr(obj, "savefig")
+        _add_display(_figure_bundle(obj) if is_figure else _value_bundle(obj))
 
 
 def install_display() -> None:
@@ -184,7 +182,8 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
                     bundle = _value_bundle(value)   # Jupyter's execute_result: after what the cell displayed
                     result = bundle["text/plain"]
                     if len(result) > result_cap:
-                        bundle["text/plain"] = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
+                        result = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
+                    bundle["text/plain"] = result
                     _add_display(bundle)
             _flush_figures()   # figures the cell drew and did not show: displayed, as Jupyter's inline backend
         except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of a cell end the cell only
@@ -195,8 +194,6 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        if result is not None and len(result) > result_cap:
-            result = result[:result_cap] + f"... [repr truncated at {result_cap} characters]"
         if error is not None and len(error) > result_cap:
             error = error[:result_cap // 2] + "\n...\n" + error[-result_cap // 2:]
         send(reply_fd, {"result": result, "error": error, "display": list(_DISPLAYS)})
@@ -227,11 +224,8 @@ class Host:
 
     def _enter_ns(self) -> bool:
         """The session's own sandbox (isolate.enter_worker_sandbox); the project checkout is never bound in."""
-        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        needed = [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
-            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)]
-        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed,
-                                            loopback=True)
+        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out),
+                                            self.iso.interpreter_paths(), loopback=True)
         if why:
             self.degraded.append(f"no namespaces ({why})" if why.startswith("unshare") else why)
         return why is None
@@ -411,15 +405,13 @@ class Host:
         cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
         error = result = None
         display = []
+        for key in ("out", "err"):   # what the cell wrote before it returned or was stopped
+            self._drain(key, out, total, cap)
         if status == "done" and parsed is None:
-            for key in ("out", "err"):
-                self._drain(key, out, total, cap)
             self.kill_all()
             status, error = "error", ("ChannelError: the cell wrote into the interpreter's reply channel; the "
                                       "interpreter was restarted: variables and imports of earlier cells are gone")
         elif status == "done":
-            for key in ("out", "err"):   # what the cell wrote before it returned
-                self._drain(key, out, total, cap)
             self.kill_strays()
             result = parsed.get("result") if isinstance(parsed.get("result"), str) else None
             error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
@@ -428,8 +420,6 @@ class Host:
                 if isinstance(parsed.get("display"), list) else []
             status = "error" if error else "ok"
         else:
-            for key in ("out", "err"):
-                self._drain(key, out, total, cap)
             self.kill_all()
             oom = bool(self.slot and self.slot.oom_kills() > oom0)
             lost = "the interpreter was restarted: variables and imports of earlier cells are gone"
@@ -562,12 +552,3 @@ def forkserver_main(sock_fd: int) -> None:
         data = json.dumps({"pid": pid}).encode()
         sock.sendall(HDR.pack(len(data)) + data)
 
-
-def main() -> None:
-    """A host started on its own (``python -s``): config on the control pipe, then serve."""
-    ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
-    _warm()
-    cfg = recv(ctl_in)
-    if cfg is None:
-        return
-    Host(ctl_in, ctl_out, cfg).serve()

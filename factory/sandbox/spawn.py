@@ -140,34 +140,27 @@ def drop_kept_judge(z) -> None:
     kj.close()
 
 
-def candidate_body(data: bytes) -> None:
-    from . import candidate
-    import pickle
-    job = pickle.loads(data)
-    del data
-    candidate.default_signals()
-    candidate.serve_program(job["program"])
-
-
-def inproc_body(start: int):
+def _program_body(run):
+    """A program process's body: its pickled part of the job, default signals, then ``run(candidate, job)``."""
     def body(data: bytes):
         from . import candidate
         import pickle
         job = pickle.loads(data)
         del data
         candidate.default_signals()
-        candidate.fresh_stdio()
-        candidate.run_unittest_in_process(job, start)
+        run(candidate, job)
     return body
 
 
-def script_body(data: bytes) -> None:
-    from . import candidate
-    import pickle
-    job = pickle.loads(data)
-    del data
-    candidate.default_signals()
-    os._exit(candidate.run_script(job["program"]))
+candidate_body = _program_body(lambda c, job: c.serve_program(job["program"]))
+script_body = _program_body(lambda c, job: os._exit(c.run_script(job["program"])))
+
+
+def inproc_body(start: int):
+    def run(c, job):
+        c.fresh_stdio()
+        c.run_unittest_in_process(job, start)
+    return _program_body(run)
 
 
 def kill_candidates(z, plan: dict, statuses: dict) -> None:

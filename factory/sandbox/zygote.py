@@ -18,7 +18,6 @@ import contextlib
 import gc
 import os
 import select
-import sys
 import time
 import traceback
 
@@ -62,16 +61,8 @@ class Zygote:
         fresh tmpfs /tmp and /dev/shm and a new IPC namespace are needed, and ``kill(-1)`` from
         pid 1 removes every process the program left behind.  Degrades (recorded) on failure."""
         self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out),
-                                                          self._needed_paths())
+                                                          self.isolate.interpreter_paths() + languages.toolchain_paths())
         return self.ns_error is None
-
-    @staticmethod
-    def _needed_paths() -> list[str]:
-        """The interpreter and its package paths, bound into the minimal root.  Never the project checkout (it
-        may hold ./lake, exports, data): the sandbox modules are imported before the zygote pivots."""
-        project = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        return [sys.prefix, sys.base_prefix, sys.exec_prefix] + [
-            p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(project)] + languages.toolchain_paths()
 
     def _uid(self):
         return 100000 + self.outer_pid if self.root else None
@@ -243,8 +234,7 @@ class Zygote:
 MAX_JOB_CPU_S = 3600.0      # a per-job CPU limit above this is ignored (the pool's limit applies)
 
 
-def main() -> None:
-    ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
+def main(ctl_in: int, ctl_out: int) -> None:
     for name in WARM_MODULES:
         with contextlib.suppress(Exception):
             __import__(name)
