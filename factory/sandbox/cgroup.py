@@ -44,6 +44,14 @@ def _pwrite(path: str, value) -> None:
     os.write(_fd(path, os.O_WRONLY), str(value).encode())
 
 
+def _field(path: str, key: str) -> int | None:
+    """The number after ``key`` in a flat-keyed cgroup file (``memory.events``, ``cpu.stat``), None without it."""
+    for line in _pread(path).splitlines():
+        if line.startswith(key + " "):
+            return int(line.split()[1])
+    return None
+
+
 def _forget_fds(prefix: str) -> None:
     for key in [k for k in _FDS if k[0].startswith(prefix)]:
         with contextlib.suppress(OSError):
@@ -116,8 +124,8 @@ class V1Slot(Slot):
         _write(self._p("memory", "memory.limit_in_bytes"), mem)
         with contextlib.suppress(OSError):
             _write(self._p("memory", "memory.memsw.limit_in_bytes"), mem)
-        _write(self._p("memory", "memory.swappiness"), 0) if os.path.exists(
-            self._p("memory", "memory.swappiness")) else None
+        if os.path.exists(self._p("memory", "memory.swappiness")):
+            _write(self._p("memory", "memory.swappiness"), 0)
         _write(self._p("pids", "pids.max"), limits["max_procs"] + 2)  # +2: the zygote, the kept judge
         if "cpu" in self.dirs:  # at most one core per slot
             _write(self._p("cpu", "cpu.cfs_period_us"), 100000)
@@ -163,10 +171,8 @@ class V1Slot(Slot):
         return int(_pread(self._p("memory", "memory.max_usage_in_bytes")))
 
     def oom_kills(self):
-        for line in _pread(self._p("memory", "memory.oom_control")).splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-        return int(_pread(self._p("memory", "memory.failcnt")))
+        kills = _field(self._p("memory", "memory.oom_control"), "oom_kill")
+        return int(_pread(self._p("memory", "memory.failcnt"))) if kills is None else kills
 
     def pids(self):
         return [int(x) for x in _pread(self._p("pids", "cgroup.procs")).split()]
@@ -220,10 +226,8 @@ class V2Slot(Slot):
             _pwrite(self._p("memory.peak"), "reset")
 
     def cpu_ns(self):
-        for line in _pread(self._p("cpu.stat")).splitlines():
-            if line.startswith("usage_usec "):
-                return int(line.split()[1]) * 1000
-        return None
+        usec = _field(self._p("cpu.stat"), "usage_usec")
+        return None if usec is None else usec * 1000
 
     def peak_bytes(self):
         try:
@@ -232,10 +236,7 @@ class V2Slot(Slot):
             return None
 
     def oom_kills(self):
-        for line in _pread(self._p("memory.events")).splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-        return 0
+        return _field(self._p("memory.events"), "oom_kill") or 0
 
     def pids(self):
         return [int(x) for x in _pread(self._p("cgroup.procs")).split()]

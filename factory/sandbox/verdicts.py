@@ -1,6 +1,7 @@
 """Trusted parent side: split jobs into child payloads and turn raw child reports into Verdicts."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -17,6 +18,7 @@ from .types import COMPARISONS, KINDS, Job, TestSpec, Verdict
 MODE_OF = {"assert": "func", "check": "func", "call": "func", "stdio": "stdio",
            "pytest": "pytest", "unittest": "unittest", "harness": "stdio"}
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+_pickle = functools.partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class SubJob:
@@ -50,14 +52,14 @@ class SubJob:
         if lang != languages.PYTHON:   # the source itself (compiled in the sandbox); no Python preamble
             cand = source.encode("utf-8", "surrogateescape")
         else:
-            cand = pickle.dumps({"program": program}, protocol=pickle.HIGHEST_PROTOCOL)
+            cand = _pickle({"program": program})
         if self.mode == "unittest":
-            judge = pickle.dumps({"program": program, "tests": self.payload_tests}, protocol=pickle.HIGHEST_PROTOCOL)
+            judge = _pickle({"program": program, "tests": self.payload_tests})
         elif self.mode == "stdio":
             judge = b""
         else:
-            judge = pickle.dumps({"mode": self.mode, "tests": self.payload_tests, "entry_point": self.job.entry_point,
-                                  "preamble": self.job.preamble, "cap": cap}, protocol=pickle.HIGHEST_PROTOCOL)
+            judge = _pickle({"mode": self.mode, "tests": self.payload_tests, "entry_point": self.job.entry_point,
+                             "preamble": self.job.preamble, "cap": cap})
         parts, inputs, off = [cand, judge], [], len(cand) + len(judge)
         if self.mode == "stdio":
             for t in self.payload_tests:
@@ -143,12 +145,11 @@ def _text(b: bytes, cap: int) -> str:
     return b[:cap].decode("utf-8", "replace")
 
 
-def _status_for_exc(etype: str | None) -> str:
+def _status_for_exc(etype: str | None, in_test: bool = True) -> str:
+    """An exception's status; an AssertionError fails a test only when the test's own code raised it."""
     if etype == "MemoryError":
         return "memory_limit"
-    if etype == "AssertionError":
-        return "fail"
-    return "runtime_error"
+    return "fail" if etype == "AssertionError" and in_test else "runtime_error"
 
 
 def _truth(val) -> bool | None:
@@ -280,28 +281,27 @@ def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json
     return out
 
 
+_SIMPLE = {"infra": ("infra_error", "InfraError"), "timeout": ("timeout", "Timeout"),   # outcome: status, type
+           "memory": ("memory_limit", "MemoryLimit"), "output": ("output_limit", "OutputLimit"),
+           "protocol": ("runtime_error", "ProtocolViolation"), "crash": ("runtime_error", "ProcessExit")}
+
+
 def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[Verdict]:
     outcome = raw.get("outcome")
-    simple = {"infra": "infra_error", "timeout": "timeout", "memory": "memory_limit",
-              "output": "output_limit", "protocol": "runtime_error", "crash": "runtime_error"}
     if outcome == "not_run":   # an earlier test of this program timed out: this one never ran (never a pass)
         v.status, v.error_type = "timeout", "NotRun"
         v.error_message = "not run: an earlier test of this program timed out"
         return [v]
     if outcome == "compile_error":
         return [_compile_error(raw, v)]
-    if outcome in simple:
-        v.status = simple[outcome]
-        v.error_type = {"timeout": "Timeout", "memory": "MemoryLimit", "output": "OutputLimit",
-                        "protocol": "ProtocolViolation", "crash": "ProcessExit", "infra": "InfraError"}[outcome]
+    if outcome in _SIMPLE:
+        v.status, v.error_type = _SIMPLE[outcome]
         v.error_message = raw.get("emsg") or ("during program load" if raw.get("load_phase") else None)
         if outcome == "infra" and raw.get("etype"):
             v.error_type = raw["etype"]
         return [v]
     if outcome == "load_error":
-        v.status = "memory_limit" if raw.get("mem") else _status_for_exc(raw.get("etype"))
-        if v.status == "fail":
-            v.status = "runtime_error"
+        v.status = "memory_limit" if raw.get("mem") else _status_for_exc(raw.get("etype"), in_test=False)
         v.error_type, v.error_message = raw.get("etype"), f"program failed to load: {raw.get('emsg')}"
         return [v]
     msg = raw.get("msg") or {}
@@ -366,28 +366,46 @@ def _compile_error(raw: dict, v: Verdict) -> Verdict:
     return v
 
 
+def _last_line(stderr: bytes) -> str | None:
+    last = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return last[-1] if last else None
+
+
 def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
+    """A stdio test, or a harness test (MultiPL-E, HumanEval-X): the tests are compiled into the program and the run
+    passes when it exits 0. The harness's verdict channel (its exit status) is the program's own, so the verdict is
+    marked ``judged_in_process`` (a program calling ``exit(0)`` first passes; rewards leave such verdicts out unless
+    told otherwise). A failed harness assertion (non-zero exit, or the abort of C's ``assert``) is ``fail``."""
     status = msg.get("status", 0)
-    stdout_b = raw.get("stdout", b"")
-    if spec.kind == "harness":
-        return _judge_harness(raw, msg, v)
+    stdout_b, stderr_b = raw.get("stdout", b""), raw.get("stderr", b"")
+    harness = spec.kind == "harness"
+    if harness:
+        v.judged_in_process = True
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        abort = harness and sig == signal.SIGABRT
         v.exit_code = -sig
-        v.status = "memory_limit" if (msg.get("oom") and sig == signal.SIGKILL) else "runtime_error"
-        v.error_type, v.error_message = "Signal", f"killed by signal {sig}"
+        v.status = ("memory_limit" if (msg.get("oom") and sig == signal.SIGKILL)
+                    else "fail" if abort else "runtime_error")
+        v.error_type, v.error_message = ("AssertionFailed" if abort else "Signal"), f"killed by signal {sig}"
         return v
-    code = os.WEXITSTATUS(status)
-    v.exit_code = code
-    if code != 0:
-        last = [ln for ln in raw.get("stderr", b"").decode("utf-8", "replace").splitlines() if ln.strip()]
-        m = _EXC_LINE.match(last[-1]) if last else None
+    v.exit_code = code = os.WEXITSTATUS(status)
+    if code != 0 and not harness:
+        m = _EXC_LINE.match(_last_line(stderr_b) or "")
         v.error_type = m.group(1).rsplit(".", 1)[-1] if m else "NonZeroExit"
         v.error_message = (m.group(2) if m else None) or f"exit code {code}"
         v.status = "memory_limit" if v.error_type == "MemoryError" else "runtime_error"
         return v
-    if raw.get("out_total", 0) > len(stdout_b) + len(raw.get("stderr", b"")):
+    if raw.get("out_total", 0) > len(stdout_b) + len(stderr_b):
         v.status, v.error_type = "output_limit", "OutputLimit"
+        return v
+    if harness:
+        v.actual = _text(stdout_b, 1 << 16)
+        if code == 0:
+            v.status = "pass"
+        else:
+            v.status, v.error_type = "fail", "TestFailure"
+            v.error_message = (_last_line(stderr_b) or "")[:500] or f"exit code {code}"
         return v
     if spec.expected is None:
         v.status, v.actual = "no_expected", stdout_b.decode("utf-8", "replace")
@@ -402,40 +420,9 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     return v
 
 
-def _judge_harness(raw: dict, msg: dict, v: Verdict) -> Verdict:
-    """A harness test (MultiPL-E, HumanEval-X): the tests are compiled into the program and the run passes when it
-    exits 0. The harness's verdict channel (its exit status) is the program's own, so the verdict is marked
-    ``judged_in_process`` (a program calling ``exit(0)`` first passes; rewards leave such verdicts out unless told
-    otherwise). A failed assertion (non-zero exit, or the abort of C's ``assert``) is ``fail``."""
-    status = msg.get("status", 0)
-    v.judged_in_process = True
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        v.exit_code = -sig
-        v.status = ("memory_limit" if (msg.get("oom") and sig == signal.SIGKILL)
-                    else "fail" if sig == signal.SIGABRT else "runtime_error")
-        v.error_type, v.error_message = ("AssertionFailed" if sig == signal.SIGABRT else "Signal"), \
-            f"killed by signal {sig}"
-        return v
-    v.exit_code = code = os.WEXITSTATUS(status)
-    if raw.get("out_total", 0) > len(raw.get("stdout", b"")) + len(raw.get("stderr", b"")):
-        v.status, v.error_type = "output_limit", "OutputLimit"
-        return v
-    v.actual = _text(raw.get("stdout", b""), 1 << 16)
-    if code == 0:
-        v.status = "pass"
-        return v
-    last = [ln for ln in raw.get("stderr", b"").decode("utf-8", "replace").splitlines() if ln.strip()]
-    v.status, v.error_type = "fail", "TestFailure"
-    v.error_message = (last[-1][:500] if last else "") or f"exit code {code}"
-    return v
-
-
 def _judge_files(sub: SubJob, spec: TestSpec, msg: dict, v: Verdict) -> list[Verdict]:
     if not msg.get("ok"):
-        v.status = _status_for_exc(msg.get("etype"))
-        if v.status == "fail":
-            v.status = "runtime_error"
+        v.status = _status_for_exc(msg.get("etype"), in_test=False)
         v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
         return [v]
     subs = msg.get("subs") or []

@@ -156,13 +156,11 @@ class Zygote:
         results: dict[int, dict] = {}
         pos, n = 0, len(hdr["tests"])
         base = self.limits
-        cpu_s = hdr.get("cpu_s")
-        if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) and 0 < cpu_s <= MAX_JOB_CPU_S:
-            self.limits = dict(base, cpu_s=float(cpu_s))   # this job's calibrated time limit
-        wall_s = hdr.get("wall_s")
-        if isinstance(wall_s, (int, float)) and not isinstance(wall_s, bool) and 0 < wall_s <= MAX_JOB_CPU_S:
-            # a wall-clock limit of its own (SandboxFusion's run_timeout): the wall budget is exactly it
-            self.limits = dict(self.limits, wall_factor=0.0, wall_min_s=float(wall_s))
+        cpu_s, wall_s = (_seconds(hdr.get(k)) for k in ("cpu_s", "wall_s"))
+        if cpu_s:
+            self.limits = dict(base, cpu_s=cpu_s)   # this job's calibrated time limit
+        if wall_s:   # a wall-clock limit of its own (SandboxFusion's run_timeout): the wall budget is exactly it
+            self.limits = dict(self.limits, wall_factor=0.0, wall_min_s=wall_s)
         plan = self.plan
         if hdr.get("own_net"):   # this job's program processes get a network namespace of their own (loopback)
             self.plan = dict(plan, own_net=True)
@@ -232,6 +230,12 @@ class Zygote:
 
 
 MAX_JOB_CPU_S = 3600.0      # a per-job CPU limit above this is ignored (the pool's limit applies)
+
+
+def _seconds(x) -> float | None:
+    """A job's own time limit when it is a number of seconds in (0, MAX_JOB_CPU_S], else None."""
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_JOB_CPU_S
+    return float(x) if ok else None
 
 
 def main(ctl_in: int, ctl_out: int) -> None:

@@ -219,42 +219,28 @@ def _apply_copy_back(client, mut: dict, args, kwargs, insts) -> None:
                for k, t in mut.items() if isinstance(k, str)]
     for target, tree in targets:
         try:
-            new = _untree(tree, hook)
+            _copy_into(target, _untree(tree, hook))
         except (ValueError, RecursionError, TypeError, KeyError, MemoryError):
             continue
-        try:
-            if type(target) is list and isinstance(new, list):
-                target[:] = new
-            elif type(target) is dict and isinstance(new, dict):
-                target.clear()
-                target.update(new)
-            elif type(target) is set and isinstance(new, (set, frozenset)):
-                target.clear()
-                target.update(new)
-            elif type(target) is bytearray and isinstance(new, (bytes, bytearray)):
-                target[:] = new
-            else:
-                _library_copy_back(target, new)
-        except (TypeError, ValueError):
-            continue
 
 
-def _library_copy_back(target, new) -> None:
-    """In-place changes to a library value (rebuilt by trusted code from the program's data): a numpy array of the
-    same shape is overwritten element by element (a view writes through to its base, as in-place code does), a
-    deque / Counter / OrderedDict / defaultdict gets the new contents."""
+def _copy_into(target, new) -> None:
+    """``new`` (rebuilt by trusted code from the program's data) written into the judge's argument ``target`` in
+    place: a list / bytearray by slice, a dict / set / deque / Counter / OrderedDict / defaultdict cleared and
+    refilled, a numpy array of the same shape overwritten element by element (a view writes through to its base,
+    as in-place code does); anything else, or a value of another kind, is left as it is."""
     import collections
     np = sys.modules.get("numpy")
-    if np is not None and isinstance(target, np.ndarray) and type(new) is np.ndarray:
-        if target.shape == new.shape:
-            target[...] = new
-    elif type(target) is collections.deque and type(new) is collections.deque:
+    t = type(target)
+    refill = {dict: dict, set: (set, frozenset), collections.deque: collections.deque, collections.Counter: dict,
+              collections.OrderedDict: dict, collections.defaultdict: dict}
+    if t in (list, bytearray) and isinstance(new, list if t is list else (bytes, bytearray)):
+        target[:] = new
+    elif t in refill and isinstance(new, refill[t]):
         target.clear()
-        target.extend(new)
-    elif type(target) in (collections.Counter, collections.OrderedDict, collections.defaultdict) \
-            and isinstance(new, dict):
-        target.clear()
-        target.update(new)
+        (target.extend if t is collections.deque else target.update)(new)
+    elif np is not None and isinstance(target, np.ndarray) and type(new) is np.ndarray and target.shape == new.shape:
+        target[...] = new
 
 
 class RemoteRef:
