@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import stat
 
 from . import languages as L
-from .meter import Meter, check_limits
-from .spawn import has_exited, kill_candidates, spawn
-from .zygote_io import router_of, set_nonblock
+from .meter import watch
+from .spawn import kill_candidates, spawn
+from .zygote_io import set_nonblock
 
 
 def _copy(src: int, dst: int, n: int, src_off: int = 0) -> None:
@@ -195,43 +194,8 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
 
 def _supervise(z, idx: int, pid: int, r: int, lim: dict) -> tuple[dict, int | None]:
     """Wait for the compiler within its budget, forwarding (capped) output as the job's 'compile' stream."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        pidfd = None
-    router = router_of(z)
     st = {"keep": 4 * L.COMPILE_MESSAGE_CAP, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
-    meter = Meter(z, [pid])
-    cpu_budget = lim["cpu_s"]
-    wall_budget = max(lim["wall_factor"] * cpu_budget, lim["wall_min_s"])
-    speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
-    reason, status, eof = None, None, False
-    try:
-        while True:
-            reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
-            if reason:
-                break
-            rd = ([r] if not eof else []) + [fd for fd in (pidfd, z.ctl_in) if fd is not None]
-            ready, _, _ = select.select(rd, [], [], wait)
-            if z.ctl_in in ready:
-                reason = "parent"
-                break
-            if r in ready and not eof and router.pump(r, idx, -1, "compile", st):
-                eof = True
-            if (pidfd in ready) if pidfd is not None else has_exited(pid):
-                try:
-                    got, stt = os.waitpid(pid, os.WNOHANG)
-                    status = stt if got else None
-                except ChildProcessError:
-                    status = None
-                if status is not None:
-                    break
-        router.pump(r, idx, -1, "compile", st)
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-    if reason is None and st["total"] > lim["max_output_bytes"]:
-        reason = "output"
+    reason, status, meter = watch(z, pid, [(r, idx, -1, "compile")], st, lim)
     info = meter.numbers()
     info["oom"] = meter.oom()
     info["reason"] = reason

@@ -3,7 +3,12 @@ limit check that turns them (and the output cap) into a timeout/output reason.""
 from __future__ import annotations
 
 import os
+import select
 import time
+
+from .spawn import exit_status, open_pidfd
+from .zygote_io import router_of
+
 
 class Meter:
     """CPU (cgroup or /proc), wall time and peak memory of the current test."""
@@ -57,8 +62,9 @@ class Meter:
         return {"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "peak_kb": self.peak_kb()}
 
 
-def budgets(z):
-    lim = z.limits
+def budgets(z, lim: dict | None = None):
+    """(CPU budget, wall backstop, CPU seconds one wall second can hold) under ``lim`` (default: the zygote's)."""
+    lim = lim or z.limits
     speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
     return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
 
@@ -78,3 +84,36 @@ def check_limits(meter, st: dict, lim: dict, cpu_budget: float, wall_budget: flo
     if st["total"] > lim["max_output_bytes"]:
         return "output", 0.0
     return None, max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, idle_left, 1.0))
+
+
+def watch(z, pid: int, streams: list, st: dict, lim: dict) -> tuple[str | None, int | None, Meter]:
+    """Run the lone process ``pid`` to its end within ``lim``'s budgets, forwarding each ``(fd, idx, i, stream)``
+    (capped by ``st``) to the pool: (reason -- None, 'timeout', 'output' or 'parent' when the pool closed --,
+    its wait status, its meter)."""
+    pidfd, router, meter = open_pidfd(pid), router_of(z), Meter(z, [pid])
+    cpu_budget, wall_budget, speed = budgets(z, lim)
+    reason, status, eofs = None, None, set()
+    try:
+        while True:
+            reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
+            if reason:
+                break
+            rd = [s[0] for s in streams if s[0] not in eofs] + [fd for fd in (pidfd, z.ctl_in) if fd is not None]
+            ready, _, _ = select.select(rd, [], [], wait)
+            if z.ctl_in in ready:
+                reason = "parent"
+                break
+            for fd, idx, i, stream in streams:
+                if fd in ready and fd not in eofs and router.pump(fd, idx, i, stream, st):
+                    eofs.add(fd)
+            status = exit_status(pid, pidfd, ready)
+            if status is not None:
+                break
+        for fd, idx, i, stream in streams:
+            router.pump(fd, idx, i, stream, st)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    if reason is None and st["total"] > lim["max_output_bytes"]:
+        reason = "output"
+    return reason, status, meter

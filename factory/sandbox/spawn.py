@@ -253,3 +253,21 @@ def has_exited(pid: int) -> bool:
         return os.waitpid(pid, os.WNOHANG)[0] != 0
     except ChildProcessError:
         return True
+
+
+def open_pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def exit_status(pid: int, pidfd: int | None, ready: list) -> int | None:
+    """``pid``'s wait status once it has exited (its pidfd among ``ready``; polled without a pidfd), else None."""
+    if not ((pidfd in ready) if pidfd is not None else has_exited(pid)):
+        return None
+    try:
+        got, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return status if got else None

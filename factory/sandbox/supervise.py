@@ -12,9 +12,9 @@ import time
 
 from .compiled import _copy
 from .fetch import read_back
-from .meter import Meter, budgets, check_limits
+from .meter import Meter, budgets, check_limits, watch
 from .spawn import (candidate_body, drop_kept_judge, has_exited, inproc_body, judge_body, kept_judge,
-                    kill_candidates, kill_everything, reap, script_body, spawn)
+                    kill_candidates, kill_everything, open_pidfd, reap, script_body, spawn)
 from .zygote_io import JHDR, router_of, set_nonblock
 
 def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, prog=None) -> int:
@@ -64,52 +64,18 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
         os.close(fd)
     for fd in (out_r, err_r):
         set_nonblock(fd)
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        pidfd = None
-    router = router_of(z)
     lim = z.limits
     st = {"keep": lim["max_output_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
-    meter = Meter(z, [pid])
-    cpu_budget, wall_budget, speed = budgets(z)
-    reason, status, eofs = None, None, set()
-    while True:
-        reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
-        if reason:
-            break
-        rd = [fd for fd in (out_r, err_r) if fd not in eofs] + [fd for fd in (pidfd, z.ctl_in) if fd is not None]
-        ready, _, _ = select.select(rd, [], [], wait)
-        if z.ctl_in in ready:
-            reason = "parent"
-            break
-        for fd, stream in ((out_r, "out"), (err_r, "err")):
-            if fd in ready and fd not in eofs and router.pump(fd, idx, i, stream, st):
-                eofs.add(fd)
-        exited = (pidfd in ready) if pidfd is not None else has_exited(pid)
-        if exited:
-            try:
-                got, status = os.waitpid(pid, os.WNOHANG)
-                if not got:
-                    status = None
-            except ChildProcessError:
-                status = None
-            if status is not None:
-                break
-    for fd, stream in ((out_r, "out"), (err_r, "err")):
-        router.pump(fd, idx, i, stream, st)
+    reason, status, meter = watch(z, pid, [(out_r, idx, i, "out"), (err_r, idx, i, "err")], st, lim)
     info = meter.numbers()
     oom = meter.oom()
     statuses = {pid: status}
     kill_candidates(z, plan, statuses)
-    for fd in (out_r, err_r, pidfd):
-        if fd is not None:
-            os.close(fd)
-    fetched = read_back(router, idx, i, hdr["fetch"], bool(plan.get("worker_ns"))) if hdr.get("fetch") else {}
+    for fd in (out_r, err_r):
+        os.close(fd)
+    fetched = read_back(router_of(z), idx, i, hdr["fetch"], bool(plan.get("worker_ns"))) if hdr.get("fetch") else {}
     if plan.get("worker_ns"):
         z.isolate.program_scratch(0, False, reuse=bool(plan.get("sandbox_uid")))
-    if reason is None and st["total"] > lim["max_output_bytes"]:
-        reason = "output"
     if reason == "parent":
         info.update(outcome="infra", emsg="pool closed")
     elif reason:
@@ -194,13 +160,7 @@ class Run:
             os.close(fd)
         for fd in (self.res_r, self.out_r, self.err_r, self.jerr_r):
             set_nonblock(fd)
-        if self.kept is not None:
-            self.pidfd = self.kept.pidfd
-            return
-        try:
-            self.pidfd = os.pidfd_open(self.judge)
-        except OSError:
-            self.pidfd = None
+        self.pidfd = self.kept.pidfd if self.kept is not None else open_pidfd(self.judge)
 
     def close(self) -> None:
         if self.kept is not None:
