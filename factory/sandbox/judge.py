@@ -17,6 +17,7 @@ import time
 from .rpc import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client,
                   JudgeNamespace, OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
 from .serialize import VALUE_IMPORTS, _dumps, serialize_value
+from .zygote_io import write_all
 
 RES_FD, RPC_W, RPC_R = 3, 4, 5
 CTL_FD = 6                      # a kept judge's control socket (:func:`serve_kept`)
@@ -25,9 +26,7 @@ JOB_MSG = struct.Struct("!QQI")  # offset and length of the judge's part of the 
 
 
 def report(kind: bytes, i: int = 0, payload: bytes = b"") -> None:
-    view = memoryview(_HDR.pack(kind, i, len(payload)) + payload)
-    while view:
-        view = view[os.write(RES_FD, view):]
+    write_all(RES_FD, _HDR.pack(kind, i, len(payload)) + payload)
 
 
 def _exc(e: BaseException) -> dict:

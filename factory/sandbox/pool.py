@@ -63,9 +63,7 @@ class Worker:
             base += len(blob)
         body = b"".join(parts)
         zproto.send(self.w, ("jobs", hdrs, len(body)))
-        view = memoryview(body)
-        while view:
-            view = view[os.write(self.w, view):]
+        zproto.write_all(self.w, body)
         out: list = [None] * len(payloads)
         segs: list[dict] = [{} for _ in payloads]
         while True:

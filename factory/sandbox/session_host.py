@@ -25,7 +25,7 @@ import sys
 import time
 
 from factory.sandbox.spawn import arrange_fds, run_child
-from factory.sandbox.zygote_io import read_exact
+from factory.sandbox.zygote_io import read_exact, write_all
 
 HDR = struct.Struct(">I")
 IDLE_POLL_S = 1.0               # how often the host checks an idle session's CPU
@@ -36,9 +36,7 @@ MAX_REPLY_BYTES = 4 << 20       # an interpreter reply frame larger than this en
 # --------------------------------------------------------------------------- framing
 def send(fd: int, obj) -> None:
     data = json.dumps(obj).encode()
-    view = memoryview(HDR.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view):]
+    write_all(fd, HDR.pack(len(data)) + data)
 
 
 

@@ -45,11 +45,16 @@ def recv(fd: int):
     return None if body is None else pickle.loads(body)
 
 
-def send(fd: int, obj) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HDR.pack(len(data)) + data)
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def send(fd: int, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    write_all(fd, _HDR.pack(len(data)) + data)
+
 
 def set_nonblock(fd: int) -> None:
     os.set_blocking(fd, False)

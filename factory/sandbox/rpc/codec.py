@@ -7,6 +7,7 @@ import os
 import struct
 
 from ..serialize import Opaque, _tree, _untree
+from ..zygote_io import read_exact, write_all
 
 _LEN = struct.Struct("!I")
 JUDGE_MODULE = "__judge__"      # __module__ of classes defined by the preamble / test code in the judge
@@ -26,25 +27,12 @@ class CandidateExit(Exception):
 
 # ---------------------------------------------------------------------------------------------- frames
 def write_frame(fd: int, data: bytes) -> None:
-    view = memoryview(_LEN.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+    write_all(fd, _LEN.pack(len(data)) + data)
 
 
 def read_frame(fd: int, cap: int) -> bytes | None:
     """One frame, or None at EOF.  A frame over ``cap`` bytes raises :class:`FrameTooLarge`."""
-    hdr = _read_exact(fd, 4)
+    hdr = read_exact(fd, 4)
     if hdr is None:
         return None
     n = _LEN.unpack(hdr)[0]
@@ -56,7 +44,7 @@ def read_frame(fd: int, cap: int) -> bytes | None:
                 break
             left -= len(chunk)
         raise FrameTooLarge(n)
-    return _read_exact(fd, n)
+    return read_exact(fd, n)
 
 
 class FrameTooLarge(Exception):
