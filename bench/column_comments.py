@@ -17,23 +17,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import ROOT, machine, parser, table, write
+from harness import ROOT, machine, parser, run, table, write
 
 import duckdb
 
 TRAINING_VIEW = "gold.rl_problems"
 RELEASE = "comments-v1"
-
-
-def cli(*args: str, env: dict) -> float:
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "factory.cli", *args], capture_output=True, text=True, env=env)
-    if r.returncode:
-        sys.exit(f"factory {' '.join(args)} failed:\n{r.stderr[-3000:]}")
-    return time.perf_counter() - t0
 
 
 def plain(lake: Path, env: dict) -> duckdb.DuckDBPyConnection:
@@ -105,7 +96,7 @@ def main() -> None:
                  ("release", ["release", "create", RELEASE, "--view", TRAINING_VIEW, "--view", "gold.bon_candidates"])]
         stages, rows = {}, []
         for label, argv in steps:
-            seconds = cli(*argv, env=env)
+            seconds = run([sys.executable, "-m", "factory.cli", *argv], env=env)[0]
             got = counts(lake, env, declared)
             stages[label] = {"seconds": round(seconds, 2), "layers": got}
             for key, c in sorted(got.items()):

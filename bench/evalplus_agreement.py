@@ -22,13 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
-
-
-def factory(*args: str, lake: Path) -> str:
-    out = subprocess.run([sys.executable, "-m", "factory.cli", *args, "--lake", str(lake)], check=True,
-                         capture_output=True, text=True, cwd=ROOT)
-    return out.stdout
+from harness import DATA, factory, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 
 def factory_verdicts(lake: Path, mutants: int) -> list[dict]:

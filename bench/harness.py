@@ -1,5 +1,5 @@
 """What the bench scripts share: the repository on sys.path, the data folder, the common flags, a median of
-repeats, a JSONL reader, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
+repeats, a command run and timed (``factory``: this checkout's CLI), a JSONL reader, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
 ``from harness import DATA, ROOT, parser, table, write``."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,20 @@ def parser(doc: str, out: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(RESULTS / out), help="result JSON (default: bench/results/%(default)s)")
     return ap
+
+
+def run(cmd: list, **kw) -> tuple[float, str]:
+    """(wall s, stdout) of ``cmd`` run to its end; a failure stops the bench with the tail of its stderr."""
+    t0 = time.perf_counter()
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return time.perf_counter() - t0, done.stdout
+
+
+def factory(*args, lake=None, **kw) -> str:
+    """The stdout of ``python -m factory.cli ARGS [--lake LAKE]`` (this checkout's factory)."""
+    return run([sys.executable, "-m", "factory.cli", *args, *(["--lake", lake] if lake else [])], cwd=ROOT, **kw)[1]
 
 
 def jsonl(path: Path) -> list[dict]:

@@ -10,10 +10,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import DATA, machine, parser, table, write
+from harness import DATA, machine, parser, run, table, write
 
 FACTORY = str(Path(sys.executable).with_name("factory"))   # the console script a user runs
 HUMAN_EVAL_LOOP = """
@@ -33,11 +32,9 @@ def factory_cmd(lake: Path) -> list[str]:
 
 
 def timed(cmd: list[str]) -> tuple[float, str]:
-    t = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
-    return time.perf_counter() - t, out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    """(wall s, the last line of stdout)."""
+    t, out = run(cmd)
+    return t, (out.strip().splitlines() or [""])[-1]
 
 
 def main() -> None:

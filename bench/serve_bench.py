@@ -29,8 +29,6 @@ import json
 import multiprocessing
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,30 +36,25 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, ROOT, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, factory, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
 
 
-def factory(lake: Path, *args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "factory.cli", *args, "--lake", str(lake)], check=True,
-                          capture_output=True, text=True, cwd=ROOT).stdout
-
-
 def build_lake(lake: Path, time_limits: str) -> None:
-    factory(lake, "init")
-    factory(lake, "ingest", "humaneval", "--path", str(DATA / "humaneval" / "HumanEval.jsonl.gz"))
-    factory(lake, "ingest", "mbpp", "--path", str(DATA / "mbpp" / "mbpp.jsonl"))
-    factory(lake, "ingest", "codecontests", "--path", str(DATA / "codecontests_subset300" / "codecontests_subset300.jsonl"))
-    factory(lake, "mutate", "--max-per-program", "2")
+    factory("init", lake=lake)
+    factory("ingest", "humaneval", "--path", DATA / "humaneval" / "HumanEval.jsonl.gz", lake=lake)
+    factory("ingest", "mbpp", "--path", DATA / "mbpp" / "mbpp.jsonl", lake=lake)
+    factory("ingest", "codecontests", "--path", DATA / "codecontests_subset300" / "codecontests_subset300.jsonl",
+            lake=lake)
+    factory("mutate", "--max-per-program", "2", lake=lake)
     if time_limits == "calibrated":   # per-problem limits max(1 s, 4 x reference CPU), offline and served alike
-        factory(lake, "calibrate", "--floor-s", str(CPU_S), "--factor", "4")
-    factory(lake, "execute", "--select", "all", "--cpu-s", str(CPU_S), "--time-limits", time_limits)
+        factory("calibrate", "--floor-s", CPU_S, "--factor", "4", lake=lake)
+    factory("execute", "--select", "all", "--cpu-s", CPU_S, "--time-limits", time_limits, lake=lake)
 
 
 def load_programs(lake: Path) -> list[dict]:
-    sys.path.insert(0, str(ROOT))
     import factory.lake as L
 
     con = L.connect(str(lake), read_only=True)
