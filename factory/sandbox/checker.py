@@ -61,7 +61,6 @@ def apply_checker_verdicts(pending: list[tuple[Verdict, TestSpec]], results: lis
     by_key = {r.test_id: r for r in results if r.test_id is not None}
     for k, (v, _spec) in enumerate(pending):
         r = by_key.get(str(k))
-        meta = {}
         if r is None:
             accepted, score, message, why = False, None, "the checker produced no result", "CheckerError"
         elif r.status != "no_expected":

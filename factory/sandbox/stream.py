@@ -16,15 +16,6 @@ from .pool import JobDone, SandboxPool
 from .types import Job, Verdict
 
 
-def until_none(inbox: "queue.Queue"):
-    """Items of a queue, blocking for each, until a ``None`` arrives: an endless job stream for ``pool.run``."""
-    while True:
-        item = inbox.get()
-        if item is None:
-            return
-        yield item
-
-
 class _Call:
     def __init__(self, n: int):
         self.left = n
@@ -72,7 +63,8 @@ class JobStream:
 
     def _pump(self) -> None:
         try:
-            for item in self.pool.run(until_none(self._inbox), yield_done=True):
+            # the inbox's jobs until a None arrives: an endless job stream
+            for item in self.pool.run(iter(self._inbox.get, None), yield_done=True):
                 with self._lock:
                     entry = self._calls.get(item.program_id)
                     if entry is None:
