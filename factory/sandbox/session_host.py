@@ -24,7 +24,7 @@ import struct
 import sys
 import time
 
-from factory.sandbox.spawn import arrange_fds, run_child
+from factory.sandbox.spawn import arrange_fds, kill_processes, run_child
 from factory.sandbox.zygote_io import read_exact, write_all
 
 HDR = struct.Struct(">I")
@@ -281,15 +281,8 @@ class Host:
 
     def kill_all(self) -> None:
         """Every process of the session but the host (pid 1 of its namespace: ``kill(-1)``)."""
-        if self.worker_ns:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-        elif self.pid:
-            for target in (-self.pid, self.pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(target, signal.SIGKILL)
-            if self.slot:
-                self.slot.kill_all()
+        if self.worker_ns or self.pid:
+            kill_processes(self.worker_ns, [self.pid], self.slot)
         self.reap(block_for=self.pid)
         for fd in self.pipes.values():
             with contextlib.suppress(OSError):

@@ -186,16 +186,22 @@ def kill_everything(z, plan: dict, pids) -> None:
     if z.kept is not None:  # kill(-1) below takes the kept judge as well
         kj, z.kept = z.kept, None
         kj.close()
-    if plan.get("worker_ns"):
+    kill_processes(bool(plan.get("worker_ns")), pids, z.slot)
+
+
+def kill_processes(worker_ns: bool, pids, slot) -> None:
+    """SIGKILL to every process of a sandbox: ``kill(-1)`` as pid 1 of its namespaces (everything but ourselves);
+    without them each of ``pids`` and its process group, then whatever is left in the cgroup ``slot``."""
+    if worker_ns:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # pid 1 of the namespace: everything but ourselves
-    else:
-        for pid in pids:
-            for target in (-pid, pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(target, signal.SIGKILL)
-        if z.slot:
-            z.slot.kill_all()
+            os.kill(-1, signal.SIGKILL)
+        return
+    for pid in pids:
+        for target in (-pid, pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(target, signal.SIGKILL)
+    if slot:
+        slot.kill_all()
 
 
 def reap(plan: dict, statuses: dict, z=None) -> None:

@@ -100,7 +100,7 @@ class Codec:
                 attrs = dict(object.__getattribute__(obj, "__dict__"))
             except Exception:  # noqa: BLE001
                 attrs = {}
-            self.objs[k] = [self.side.class_name(obj), _tree(attrs, 0, None, self._fallback)]
+            self.objs[k] = [type(obj).__name__, _tree(attrs, 0, None, self._fallback)]
         return tree, self.objs
 
 

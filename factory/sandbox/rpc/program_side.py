@@ -24,10 +24,6 @@ class Server:
         return (type(v).__name__ in self.struct_names and not isinstance(v, type)
                 and hasattr(v, "__dict__") and not callable(v))
 
-    @staticmethod
-    def class_name(obj) -> str:
-        return type(obj).__name__
-
     def other(self, v):
         n = self.handle_of.get(id(v))   # the same object keeps its handle (`mirror(root) == root` is identity)
         if n is None:

@@ -41,10 +41,6 @@ class Client:
         return (getattr(t, "__module__", None) == JUDGE_MODULE and not isinstance(v, type)
                 and hasattr(v, "__dict__") and t.__name__ in self.classes)
 
-    @staticmethod
-    def class_name(obj) -> str:
-        return type(obj).__name__
-
     def other(self, v):
         if type(v) is RemoteRef:
             return {"$h": [object.__getattribute__(v, "_h")]}
