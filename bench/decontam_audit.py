@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from harness import ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import ROOT, parser, table as md_table, write  # noqa: I001  (first: the repository on sys.path)
 
 ORDER = ("default", "text", "test", "lineage", "text_literal", "literal_default")
 NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence rule)", "test": "test",
@@ -23,15 +23,11 @@ NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence r
 
 
 def table(result: dict) -> str:
-    lines = ["| method | flagged | precision | recall | recall lineage | recall planted | false positives |",
-             "|---|---|---|---|---|---|---|"]
-    for m in ORDER:
-        r = result["methods"][m]
-        kind = lambda k: r["by_kind"].get(k, {}).get("rate")
-        fmt = lambda v: "-" if v is None else f"{v:.3f}"
-        lines.append(f"| {NAMES[m]} | {r['flagged']} | {fmt(r['precision'])} | {fmt(r['recall'])} | "
-                     f"{fmt(kind('lineage'))} | {fmt(kind('planted'))} | {r['false_positives']} |")
-    return "\n".join(lines)
+    fmt = lambda v: None if v is None else f"{v:.3f}"
+    return md_table([{"method": NAMES[m], "flagged": r["flagged"], "precision": fmt(r["precision"]),
+                      "recall": fmt(r["recall"]), **{f"recall {k}": fmt(r["by_kind"].get(k, {}).get("rate"))
+                                                     for k in ("lineage", "planted")},
+                      "false positives": r["false_positives"]} for m in ORDER for r in [result["methods"][m]]])
 
 
 def main(argv=None) -> int:
