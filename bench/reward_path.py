@@ -22,11 +22,11 @@ already in the file are kept).
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import sys
 import time
+from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +35,7 @@ from harness import DATA, ROOT, machine, median_time, parser, table, write  # no
 os.environ["FACTORY_VERDICT_CACHE"] = "0"   # every job runs: the path, not the cache, is measured
 
 import factory.reward as reward  # noqa: E402
+from factory.ingest.readers import read_jsonl  # noqa: E402
 from factory.ingest.sources import ADAPTERS  # noqa: E402
 from factory.release.prompts import ground_truth, truth_json  # noqa: E402
 
@@ -44,19 +45,11 @@ SOURCES = {"humaneval": ("humaneval", "humaneval/HumanEval.jsonl.gz"), "mbpp": (
            "apps": ("apps", "apps_mapcoder150/selected150.jsonl")}
 
 
-def records(path: Path, n: int):
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rt") as f:
-        for i, line in enumerate(f):
-            if i == n:
-                return
-            yield json.loads(line)
-
-
 def items(n: int) -> list[dict]:
     """[{source, ground_truth (export JSON), completion}] for the first ``n`` records of each source."""
     out = []
     for source, (name, rel) in SOURCES.items():
-        for k, rec in enumerate(records(DATA / rel, n)):
+        for k, (_, rec) in enumerate(islice(read_jsonl(DATA / rel), n)):
             norm = ADAPTERS[name].convert(rec, (rel, k + 1), {})
             # APPS ships no solutions: a program of the right shape with a wrong answer (stdio or call)
             code = norm.programs[0].code if norm.programs else \
