@@ -171,8 +171,18 @@ def server_stats(url: str) -> dict:
 
 
 def _delta(before: dict, after: dict) -> dict:
-    diff = {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)}
-    return {k: v for k, v in diff.items() if v}
+    """The server's counters and responses that changed between two /v1/stats reads."""
+    return {part: {k: after[part].get(k, 0) - before[part].get(k, 0) for k in before[part].keys() | after[part].keys()
+                   if after[part].get(k, 0) != before[part].get(k, 0)} for part in ("counters", "responses")}
+
+
+def served(rollouts: list[dict], res: dict) -> dict:
+    """One served run's row: wall s, verdicts/s, request p50/p99, flips against the offline verdicts."""
+    flips, verdicts, examples, timing = flips_native(rollouts, res["results"])
+    return {"rollouts": len(rollouts), "seconds": round(res["seconds"], 2), "verdicts": verdicts,
+            "verdicts_per_s": round(verdicts / res["seconds"], 1),
+            "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
+            "flips": flips, "flips_near_time_limit": timing, "flip_examples": examples}
 
 
 def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
@@ -222,8 +232,7 @@ def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
     after = server_stats(url)
     return {"seconds": seconds, "verdicts": verdicts, "flips": flips, "api_errors": api_errors, "lost": lost,
             "lost_examples": lost_examples[:10], "examples": examples, "p50_s": q(call_s, 0.5),
-            "p99_s": q(call_s, 0.99), "server": {"counters": _delta(before["counters"], after["counters"]),
-                                                 "responses": _delta(before["responses"], after["responses"])}}
+            "p99_s": q(call_s, 0.99), "server": _delta(before, after)}
 
 
 def run_offline(rollouts: list[dict], workers: int) -> dict:
@@ -298,15 +307,8 @@ def main() -> None:
                     break
                 before = server_stats(server.url)
                 res = asyncio.run(judge_async(server.url, rollouts, 1, c))
-                after = server_stats(server.url)
-                flips, verdicts, examples, timing = flips_native(rollouts, res["results"])
-                row = {"rollouts": n, "concurrency": c, "seconds": round(res["seconds"], 2), "verdicts": verdicts,
-                       "verdicts_per_s": round(verdicts / res["seconds"], 1),
-                       "vs_offline": ratio(verdicts, res["seconds"]),
-                       "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
-                       "flips": flips, "flips_near_time_limit": timing, "flip_examples": examples,
-                       "server": {"counters": _delta(before["counters"], after["counters"]),
-                                  "responses": _delta(before["responses"], after["responses"])}}
+                row = {"concurrency": c, **served(rollouts, res), "server": _delta(before, server_stats(server.url))}
+                row["vs_offline"] = ratio(row["verdicts"], res["seconds"])
                 out["native_per_rollout"].append(row)
                 print(json.dumps(row), flush=True)
             for k in a.oversub:
@@ -321,12 +323,7 @@ def main() -> None:
                 finally:
                     for b in burners:
                         b.terminate()
-                flips, verdicts, examples, timing = flips_native(rollouts, res["results"])
-                row = {"rollouts": n, "oversub": k, "seconds": round(res["seconds"], 2), "verdicts": verdicts,
-                       "verdicts_per_s": round(verdicts / res["seconds"], 1),
-                       "rollouts_per_s": round(n / res["seconds"], 1),
-                       "p50_s": round(q(res["latencies"], 0.5), 3), "p99_s": round(q(res["latencies"], 0.99), 3),
-                       "flips": flips, "flips_near_time_limit": timing, "flip_examples": examples}
+                row = {"oversub": k, **served(rollouts, res), "rollouts_per_s": round(n / res["seconds"], 1)}
                 out["native"].append(row)
                 print(json.dumps(row), flush=True)
             for c in a.verl_concurrency:
