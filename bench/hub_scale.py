@@ -402,6 +402,7 @@ def plot(path: str) -> str:
     res = json.loads(Path(path).read_text())
     fr = res["scale"]["fractions"]
     xs = sorted(fr, key=lambda f: float(Fraction(f)))
+    at = [float(Fraction(x)) for x in xs]
     fig, axes = plt.subplots(1, 4, figsize=(20, 5.2))
     stages = [s for s in fr[xs[-1]]["stages"] if s not in ("init", "ingest humaneval (the decontamination benchmark)")]
     for s in stages:
@@ -412,12 +413,10 @@ def plot(path: str) -> str:
         # CPU seconds, not wall: the wall time of a shared machine is its load's, the CPU the stage's own
         axes[0].plot([x for x, _ in pts], [m["cpu_s"] for _, m in pts], marker="o", label=s)
         axes[1].plot([x for x, _ in pts], [m["peak_rss_mb"] for _, m in pts], marker="o", label=s)
-    axes[2].plot([float(Fraction(x)) for x in xs], [fr[x]["source"]["parquet_bytes"] / 2 ** 20 for x in xs],
-                 marker="o", label="source parquet")
-    axes[2].plot([float(Fraction(x)) for x in xs],
-                 [fr[x]["stages"]["ingest"]["lake_bytes"] / 2 ** 20 for x in xs], marker="o", label="lake after ingest")
-    axes[2].plot([float(Fraction(x)) for x in xs],
-                 [max(m.get("lake_bytes", 0) for m in fr[x]["stages"].values()) / 2 ** 20 for x in xs],
+    axes[2].plot(at, [fr[x]["source"]["parquet_bytes"] / 2 ** 20 for x in xs], marker="o", label="source parquet")
+    axes[2].plot(at, [fr[x]["stages"]["ingest"]["lake_bytes"] / 2 ** 20 for x in xs], marker="o",
+                 label="lake after ingest")
+    axes[2].plot(at, [max(m.get("lake_bytes", 0) for m in fr[x]["stages"].values()) / 2 ** 20 for x in xs],
                  marker="o", label="lake after curate/export")
     axes[1].axhline(4096, ls="--", color="red", label="4 GB target")
     post = ("curate", "release", "export")   # the target: these three of the full size within 5 min of wall
@@ -440,7 +439,7 @@ def plot(path: str) -> str:
         ax.set_yscale("log")
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xticks([float(Fraction(x)) for x in xs], xs)
+        ax.set_xticks(at, xs)
         ax.set_xlabel("fraction of DeepCoder-Preview train (24k problems)")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
