@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import contextlib
 import gc
 import signal
 import sys
@@ -35,20 +36,16 @@ def fresh_stdio() -> None:
 
 def flush_stdio() -> None:
     for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
+        with contextlib.suppress(BaseException):
             s.flush()
-        except BaseException:  # noqa: BLE001
-            pass
 
 
 def default_signals() -> None:
     """A program starts with the dispositions a fresh interpreter has (the zygote ignores several)."""
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGQUIT,
                 signal.SIGCHLD):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
@@ -57,10 +54,8 @@ def _module(name: str, filename: str) -> types.ModuleType:
     """A fresh module for the program; the process looks like `python FILENAME` started it (``sys.argv`` is
     ``[FILENAME]``, never the sandbox's own arguments, so ``fileinput.input()`` reads stdin)."""
     sys.argv = [filename]
-    try:
+    with contextlib.suppress(AttributeError, TypeError):
         sys.orig_argv = [sys.executable, filename]
-    except (AttributeError, TypeError):
-        pass
     mod = types.ModuleType(name)
     mod.__file__ = filename
     mod.__builtins__ = builtins
@@ -93,10 +88,8 @@ def _exit_code(e: SystemExit) -> int:
         return 0
     if isinstance(c, int):
         return c & 0xFF
-    try:
+    with contextlib.suppress(BaseException):
         sys.stderr.write(f"{c}\n")
-    except BaseException:  # noqa: BLE001
-        pass
     return 1
 
 
@@ -118,10 +111,8 @@ def run_script(program: str) -> int:
     except SystemExit as e:
         rc = _exit_code(e)
     except BaseException:  # noqa: BLE001
-        try:
+        with contextlib.suppress(BaseException):
             traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
         rc = 1
     try:  # as at interpreter exit: programs that buffer output often write it from an atexit handler
         atexit._run_exitfuncs()

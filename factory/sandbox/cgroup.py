@@ -135,11 +135,8 @@ class V1Slot(Slot):
     def adopt_self(self) -> None:
         """Move the calling zygote in once (v1 migrations cost ~ms, so not per program); pages it
         already owns stay charged to its old cgroup."""
-        try:  # the OOM killer must pick the sandboxed child (adj 1000), never the zygote
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("-1000")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):   # the OOM killer must pick the sandboxed child (adj 1000), never the zygote
+            _write("/proc/self/oom_score_adj", "-1000")
         for ctrl in self.dirs:
             _write(self._p(ctrl, "cgroup.procs"), os.getpid())
         self.self_inside = True

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -115,12 +116,9 @@ def enter_namespaces(plan: dict) -> None:
     if flags:
         unshare(flags)
     if plan.get("userns"):
-        with open("/proc/self/setgroups", "w") as f:
-            f.write("deny")
-        with open("/proc/self/uid_map", "w") as f:
-            f.write(f"0 {uid} 1")
-        with open("/proc/self/gid_map", "w") as f:
-            f.write(f"0 {gid} 1")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
 
 
 MNT_DETACH = 2
@@ -278,18 +276,11 @@ def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], nee
     if pid:  # outer waiter
         for fd in close_in_waiter:
             os.close(fd)
-        while True:
-            try:
-                _, st = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
+        _, st = os.waitpid(pid, 0)   # retried on EINTR (PEP 475)
         if slot:
-            try:
+            with contextlib.suppress(OSError):
                 slot.kill_all()
                 slot.remove()
-            except OSError:
-                pass
         os._exit(os.waitstatus_to_exitcode(st) & 0x7F)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):

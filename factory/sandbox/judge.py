@@ -9,6 +9,7 @@ still decided by the trusted parent from ``expects``), ``D`` the candidate died 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import struct
 import sys
@@ -363,10 +364,8 @@ def warm_pytest() -> bool:
         import _pytest.config
         import pytest  # noqa: F401
         for name in _pytest.config.default_plugins:
-            try:
+            with contextlib.suppress(Exception):  # a builtin plugin of another pytest version
                 importlib.import_module(f"_pytest.{name}")
-            except Exception:  # noqa: BLE001 - a builtin plugin of another pytest version
-                pass
         return True
     except Exception:  # noqa: BLE001 - no pytest here: the judge reports the import error per test
         return False

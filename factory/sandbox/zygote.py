@@ -60,8 +60,8 @@ class Zygote:
         pid namespace with a read-only filesystem and a fresh /proc.  Per program only a fork, a
         fresh tmpfs /tmp and /dev/shm and a new IPC namespace are needed, and ``kill(-1)`` from
         pid 1 removes every process the program left behind.  Degrades (recorded) on failure."""
-        self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out),
-                                                          self.isolate.interpreter_paths() + languages.toolchain_paths())
+        needed = self.isolate.interpreter_paths() + languages.toolchain_paths()
+        self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
         return self.ns_error is None
 
     def _uid(self):
@@ -222,11 +222,9 @@ class Zygote:
             pass  # pool went away
         finally:
             if self.slot and not self.worker_ns:
-                try:
+                with contextlib.suppress(OSError):
                     self.slot.kill_all()
                     self.slot.remove()
-                except OSError:
-                    pass
 
 
 MAX_JOB_CPU_S = 3600.0      # a per-job CPU limit above this is ignored (the pool's limit applies)

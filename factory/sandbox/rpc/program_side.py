@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 
 from ..serialize import Opaque
 from .codec import (JUDGE_MODULE, PROGRAM_MODULE, Codec, FrameTooLarge, decode, dumps, exception_info, loads,
@@ -76,10 +77,8 @@ class Server:
     def new_struct(self, name: str):
         cls = self.ns.get(name)
         if isinstance(cls, type):
-            try:
+            with contextlib.suppress(TypeError):
                 return object.__new__(cls)
-            except TypeError:
-                pass
         return _Plain()
 
     def from_handle(self, x):
