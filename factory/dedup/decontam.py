@@ -43,6 +43,10 @@ OUTPUT_COLUMNS = ("problem_id", "benchmark", "benchmark_id", "matched_ngrams", "
                   "example_span", "informative_ngrams", "benchmark_informative", "coverage", "phrases",
                   "literal", "evidence", "contaminated", "reason")
 RULES = ("evidence", "literal")
+_ROW_TYPES = {"matched_ngrams": pa.int64(), "benchmark_ngrams": pa.int64(), "example_span": pa.string(),
+              "informative_ngrams": pa.int64(), "benchmark_informative": pa.int64(), "coverage": pa.float64(),
+              "phrases": pa.int64(), "literal": pa.bool_(), "evidence": pa.bool_(), "contaminated": pa.bool_(),
+              "reason": pa.string()}
 
 
 @dataclass(frozen=True)
@@ -259,23 +263,11 @@ def decontaminate(
                "contaminated": literal if params.rule == "literal" else evidence}
         row["reason"] = _reason(row, params)
         rows.append(row)
-    col = lambda k, t: pa.array([r[k] for r in rows], t)
     table = pa.table({
         "problem_id": problems["problem_id"].take(pa.array(pidx, pa.int64())),
         "benchmark": benchmarks["benchmark"].take(pa.array(bidx, pa.int64())),
         "benchmark_id": benchmarks["benchmark_id"].take(pa.array(bidx, pa.int64())),
-        "matched_ngrams": col("matched_ngrams", pa.int64()),
-        "benchmark_ngrams": col("benchmark_ngrams", pa.int64()),
-        "example_span": col("example_span", pa.string()),
-        "informative_ngrams": col("informative_ngrams", pa.int64()),
-        "benchmark_informative": col("benchmark_informative", pa.int64()),
-        "coverage": col("coverage", pa.float64()),
-        "phrases": col("phrases", pa.int64()),
-        "literal": col("literal", pa.bool_()),
-        "evidence": col("evidence", pa.bool_()),
-        "contaminated": col("contaminated", pa.bool_()),
-        "reason": col("reason", pa.string()),
-    })
+        **{k: pa.array([r[k] for r in rows], t) for k, t in _ROW_TYPES.items()}})
     flagged = [pi for pi, r in zip(pidx.tolist(), rows) if r["contaminated"]]
     stats = {
         "n_problems": problems.num_rows,

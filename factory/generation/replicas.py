@@ -13,6 +13,7 @@ answers in ``silver.llm_calls``) are the same as a single engine's.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import multiprocessing as mp
 import os
@@ -44,14 +45,8 @@ def visible_gpus() -> list[str]:
 
 def _core_list(cores: list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (the form of ``VLLM_CPU_OMP_THREADS_BIND``)."""
-    parts, start = [], None
-    for i, c in enumerate(cores):
-        if start is None:
-            start = c
-        if i + 1 == len(cores) or cores[i + 1] != c + 1:
-            parts.append(f"{start}-{c}" if c != start else str(c))
-            start = None
-    return ",".join(parts)
+    runs = [[c for _, c in run] for _, run in itertools.groupby(enumerate(cores), lambda ic: ic[1] - ic[0])]
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def plan_replicas(engine: str, replicas: int, devices_per_replica: int = 1,

@@ -19,10 +19,11 @@ from collections import Counter, defaultdict
 from factory.errors import FactoryError, reraise_as_interrupted
 from factory.generation import ChatRequest, SamplingParams, make_backend
 from factory.testgen.generators import (DEFAULT_SIZES, Outcome, Target, build_generator_messages, build_validator_messages,
-                              extract_function, generated_test_id, input_key, run_pipeline)
+                              generated_test_id, input_key, run_pipeline)
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
 from factory.generation.cli_args import add_backend_arguments, backend_kwargs
+from factory.generation.sample import extract_code
 from factory.sandbox import Limits   # the sandbox's types only: the pool loads in run_gentests
 
 VOTER_ORIGINS = ("sample", "synth")
@@ -194,7 +195,7 @@ def _extract(res, name: str) -> tuple[str | None, str]:
     if res.error or not res.completions:
         return None, "llm_error"
     reason = res.finish_reasons[0] if res.finish_reasons else None
-    code, status = extract_function(res.completions[0], name, reason)
+    code, status = extract_code(res.completions[0], name, finish_reason=reason)
     return (code or None), status
 
 

@@ -29,7 +29,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from factory.generation.sample import extract_code
 from factory.ingest.normalize import stable_hash
 from factory.sandbox.rows import is_json
 from factory.sandbox.serialize import clean_text, deserialize_value, serialize_value
@@ -130,46 +129,32 @@ class Outcome:
 
 
 # -- prompts ---------------------------------------------------------------------------------------------
-def _signature(t: Target) -> str:
-    if t.kind != "call":
-        return "The program reads the input from stdin.\n"
-    sig = f"The solution is a Python function `{t.entry_point}`; a test calls `{t.entry_point}(*args)`.\n"
-    if t.starter_code and t.starter_code.strip():
-        sig += f"Its signature:\n```python\n{t.starter_code.strip()}\n```\n"
-    return sig
-
-
-def _examples(t: Target, n: int = 2) -> str:
-    shown = t.known[:n]
+def _messages(t: Target, template: str, **fill) -> list[dict]:
+    """The generator or validator request: the statement, the call signature and two dataset inputs."""
     if t.kind == "call":
-        return "\n".join(f"args = {text}" for text in shown) or "(none)"
-    return "\n".join(f"```\n{text.rstrip()}\n```" for text in shown) or "(none)"
-
-
-def _input_desc(t: Target) -> str:
-    return "JSON lists of positional arguments" if t.kind == "call" else "the whole stdin text"
+        signature = f"The solution is a Python function `{t.entry_point}`; a test calls `{t.entry_point}(*args)`.\n"
+        if t.starter_code and t.starter_code.strip():
+            signature += f"Its signature:\n```python\n{t.starter_code.strip()}\n```\n"
+        examples = "\n".join(f"args = {text}" for text in t.known[:2])
+    else:
+        signature = "The program reads the input from stdin.\n"
+        examples = "\n".join(f"```\n{text.rstrip()}\n```" for text in t.known[:2])
+    user = template.format(question=t.question.strip()[:MAX_QUESTION_CHARS], signature=signature,
+                           input_desc="JSON lists of positional arguments" if t.kind == "call" else
+                           "the whole stdin text", examples=examples or "(none)", **fill)
+    return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
 
 
 def build_generator_messages(t: Target) -> list[dict]:
-    returns = (f"a list of the positional arguments for `{t.entry_point}` (JSON-compatible values: numbers, "
-               "strings, booleans, None, lists, dicts)." if t.kind == "call"
-               else "the complete stdin text as one string, lines separated by \"\\n\".")
-    user = _GEN_TEMPLATE.format(question=t.question.strip()[:MAX_QUESTION_CHARS], signature=_signature(t),
-                                input_desc=_input_desc(t), examples=_examples(t), returns=returns)
-    return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
+    return _messages(t, _GEN_TEMPLATE, returns=(
+        f"a list of the positional arguments for `{t.entry_point}` (JSON-compatible values: numbers, "
+        "strings, booleans, None, lists, dicts)." if t.kind == "call"
+        else "the complete stdin text as one string, lines separated by \"\\n\"."))
 
 
 def build_validator_messages(t: Target) -> list[dict]:
-    param = (f"the list of positional arguments passed to `{t.entry_point}`" if t.kind == "call"
-             else "the complete stdin text (one string)")
-    user = _VAL_TEMPLATE.format(question=t.question.strip()[:MAX_QUESTION_CHARS], signature=_signature(t),
-                                input_desc=_input_desc(t), examples=_examples(t), param=param)
-    return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
-
-
-def extract_function(completion: str | None, name: str, finish_reason: str | None = None) -> tuple[str, str]:
-    """(code, status) of the function ``name`` and what it depends on, by the project's sample extraction."""
-    return extract_code(completion, name, finish_reason=finish_reason)
+    return _messages(t, _VAL_TEMPLATE, param=f"the list of positional arguments passed to `{t.entry_point}`"
+                     if t.kind == "call" else "the complete stdin text (one string)")
 
 
 # -- inputs ----------------------------------------------------------------------------------------------

@@ -178,10 +178,7 @@ def greedy_rank(kills: dict[str, frozenset], ordinal: dict[str, int]) -> tuple[l
 
 
 def killed_by(kills: dict[str, frozenset], tests) -> frozenset:
-    out: set = set()
-    for t in tests:
-        out |= kills[t]
-    return frozenset(out)
+    return frozenset().union(*(kills[t] for t in tests))
 
 
 def parameter_names(code: str, function: str) -> list[str] | None:
@@ -211,49 +208,28 @@ def positional(args: list, kwargs: dict, names: list[str]) -> list | None:
 # -- a contract inferred from the examples -------------------------------------------------------------------
 def _value_facts(v: Any) -> set[str]:
     """Facts about one argument value that a problem's constraints usually state."""
-    facts: set[str] = set()
     if isinstance(v, bool):
         return {"bool"}
     if isinstance(v, int):
-        facts.add("int")
-        if v >= 0:
-            facts.add("nonneg")
-        if v >= 1:
-            facts.add("positive")
-    elif isinstance(v, str):
-        facts.add("str")
-        if v:
-            facts.add("nonempty")
-        for name, ok in (("lower", str.islower), ("upper", str.isupper), ("digits", str.isdigit),
-                         ("alpha", str.isalpha), ("alnum", str.isalnum)):
-            if v and ok(v) and (name not in ("lower", "upper") or v.isalpha()):
-                facts.add(name)
-        if v and set(v) <= set("01"):
-            facts.add("binary")
-        if v and set(v) <= set("()[]{}"):
-            facts.add("brackets")
-    elif isinstance(v, (list, tuple)):
-        facts.add("seq")
-        if v:
-            facts.add("nonempty")
-        items = list(v)
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
-            facts.add("numbers")
-            if all(x >= 0 for x in items):
-                facts.add("all_nonneg")
-            if all(a <= b for a, b in zip(items, items[1:])):
-                facts.add("sorted")
-            if len(set(items)) == len(items):
-                facts.add("distinct")
-        if items and all(isinstance(x, (list, tuple)) for x in items):
-            facts.add("matrix")
-            if len({len(x) for x in items}) == 1:
-                facts.add("rectangular")
-        if items and all(isinstance(x, str) for x in items):
-            facts.add("strings")
-            if all(x.isalpha() and x.islower() for x in items):
-                facts.add("lower_words")
-    return facts
+        return {f for f, ok in (("int", True), ("nonneg", v >= 0), ("positive", v >= 1)) if ok}
+    if isinstance(v, str):
+        return {"str"} | {f for f, ok in (
+            ("nonempty", True), ("lower", v.islower() and v.isalpha()), ("upper", v.isupper() and v.isalpha()),
+            ("digits", v.isdigit()), ("alpha", v.isalpha()), ("alnum", v.isalnum()), ("binary", set(v) <= set("01")),
+            ("brackets", set(v) <= set("()[]{}"))) if v and ok}
+    if not isinstance(v, (list, tuple)):
+        return set()
+    items = list(v)
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items)
+    matrix = bool(items) and all(isinstance(x, (list, tuple)) for x in items)
+    strings = bool(items) and all(isinstance(x, str) for x in items)
+    return {f for f, ok in (
+        ("seq", True), ("nonempty", bool(items)), ("numbers", numbers),
+        ("all_nonneg", numbers and all(x >= 0 for x in items)),
+        ("sorted", numbers and all(a <= b for a, b in zip(items, items[1:]))),
+        ("distinct", numbers and len(set(items)) == len(items)),
+        ("matrix", matrix), ("rectangular", matrix and len({len(x) for x in items}) == 1),
+        ("strings", strings), ("lower_words", strings and all(x.isalpha() and x.islower() for x in items))) if ok}
 
 
 def inferred_contract(seeds: list[list]):

@@ -144,25 +144,15 @@ def _edge_facts(lines: list[list[str]]) -> set[str] | None:
 
 def _line_facts(tokens: list[str]) -> set[str]:
     vals = _ints(tokens)
-    if vals is None:
+    if vals is None or len(vals) < 2:
         return set()
-    facts = set()
     if len(vals) == 2:
         a, b = vals
-        facts |= {f for f, ok in (("lt", a < b), ("le", a <= b), ("ne", a != b), ("gt", a > b), ("ge", a >= b))
-                  if ok}
-    elif len(vals) >= 3:
-        if all(x <= y for x, y in zip(vals, vals[1:])):
-            facts.add("sorted")
-        if all(x < y for x, y in zip(vals, vals[1:])):
-            facts.add("increasing")
-        if all(x >= y for x, y in zip(vals, vals[1:])):
-            facts.add("sorted_desc")
-        if len(set(vals)) == len(vals):
-            facts.add("distinct")
-        if sorted(vals) == list(range(1, len(vals) + 1)):
-            facts.add("permutation")
-    return facts
+        return {f for f, ok in (("lt", a < b), ("le", a <= b), ("ne", a != b), ("gt", a > b), ("ge", a >= b)) if ok}
+    steps = list(zip(vals, vals[1:]))
+    return {f for f, ok in (("sorted", all(x <= y for x, y in steps)), ("increasing", all(x < y for x, y in steps)),
+                            ("sorted_desc", all(x >= y for x, y in steps)), ("distinct", len(set(vals)) == len(vals)),
+                            ("permutation", sorted(vals) == list(range(1, len(vals) + 1)))) if ok}
 
 
 def _negatives(lines: list[list[str]]) -> int:
