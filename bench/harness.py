@@ -1,10 +1,13 @@
 """What the bench scripts share: the repository on sys.path, the data folder, the common flags, a median of
-repeats, a command run and timed (``factory``: this checkout's CLI), a JSONL reader, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
+repeats, a command run and timed (``factory``: this checkout's CLI), a JSONL reader, CPU oversubscription, the
+machine line, a Markdown table and the JSON under bench/results/. Import it first:
 ``from harness import DATA, ROOT, parser, table, write``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -46,6 +49,25 @@ def jsonl(path: Path) -> list[dict]:
     from factory.ingest.readers import read_jsonl
 
     return [r for _, r in read_jsonl(path)]
+
+
+def _burn() -> None:
+    while True:
+        pass
+
+
+@contextlib.contextmanager
+def oversubscribed(factor: int):
+    """``factor`` x CPU oversubscription while the block runs: ``factor - 1`` busy-loop processes per core."""
+    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range((factor - 1) * (os.cpu_count() or 1))]
+    for b in burners:
+        b.start()
+    try:
+        yield
+    finally:
+        for b in burners:
+            b.kill()
+            b.join()
 
 
 def machine() -> dict:

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, oversubscribed, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
@@ -94,11 +94,6 @@ def inprocess_cpu(items) -> float:
     cpu = parent.recv()
     proc.join()
     return cpu
-
-
-def _burn():
-    while True:
-        pass
 
 
 def fds_procs_rss() -> dict:
@@ -187,16 +182,8 @@ def main() -> None:
             out["programs_own_cpu_s"] = round(work, 3)
             out["ideal_speedup_bound"] = round(he_t / (work / a.workers), 2)
         if a.oversub > 1:
-            burners = [multiprocessing.Process(target=_burn, daemon=True)
-                       for _ in range((a.oversub - 1) * (os.cpu_count() or 1))]
-            for b in burners:
-                b.start()
-            try:
+            with oversubscribed(a.oversub):
                 load_t, loaded = run_ours(pool, items)
-            finally:
-                for b in burners:
-                    b.kill()
-                    b.join()
             diff = sorted(k for k in base if loaded.get(k) != base[k])
             out["oversubscription"] = {"factor": a.oversub, "seconds": round(load_t, 3), "differing_verdicts": len(diff),
                                        "examples": diff[:10]}

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
 import random
 import tempfile
@@ -36,7 +35,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, factory, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, factory, oversubscribed, parser, table, write  # noqa: I001  (first: the repository on sys.path)
 CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
@@ -89,11 +88,6 @@ def item(r: dict) -> dict:
     if r.get("cpu_s"):
         out["cpu_s"] = r["cpu_s"]   # the problem's calibrated limit
     return out
-
-
-def burn():
-    while True:
-        pass
 
 
 async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: int) -> dict:
@@ -314,15 +308,8 @@ def main() -> None:
             for k in a.oversub:
                 if time.time() > deadline:
                     break
-                burners = [multiprocessing.Process(target=burn, daemon=True)
-                           for _ in range((k - 1) * (os.cpu_count() or 1))]
-                for b in burners:
-                    b.start()
-                try:
+                with oversubscribed(k):
                     res = asyncio.run(judge_async(server.url, rollouts, a.batch, a.concurrency))
-                finally:
-                    for b in burners:
-                        b.terminate()
                 row = {"oversub": k, **served(rollouts, res), "rollouts_per_s": round(n / res["seconds"], 1)}
                 out["native"].append(row)
                 print(json.dumps(row), flush=True)
