@@ -169,9 +169,8 @@ def _token_chunks(data: bytes, size: int = CHUNK):
         pos = end
 
 
-def _iter_tokens(data: bytes):
-    for tokens in _token_chunks(data):
-        yield from tokens
+def _tokens(data: bytes):
+    return itertools.chain.from_iterable(_token_chunks(data))
 
 
 def _canonical_tokens(data: bytes):
@@ -251,10 +250,10 @@ def stdio_equal(actual, expected, comparison: str = "exact",
     if comparison == "token":
         return _same_stream(_canonical_tokens(a), _canonical_tokens(e))
     if comparison == "casefold":
-        return _same_tokens(_iter_tokens(a), _iter_tokens(e), lambda x, y: _text(x).casefold() == _text(y).casefold())
+        return _same_tokens(_tokens(a), _tokens(e), lambda x, y: _text(x).casefold() == _text(y).casefold())
     at = 1e-6 if atol is None else atol
     rt = 1e-6 if rtol is None else rtol
-    return _same_tokens(_iter_tokens(a), _iter_tokens(e), lambda x, y: float_token_equal(_text(x), _text(y), at, rt),
+    return _same_tokens(_tokens(a), _tokens(e), lambda x, y: float_token_equal(_text(x), _text(y), at, rt),
                         same_ok=_float_same_ok)
 
 

@@ -177,10 +177,8 @@ def minimal_root(needed: list[str]) -> None:
     directory, a program's own tmpfs while it runs: :func:`program_scratch`)."""
     moved = [(os.path.realpath(x[0]), x[1]) for x in needed if isinstance(x, tuple)]   # (host dir, its path inside)
     needed = [x for x in needed if x and not isinstance(x, tuple)]
-    paths = []
-    for p in list(_ROOT_DIRS) + [os.path.realpath(x) for x in needed if x]:
-        if os.path.lexists(p) and p not in paths:
-            paths.append(p)
+    paths = list(dict.fromkeys(p for p in list(_ROOT_DIRS) + [os.path.realpath(x) for x in needed if x]
+                               if os.path.lexists(p)))
     links = {p: os.readlink(p) for p in paths if os.path.islink(p)}
     paths = [p for p in paths if p not in links and os.path.isdir(p)]
     paths = [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]

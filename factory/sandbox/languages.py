@@ -76,11 +76,7 @@ def _which(tool: str, extra: tuple[str, ...] = ()) -> str | None:
 
 
 def _homes() -> list[str]:
-    out = []
-    for h in (os.environ.get("HOME"), _pw_home()):
-        if h and h not in out:
-            out.append(h)
-    return out
+    return list(dict.fromkeys(h for h in (os.environ.get("HOME"), _pw_home()) if h))
 
 
 def _pw_home() -> str | None:
@@ -183,13 +179,7 @@ def installed() -> list[str]:
 def toolchain_paths() -> list:
     """Directories outside /usr, /bin, /lib the installed toolchains need inside the sandbox's minimal root: a
     path (bound at itself) or (host path, path inside)."""
-    out = []
-    for lang in SUPPORTED[1:]:
-        tc = toolchain(lang)
-        for p in (tc or {}).get("paths", []):
-            if p not in out:
-                out.append(p)
-    return out
+    return list(dict.fromkeys(p for lang in SUPPORTED[1:] for p in (toolchain(lang) or {}).get("paths", [])))
 
 
 def java_code_only(source: str) -> str:

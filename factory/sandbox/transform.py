@@ -52,8 +52,8 @@ def _classify(t):
     return "truthy", None, t
 
 
-_NESTING = (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) + (
-            (ast.Match,) if hasattr(ast, "Match") else ())
+_NESTING = (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Match) + (
+    (ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -71,7 +71,7 @@ def _asserts(stmts, nest: int, out: list) -> None:
             continue
         for field in _BODIES:
             for child in getattr(s, field, None) or ():
-                if isinstance(child, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
+                if isinstance(child, (ast.ExceptHandler, ast.match_case)):
                     _asserts(child.body, inner, out)
                 else:
                     _asserts([child], inner, out)
