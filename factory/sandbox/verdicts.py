@@ -42,55 +42,46 @@ class SubJob:
     def payload(self, limits=None) -> tuple[dict, bytes]:
         """(header, body) for the zygote.  The body holds separate blobs: the candidate's (the program only),
         the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
-        program = (self.job.preamble + "\n" if self.job.preamble else "") + self.job.code
-        source = self.job.code
+        job, stdio = self.job, self.mode == "stdio"
+        program = (job.preamble + "\n" if job.preamble else "") + job.code
+        source = job.code
         harness = [t for t in self.specs if t.kind == "harness"]
         if harness:   # MultiPL-E / HumanEval-X: the test harness is compiled and run with the program
             program, source = program + "\n" + harness[0].code, source + "\n" + harness[0].code
         cap = limits.max_output_bytes if limits is not None else 16 << 20
-        lang = languages.normalize(self.job.language)
-        if lang != languages.PYTHON:   # the source itself (compiled in the sandbox); no Python preamble
+        lang = languages.normalize(job.language)
+        python = lang == languages.PYTHON
+        if not python:   # the source itself (compiled in the sandbox); no Python preamble
             cand = source.encode("utf-8", "surrogateescape")
         else:
             cand = _pickle({"program": program})
         if self.mode == "unittest":
             judge = _pickle({"program": program, "tests": self.payload_tests})
-        elif self.mode == "stdio":
+        elif stdio:
             judge = b""
         else:
-            judge = _pickle({"mode": self.mode, "tests": self.payload_tests, "entry_point": self.job.entry_point,
-                             "preamble": self.job.preamble, "cap": cap})
-        parts, inputs, off = [cand, judge], [], len(cand) + len(judge)
-        if self.mode == "stdio":
-            for t in self.payload_tests:
-                data = (t["input"] or "").encode("utf-8", "surrogateescape")
-                inputs.append((off, len(data)))
-                parts.append(data)
-                off += len(data)
-        files = []
-        if self.mode == "stdio" and self.job.files:   # placed beside the program before each test
-            for path, data in self.job.files.items():
-                files.append((path, off, len(data)))
-                parts.append(bytes(data))
-                off += len(data)
+            judge = _pickle({"mode": self.mode, "tests": self.payload_tests, "entry_point": job.entry_point,
+                             "preamble": job.preamble, "cap": cap})
+        parts, end = [cand, judge], [len(cand) + len(judge)]
+
+        def add(data: bytes) -> tuple[int, int]:   # (offset, length) of one more blob
+            parts.append(data)
+            end[0] += len(data)
+            return end[0] - len(data), len(data)
+
+        inputs = [add((t["input"] or "").encode("utf-8", "surrogateescape")) for t in self.payload_tests] if stdio else []
+        # files: placed beside the program before each test
+        files = [(path, *add(bytes(data))) for path, data in job.files.items()] if stdio and job.files else []
+        seconds = {k: None if getattr(job, k) is None else float(getattr(job, k))
+                   for k in ("wall_s", "cpu_s", "compile_cpu_s")}
+        optional = {"files": files or None, "fetch": list(job.fetch_files) if stdio and job.fetch_files else None,
+                    "wall_s": seconds["wall_s"], "own_net": job.own_network or None, "cpu_s": seconds["cpu_s"],
+                    "run_all": None if job.stop_at_timeout else True,
+                    "lang": None if python else languages.program_spec(lang, source),
+                    "compile_cpu_s": None if python else seconds["compile_cpu_s"]}
         hdr = {"mode": self.mode, "tests": [{"i": t["i"], "kind": t["kind"]} for t in self.payload_tests],
-               "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs}
-        if files:
-            hdr["files"] = files
-        if self.mode == "stdio" and self.job.fetch_files:
-            hdr["fetch"] = list(self.job.fetch_files)
-        if self.job.wall_s is not None:
-            hdr["wall_s"] = float(self.job.wall_s)
-        if self.job.own_network:
-            hdr["own_net"] = True
-        if self.job.cpu_s is not None:
-            hdr["cpu_s"] = float(self.job.cpu_s)
-        if not self.job.stop_at_timeout:
-            hdr["run_all"] = True
-        if lang != languages.PYTHON:
-            hdr["lang"] = languages.program_spec(lang, source)
-            if self.job.compile_cpu_s is not None:
-                hdr["compile_cpu_s"] = float(self.job.compile_cpu_s)
+               "cand": (0, len(cand)), "judge": (len(cand), len(judge)), "inputs": inputs,
+               **{k: v for k, v in optional.items() if v is not None}}
         return hdr, b"".join(parts)
 
 
