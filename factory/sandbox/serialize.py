@@ -173,13 +173,8 @@ _COLLECTION_FACTORIES = ("Counter", "OrderedDict", "deque", "defaultdict")
 
 def _factory_name(f, col) -> str | None:
     import builtins
-    for name in _DD_FACTORIES:
-        if f is getattr(builtins, name):
-            return name
-    for name in _COLLECTION_FACTORIES:
-        if f is getattr(col, name):
-            return name
-    return None
+    named = [(name, builtins) for name in _DD_FACTORIES] + [(name, col) for name in _COLLECTION_FACTORIES]
+    return next((name for name, mod in named if f is getattr(mod, name)), None)
 
 
 def _pairs(items, depth, stack, fallback) -> list:

@@ -237,6 +237,7 @@ class Run:
                 reason = "protocol"
 
         eof = False
+        streams = ((self.out_r, "out", st), (self.err_r, "err", st), (self.jerr_r, "jerr", jst))
         while not done and not reason:
             reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
             if reason:
@@ -248,12 +249,9 @@ class Run:
             if z.ctl_in in ready:
                 reason = "parent"
                 break
-            if self.out_r in ready:
-                router.pump(self.out_r, self.idx, tag(), "out", st)
-            if self.err_r in ready:
-                router.pump(self.err_r, self.idx, tag(), "err", st)
-            if self.jerr_r in ready:
-                router.pump(self.jerr_r, self.idx, -1, "jerr", jst)
+            for fd, stream, caps in streams:
+                if fd in ready:
+                    router.pump(fd, self.idx, -1 if stream == "jerr" else tag(), stream, caps)
             if self.res_r in ready and not eof:
                 while not done and not reason:
                     try:
@@ -273,9 +271,8 @@ class Run:
             if eof or (self.pidfd is not None and self.pidfd in ready) or (self.pidfd is None and has_exited(self.judge)):
                 reason = "died"
         # ---- wind down
-        router.pump(self.out_r, self.idx, tag(), "out", st)
-        router.pump(self.err_r, self.idx, tag(), "err", st)
-        router.pump(self.jerr_r, self.idx, -1, "jerr", jst)
+        for fd, stream, caps in streams:
+            router.pump(fd, self.idx, -1 if stream == "jerr" else tag(), stream, caps)
         oom = meter.oom()
         numbers = meter.numbers()
         statuses = {p: None for p in (self.judge, self.cand) if p}
