@@ -90,10 +90,8 @@ def main(judge_blob: bytes, start: int, limits: dict, tidy=None) -> None:
         first = b"not a frame"
     load = None
     if first is not None:
-        try:
+        with contextlib.suppress(ValueError, RecursionError, UnicodeDecodeError):
             load = loads(first)
-        except (ValueError, RecursionError, UnicodeDecodeError):
-            load = None
     if first is None or not isinstance(load, dict):
         why = "program exited while loading" if first is None else "program broke the judge protocol while loading"
         end(b"X", dumps({"etype": "ProcessExit", "emsg": why}))
@@ -225,7 +223,7 @@ def _run_func(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None
                                         "objs": [], "m": False})
                 msg["value"] = _call_value(client, reply)
                 if len(msg["value"]) > job["cap"]:
-                    msg = {"ok": False, "etype": "OutputLimit", "emsg": "returned value too large", "output_limit": True}
+                    raise OutputTooLarge("returned value too large")
             elif t["kind"] == "assert":
                 exec(compile(t["code"], "<test>", "exec"), ns)
             else:  # check

@@ -187,40 +187,31 @@ def java_code_only(source: str) -> str:
     kept): what is left is the code, in which declarations can be looked for without being fooled by
     ``// A public class Pair would be overkill`` or ``"class Main"``."""
     out, i, n = list(source), 0, len(source)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
     while i < n:
         c = source[i]
         if source.startswith("//", i):
             j = source.find("\n", i)
             j = n if j < 0 else j
-            blank(i, j)
-            i = j
         elif source.startswith("/*", i):
             j = source.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
         elif source.startswith('"""', i):
             j = i + 3
             while j < n and not source.startswith('"""', j):
                 j += 2 if source[j] == "\\" else 1
             j = min(n, j + 3)
-            blank(i, j)
-            i = j
         elif c in "\"'":
             j = i + 1
             while j < n and source[j] != c and source[j] != "\n":
                 j += 2 if source[j] == "\\" else 1
             j = min(n, j + 1)
-            blank(i, j)
-            i = j
         else:
             i += 1
+            continue
+        for k in range(i, j):   # the comment or literal blanked, its newlines kept
+            if out[k] != "\n":
+                out[k] = " "
+        i = j
     return "".join(out)
 
 
