@@ -2,6 +2,8 @@
 # The three indices of an operation may be printed in any order (the statement allows it).
 import re
 
+ALSO = ("CodeContests__1071_c_triple_flips_5739",)   # the same problem under its other id: judged by this file
+
 _INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 
 

@@ -3,6 +3,8 @@
 import heapq
 import re
 
+ALSO = ("CodeContests__716_d_complete_the_graph_158",)   # the same problem under its other id: judged by this file
+
 _INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 
 

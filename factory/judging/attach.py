@@ -29,6 +29,18 @@ def _file_key(source_id: str) -> str:
     return source_id.replace("/", "__")
 
 
+def checker_files(folder: Path) -> dict[str, Path]:
+    """A folder's checker programs by problem key: the file's stem and the keys its ``ALSO = (...)`` names (one
+    program for a problem the dataset lists under several ids)."""
+    files = {}
+    for p in sorted(folder.glob("*.py")):
+        files[p.stem] = p
+        for node in ast.parse(p.read_text(encoding="utf-8"), filename=str(p)).body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["ALSO"]:
+                files.update(dict.fromkeys(ast.literal_eval(node.value), p))
+    return files
+
+
 def read_checker_file(path: Path) -> str:
     """A checker program's source, checked to define ``check(input, expected, actual)`` (clear error otherwise)."""
     code = path.read_text(encoding="utf-8")
@@ -57,7 +69,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
         folder = Path(checker_dir)
         if not folder.is_dir():
             raise InputError("checker folder not found", file=str(folder))
-        files = {p.stem: p for p in sorted(folder.glob("*.py"))}
+        files = checker_files(folder)
     config = {"sources": sources, "detect": detect,
               "files": {k: checker_hash("program", None, None, p.read_text(encoding="utf-8"))
                         for k, p in files.items()}}
@@ -70,13 +82,13 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
             FROM silver.problems pb LEFT JOIN silver.tests t USING (problem_id)
             WHERE {where} GROUP BY ALL ORDER BY pb.problem_id""", params).fetchall()
         found: dict[str, dict] = {}
-        matched_files = set()
+        matched_keys = set()
         unusable = 0
         for problem_id, source_id, question, test_format, outputs, dataset_checker in problems:
             path = files.get(_file_key(source_id))
             if path is not None:
                 code = read_checker_file(path)
-                matched_files.add(path.stem)
+                matched_keys.add(_file_key(source_id))
                 found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
             elif detect and dataset_checker and test_format == "stdio":
                 # the dataset's own checker (open-r1/codeforces generated_checker: several correct outputs), run in
@@ -93,7 +105,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
                 rule = detect_rule(question, outputs or [])
                 if rule is not None:
                     found[problem_id] = _row(problem_id, rule, None)
-        unknown = sorted(set(files) - matched_files)
+        unknown = sorted(set(files) - matched_keys)
         if unknown and not unmatched_ok:   # the shipped folder covers a whole dataset: a slice matches part of it
             raise InputError(f"{len(unknown)} checker file(s) name no selected problem, e.g. {unknown[0]}.py "
                              "(file name = source_id with '/' written '__')", file=str(checker_dir))
@@ -169,7 +181,7 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None, con=None) -
         for (source,) in with_checkers:
             todo[source] = shipped_folder(source)
         for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
-            stems = {p.stem for p in shipped_folder(source).glob("*.py")}
+            stems = set(checker_files(shipped_folder(source)))
             rows = con.execute(f"""
                 SELECT replace(pb.source_id, '/', '__'), bool_or(c.origin = 'file')
                 FROM silver.problems pb LEFT JOIN silver.checkers c USING (problem_id)
