@@ -265,10 +265,7 @@ class Host:
 
     def _isolate_child(self) -> None:
         iso, cfg = self.iso, self.cfg
-        if self.worker_ns:
-            os.chdir("/tmp")
-        else:
-            os.chdir("/")
+        os.chdir("/tmp" if self.worker_ns else "/")
         os.environ.clear()
         os.environ.update(iso.SAFE_ENV)
         # the per-call CPU limit is the host's to meter; RLIMIT_CPU (set_rlimits: 1.5 x cpu_s + 2 for no tests)

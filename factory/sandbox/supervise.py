@@ -56,10 +56,8 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
             results[i] = {"outcome": "infra", "emsg": f"files could not be placed: {exc}"[:300],
                           "cpu_ms": 0.0, "wall_ms": 0.0, "peak_kb": None}
             return pos + 1
-    if prog is None:
-        pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, tuple(hdr["cand"]), memfd, script_body, plan, 1)
-    else:
-        pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, None, -1, prog.body, plan, 1)
+    blob, src, body = (tuple(hdr["cand"]), memfd, script_body) if prog is None else (None, -1, prog.body)
+    pid = spawn(z, "script", {0: stdin, 1: out_w, 2: err_w}, blob, src, body, plan, 1)
     for fd in (stdin, out_w, err_w):
         os.close(fd)
     for fd in (out_r, err_r):

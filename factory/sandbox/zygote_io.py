@@ -92,10 +92,8 @@ class Router:
         while True:
             room = st["keep"] - st["kept"].get(stream, 0)
             try:
-                if room > 0:
-                    n = os.splice(src, self.tmp_w, min(room, 1 << 16), flags=os.SPLICE_F_NONBLOCK)
-                else:
-                    n = os.splice(src, self.null, 1 << 16, flags=os.SPLICE_F_NONBLOCK)
+                dst, size = (self.tmp_w, min(room, 1 << 16)) if room > 0 else (self.null, 1 << 16)
+                n = os.splice(src, dst, size, flags=os.SPLICE_F_NONBLOCK)
             except BlockingIOError:
                 return False
             except OSError as e:
