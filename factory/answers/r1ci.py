@@ -17,9 +17,9 @@ blocks :func:`observation_text` writes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from factory.answers.checks import check_answer, extract_final_answer
+from factory.answers.checks import check_answer, extract_final_answer, parse_ground_truth
 
 CORRECT, FORMAT_BONUS, TURN_PENALTY, MAX_FREE_TURNS = 1.0, 0.1, 0.1, 6
 OBS_HEADER = "Code Execution Results:\n"
@@ -82,8 +82,7 @@ class R1CIReward:
     note: str = ""
 
     def as_dict(self) -> dict:
-        return {"reward": self.reward, "correct": self.correct, "score": self.score, "format_ok": self.format_ok,
-                "turns": self.turns, "code_calls": self.code_calls, "answer": self.answer, "note": self.note}
+        return asdict(self)
 
 
 def score_trajectory(turns: list[dict], ground_truth, *, max_free_turns: int = MAX_FREE_TURNS,
@@ -117,8 +116,6 @@ def answer_reward_kind(ground_truth) -> str:
     answer, else 0.0; ``soft``: the rule's / verifier's score in [0, 1]; ``r1ci``: the shaped R1-CI reward), or
     ``r1ci`` when it carries none (the multi-turn stage exports of `factory interpreter-rollouts release`).
     Another kind is the dataset's fault: ValueError."""
-    from factory.answers.checks import parse_ground_truth
-
     spec = parse_ground_truth(ground_truth).get("reward")
     if spec is None:
         return "r1ci"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import duckdb
 
@@ -21,13 +22,7 @@ def source_counts(con: duckdb.DuckDBPyConnection) -> list[tuple]:
                coalesce(list(t.kind) FILTER (WHERE t.kind IS NOT NULL), [])
         FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
         GROUP BY p.source ORDER BY p.source""").fetchall()
-    out = []
-    for source, problems, tests, kinds in rows:
-        by_kind: dict[str, int] = {}
-        for k in kinds:
-            by_kind[k] = by_kind.get(k, 0) + 1
-        out.append((source, problems, tests, by_kind))
-    return out
+    return [(source, problems, tests, dict(Counter(kinds))) for source, problems, tests, kinds in rows]
 
 
 def program_pass_rates(con: duckdb.DuckDBPyConnection) -> list[tuple]:
@@ -170,13 +165,10 @@ def headline(con: duckdb.DuckDBPyConnection) -> dict:
     cols = ("source", "problems", "tests", "reference_pass_rate", "references", "references_all_pass",
             "sample_pass_rate", "samples", "rl_problems", "contamination_removed", "rl_train")
     sources = [dict(zip(cols, r)) for r in rows]
-    if "gold.rl_problems" in have:
-        for s in sources:
-            s["rl_problems"] = s["rl_problems"] or 0
-            s["rl_train"] = s["rl_train"] or 0
-    if "gold.training_exclusions" in have:
-        for s in sources:
-            s["contamination_removed"] = s["contamination_removed"] or 0
+    counted = [k for k, view in (("rl_problems", "gold.rl_problems"), ("rl_train", "gold.rl_problems"),
+                                 ("contamination_removed", "gold.training_exclusions")) if view in have]
+    for s in sources:
+        s.update({k: s[k] or 0 for k in counted})
     releases = [r[0] for r in con.execute("SELECT name FROM ops.releases ORDER BY created_at DESC, name").fetchall()]
     return {"sources": sources, "releases": releases}
 
