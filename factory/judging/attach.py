@@ -32,12 +32,24 @@ def _file_key(source_id: str) -> str:
 def checker_files(folder: Path) -> dict[str, Path]:
     """A folder's checker programs by problem key: the file's stem and the keys its ``ALSO = (...)`` names (one
     program for a problem the dataset lists under several ids)."""
-    files = {}
-    for p in sorted(folder.glob("*.py")):
-        files[p.stem] = p
-        for node in ast.parse(p.read_text(encoding="utf-8"), filename=str(p)).body:
+    paths = sorted(folder.glob("*.py"))
+    files = {p.stem: p for p in paths}   # a file of its own wins over another file's ALSO
+    for p in paths:
+        try:
+            body = ast.parse(p.read_text(encoding="utf-8"), filename=str(p)).body
+        except SyntaxError:
+            continue   # read_checker_file names the error when the file is used
+        for node in body:
             if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["ALSO"]:
-                files.update(dict.fromkeys(ast.literal_eval(node.value), p))
+                try:
+                    keys = ast.literal_eval(node.value)
+                except ValueError:
+                    keys = None
+                if not isinstance(keys, (tuple, list)) or not all(isinstance(k, str) for k in keys):
+                    raise InputError("ALSO must be a tuple of problem keys (source_id with '/' written '__')",
+                                     file=str(p))
+                for key in keys:
+                    files.setdefault(key, p)
     return files
 
 

@@ -61,3 +61,16 @@ def test_a_slice_of_the_dataset_gets_the_rules_of_its_problems(shared_data, tmp_
     ids = {r[0].replace("/", "__") for r in q(lake, "SELECT source_id FROM silver.problems")}
     expected = set(checker_files(shipped("checkers", "codecontests"))) & ids
     assert 0 < len(expected) < 24 and have == expected, len(expected)
+
+
+def test_a_file_of_its_own_wins_over_another_files_also_and_a_bad_also_is_named(tmp_path):
+    import pytest
+
+    from factory.errors import InputError
+
+    (tmp_path / "X.py").write_text("def check(i, e, a):\n    return True\n")
+    (tmp_path / "Y.py").write_text("ALSO = ('X', 'Z')\n\n\ndef check(i, e, a):\n    return True\n")
+    assert {k: p.name for k, p in checker_files(tmp_path).items()} == {"X": "X.py", "Y": "Y.py", "Z": "Y.py"}
+    (tmp_path / "W.py").write_text("ALSO = 'X'\n")
+    with pytest.raises(InputError, match="W.py.*ALSO must be a tuple"):
+        checker_files(tmp_path)
