@@ -89,7 +89,11 @@ def median_time(fn, repeat: int = 1) -> tuple[float, list[float], object]:
 def table(rows: list[dict], cols: list[str] | None = None) -> str:
     """A Markdown table of ``rows`` (dicts), the columns ``cols`` or the first row's keys; None prints '-'."""
     cols = cols or list(rows[0]) if rows else cols or []
-    fmt = lambda v: "-" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    def fmt(v):   # floats to 3 significant digits, but 1000 and up in full (no 1.23e+03)
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+        return "-" if v is None else str(v)
     return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
                      + ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows])
 
