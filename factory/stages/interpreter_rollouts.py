@@ -116,12 +116,9 @@ def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: 
     modes = list(modes)
     settings = {"max_calls": max_calls, "cpu_s_per_call": cpu_s_per_call, "wall_s_per_call": wall_s_per_call,
                 "memory_mb": memory_mb, "max_new_tokens": max_new_tokens, "temperature": temperature}
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         problems = answer_problems(con, sources, limit_per_source)
         done = {r[0] for r in _rows(con, f"SELECT rollout_id FROM {ROLLOUTS}")}
-    finally:
-        con.close()
     if not problems:
         raise FactoryError("no final-answer problems in the lake" + (f" for sources {sources}" if sources else "")
                            + ": run `factory ingest reasoning-gym --tasks ...` (or ingest jsonl --test-format answer)")
@@ -193,16 +190,13 @@ def build_curriculum(lake=None, *, recipe: str = "r1-code-interpreter", model: s
     fractions = [float(f) for f in fractions]
     if not fractions or fractions[-1] != 1.0 or fractions != sorted(fractions) or fractions[0] <= 0:
         raise FactoryError(f"stage fractions must increase and end at 1.0 (R1-CI: 0.25, 0.5, 0.75, 1.0), got {fractions}")
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         problems = {p["problem_id"]: p for p in answer_problems(con, sources)}
         stats = _rows(con, f"""
             SELECT problem_id, count(*), count(*) FILTER (WHERE correct), avg(reward)
             FROM {ROLLOUTS} WHERE model = ? GROUP BY problem_id""", [model])
         per_mode = _rows(con, f"SELECT problem_id, mode, avg(correct::INT) FROM {ROLLOUTS} WHERE model = ? "
                          "GROUP BY ALL ORDER BY ALL", [model])
-    finally:
-        con.close()
     modes: dict = {}
     for pid, mode, rate in per_mode:
         modes.setdefault(pid, {})[mode] = round(float(rate), 6)
@@ -249,15 +243,13 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
                        date: str | None = None, export_dir=None, log=print) -> list[dict]:
     """One release per curriculum stage (its gold.r1ci_tasks rows + their rollouts), each exported to
     ``export_dir/<release>`` when given. A release with the same rows already on disk is reused."""
-    from datetime import datetime, timezone
-
     from factory.lake import connect
     from factory.release.create import create_release
     from factory.release.locate import resolve_releases_dir
+    from factory.stages.recipe.decide import _free_name, _same_release, _today
 
-    date = date or datetime.now(timezone.utc).strftime("%Y%m%d")
-    con = connect(lake, read_only=True)
-    try:
+    date = date or _today()
+    with connect(lake, read_only=True) as con:
         stage_rows = _rows(con, f"SELECT s.stage, count(*) FROM {TASKS}, unnest(CAST(json_extract_string(stages, "
                            "'$[*]') AS VARCHAR[])) AS s(stage) WHERE recipe = ? GROUP BY 1 ORDER BY 1", [recipe])
         if not stage_rows:
@@ -266,16 +258,11 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
         content = con.execute(f"SELECT md5(string_agg(problem_id || stages || rollouts || correct, ',' ORDER BY "
                               f"problem_id)) FROM {TASKS} WHERE recipe = ?", [recipe]).fetchone()[0]
         model = con.execute(f"SELECT any_value(model) FROM {TASKS} WHERE recipe = ?", [recipe]).fetchone()[0]
-    finally:
-        con.close()
-    if not stage_rows:
-        raise FactoryError(f"no gold.r1ci_tasks rows for recipe {recipe!r}: run `factory interpreter-rollouts "
-                           "curriculum` first")
     root = resolve_releases_dir(releases_dir)
     out = []
     for stage, n in stage_rows:
         base = f"{recipe}-tasks-{stage}-{date}"
-        name = _existing(root, base, content) or _free(root, base)
+        name = _same_release(root, base, content, stage) or _free_name(root, base)
         if not (root / name).exists():
             where = f"recipe = '{recipe}' AND list_contains(CAST(json_extract_string(stages, '$[*]') AS VARCHAR[]), '{stage}')"
             create_release(name, [TASKS, ROLLOUTS], lake=lake, releases_dir=releases_dir, row_filters={
@@ -290,24 +277,6 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
             info["export"] = export_stage(name, Path(export_dir) / name, releases_dir=releases_dir)
         out.append(info)
     return out
-
-
-def _existing(root: Path, base: str, content: str) -> str | None:
-    for path in sorted(root.glob(f"{base}*")):
-        try:
-            rec = json.loads((path / "manifest.json").read_text()).get("recipe") or {}
-        except (OSError, ValueError):
-            continue
-        if rec.get("content_hash") == content:
-            return path.name
-    return None
-
-
-def _free(root: Path, base: str) -> str:
-    n, name = 2, base
-    while (root / name).exists():
-        name, n = f"{base}.{n}", n + 1
-    return name
 
 
 def export_stage(release: str, out, *, releases_dir=None, sft_min_reward: float = 1.0) -> dict:
@@ -376,12 +345,9 @@ def export_stage(release: str, out, *, releases_dir=None, sft_min_reward: float 
 def _count(lake, sql: str, params=()) -> int:
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         rows = _rows(con, sql, params)
-        return rows[0][0] if rows else 0
-    finally:
-        con.close()
+    return rows[0][0] if rows else 0
 
 
 def run_step(lake=None, action: str = "sample", **params) -> dict:
