@@ -19,13 +19,7 @@ _LAZY = {
     **dict.fromkeys(("exact_jaccard", "verify_pairs"), "verify"),
 }
 
-__all__ = [
-    "DecontamParams", "DedupResult", "MinHashParams", "band_hashes", "band_table", "candidate_pairs",
-    "clusters", "compute_bands", "cross_candidate_pairs", "decontaminate", "dedup", "dedup_incremental",
-    "exact_hashes", "exact_jaccard", "exact_pairs", "keeper_rank", "normalize_code", "normalize_text",
-    "permutations", "plant_pairs", "planted_precision_recall", "recall_curve", "shingle_hash32",
-    "shingle_hashes", "shingle_strings", "signatures", "tokenize", "union_find", "verify_pairs",
-]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str):

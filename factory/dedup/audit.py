@@ -109,9 +109,8 @@ def choose_planted(items: dict[str, list[tuple[str, str]]], per_source: int) -> 
             for sid, text in order:
                 if taken >= per_source:
                     break
-                if sid in used or (transform in LONG_ONLY and _words(text) < LONG_WORDS):
-                    continue
-                if plant(text, transform) == text:
+                if sid in used or (transform in LONG_ONLY and _words(text) < LONG_WORDS) \
+                        or plant(text, transform) == text:
                     continue
                 used.add(sid)
                 taken += 1

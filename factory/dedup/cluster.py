@@ -74,14 +74,9 @@ def clusters(pairs: pa.Table, docs: pa.Table) -> pa.Table:
     by_rank[rank] = np.arange(docs.num_rows)
     keeper = by_rank[best[root]]
     size = np.bincount(root, minlength=docs.num_rows)[root]
-    return pa.table(
-        {
-            "doc_id": ids,
-            "cluster_id": pc.take(ids, pa.array(keeper)),
-            "cluster_size": pa.array(size.astype(np.int64)),
-            "is_keeper": pa.array(keeper == np.arange(docs.num_rows)),
-        }
-    )
+    return pa.table({"doc_id": ids, "cluster_id": pc.take(ids, pa.array(keeper)),
+                     "cluster_size": pa.array(size.astype(np.int64)),
+                     "is_keeper": pa.array(keeper == np.arange(docs.num_rows))})
 
 
 def with_source_priority(docs: pa.Table, prefer: list[str]) -> pa.Table:

@@ -132,11 +132,14 @@ def _same_dataset(a: str, b: str) -> bool:
     return a[2:].split(":", 1)[0] == b[2:].split(":", 1)[0]
 
 
-def _csr_to_rows(offsets: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _shingled(texts: list, n: int, hasher: WordHasher) -> tuple:
+    """(tokens per text, then per shingle in :func:`shingle_hashes` order: hash, text, position, content)."""
+    toks = [tokenize(t) for t in texts]
+    offsets, hashes = shingle_hashes(texts, n, hasher, unique=False)
     counts = np.diff(offsets)
     doc = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     pos = np.arange(hashes.size, dtype=np.int64) - np.repeat(offsets[:-1], counts)
-    return doc, pos
+    return toks, hashes, doc, pos, _content(toks, n)
 
 
 def _runs(positions: list[int]) -> list[tuple[int, int]]:
@@ -191,15 +194,8 @@ def decontaminate(
     con = _conn(con)
     hasher = WordHasher()
     n = params.n
-    p_texts = problems["text"].to_pylist()
-    b_texts = benchmarks["text"].to_pylist()
-    p_toks = [tokenize(t) for t in p_texts]
-    b_toks = [tokenize(t) for t in b_texts]
-    p_off, p_h = shingle_hashes(p_texts, n, hasher, unique=False)
-    b_off, b_h = shingle_hashes(b_texts, n, hasher, unique=False)
-    p_doc, p_pos = _csr_to_rows(p_off, p_h)
-    b_doc, _ = _csr_to_rows(b_off, b_h)
-    p_content, b_content = _content(p_toks, n), _content(b_toks, n)
+    p_toks, p_h, p_doc, p_pos, p_content = _shingled(problems["text"].to_pylist(), n, hasher)
+    _, b_h, b_doc, _, b_content = _shingled(benchmarks["text"].to_pylist(), n, hasher)
     p_src = _codes(problems["source"].to_pylist() if "source" in problems.column_names
                    else ["problems"] * problems.num_rows, "p:")
     b_src = _codes(benchmarks["benchmark"].to_pylist(), "b:")
@@ -247,10 +243,8 @@ def decontaminate(
     pidx = hits["pidx"].to_numpy()
     bidx = hits["bidx"].to_numpy()
     rows = []
-    for pi, bi, matched, inf_matched, positions, inf_positions, b_all, b_inf in zip(
-            pidx.tolist(), bidx.tolist(), hits["matched"].to_pylist(), hits["inf_matched"].to_pylist(),
-            hits["positions"].to_pylist(), hits["inf_positions"].to_pylist(), hits["b_all"].to_pylist(),
-            hits["b_inf"].to_pylist()):
+    for pi, bi, matched, inf_matched, positions, inf_positions, b_all, b_inf in zip(*(hits[c].to_pylist() for c in (
+            "pidx", "bidx", "matched", "inf_matched", "positions", "inf_positions", "b_all", "b_inf"))):
         inf_positions = inf_positions or []
         coverage = inf_matched / b_inf if b_inf else 0.0
         need_cov = params.same_dataset_coverage if _same_dataset(p_fams[pi], b_fams[bi]) else params.min_coverage

@@ -26,8 +26,7 @@ def _conn(con: duckdb.DuckDBPyConnection | None) -> duckdb.DuckDBPyConnection:
 
 def _arrow(result) -> pa.Table:
     """Arrow table of an executed DuckDB result (``to_arrow_table`` where available)."""
-    f = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
-    return f()
+    return (getattr(result, "to_arrow_table", None) or result.fetch_arrow_table)()
 
 
 def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, stem: str) -> str:

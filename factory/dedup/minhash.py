@@ -238,10 +238,6 @@ def band_table(doc_ids: pa.Array | Sequence, sig: np.ndarray, params: MinHashPar
     keep = np.flatnonzero(~(sig == EMPTY).all(axis=1))
     bh = band_hashes(sig[keep], params)
     idx = np.repeat(keep, params.bands)
-    return pa.table(
-        {
-            "doc_id": doc_ids.take(pa.array(idx)),
-            "band": pa.array(np.tile(np.arange(params.bands, dtype=np.int16), keep.size)),
-            "band_hash": pa.array(bh.reshape(-1)),
-        }
-    )
+    return pa.table({"doc_id": doc_ids.take(pa.array(idx)),
+                     "band": pa.array(np.tile(np.arange(params.bands, dtype=np.int16), keep.size)),
+                     "band_hash": pa.array(bh.reshape(-1))})

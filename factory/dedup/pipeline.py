@@ -62,6 +62,14 @@ def _pairs(t: pa.Table, kind: str, id_type: pa.DataType) -> pa.Table:
     })
 
 
+def _timed(st: dict, key: str, fn, *args, **kw):
+    """``fn(*args, **kw)``, its wall seconds stored as ``st[key]``."""
+    t = time.perf_counter()
+    out = fn(*args, **kw)
+    st[key] = time.perf_counter() - t
+    return out
+
+
 def _exact_edges(ids, texts, codes, keys_text, keys_code, con, id_type):
     out = []
     kt = keys_text if keys_text is not None else exact_hashes(texts, "text")
@@ -86,20 +94,12 @@ def dedup(
     codes = docs["code"].to_pylist() if "code" in docs.column_names else None
     edges = _exact_edges(ids, texts, codes, None, None, con, id_type)
     st["exact_s"] = time.perf_counter() - t0
-    t = time.perf_counter()
-    bands = compute_bands(ids, texts, params, progress=progress)
-    st["minhash_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    cand = candidate_pairs(bands, con, max_bucket)
-    st["lsh_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    near = verify_pairs(cand, ids, texts, params.ngram, params.threshold)
-    st["verify_s"] = time.perf_counter() - t
+    bands = _timed(st, "minhash_s", compute_bands, ids, texts, params, progress=progress)
+    cand = _timed(st, "lsh_s", candidate_pairs, bands, con, max_bucket)
+    near = _timed(st, "verify_s", verify_pairs, cand, ids, texts, params.ngram, params.threshold)
     edges.append(_pairs(near, "near", id_type))
     pairs = pa.concat_tables(edges)
-    t = time.perf_counter()
-    cl = clusters(pairs, docs)
-    st["cluster_s"] = time.perf_counter() - t
+    cl = _timed(st, "cluster_s", clusters, pairs, docs)
     st.update(_counts(docs.num_rows, bands, params, cand, pairs, cl))
     st["total_s"] = time.perf_counter() - t0
     st["params"] = params.as_dict()
@@ -162,15 +162,11 @@ def dedup_incremental(
     edges = [e.filter(pc.invert(pc.and_(pc.is_in(e["doc_id_a"], value_set=old_ids),
                                         pc.is_in(e["doc_id_b"], value_set=old_ids)))) for e in edges]
     st["exact_s"] = time.perf_counter() - t0
-    t = time.perf_counter()
-    bands = compute_bands(new_ids, new_texts, params)
-    st["minhash_s"] = time.perf_counter() - t
-    t = time.perf_counter()
+    bands = _timed(st, "minhash_s", compute_bands, new_ids, new_texts, params)
     old_bands = existing_bands.select(["doc_id", "band", "band_hash"])
     old_bands = old_bands.set_column(0, "doc_id", old_bands["doc_id"].cast(id_type))
-    cand = pa.concat_tables([candidate_pairs(bands, con, max_bucket),
-                             cross_candidate_pairs(bands, old_bands, con)])
-    st["lsh_s"] = time.perf_counter() - t
+    cand = _timed(st, "lsh_s", lambda: pa.concat_tables([candidate_pairs(bands, con, max_bucket),
+                                                         cross_candidate_pairs(bands, old_bands, con)]))
     t = time.perf_counter()
     involved = pc.unique(pa.concat_arrays([cand["doc_id_b"].combine_chunks(),
                                            cand["doc_id_a"].combine_chunks()]))
@@ -191,9 +187,7 @@ def dedup_incremental(
         prev = prev.filter(pc.not_equal(prev["doc_id"], prev["cluster_id"]))
         cl_edges = pa.concat_tables([pairs.select(["doc_id_a", "doc_id_b"]), pa.table({
             "doc_id_a": prev["cluster_id"].cast(id_type), "doc_id_b": prev["doc_id"].cast(id_type)})])
-    t = time.perf_counter()
-    cl = clusters(cl_edges, all_docs)
-    st["cluster_s"] = time.perf_counter() - t
+    cl = _timed(st, "cluster_s", clusters, cl_edges, all_docs)
     st.update(_counts(all_docs.num_rows, bands, params, cand, pairs, cl))
     st["n_new_docs"] = new_docs.num_rows
     st["total_s"] = time.perf_counter() - t0

@@ -7,6 +7,7 @@ ground truth.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import duckdb
@@ -35,9 +36,7 @@ class _EditedJaccard:
         self.n = n
         grams = [tuple(tokens[s:s + n]) for s in range(len(tokens) - n + 1)]
         self.base = set(grams)
-        self.counts: dict[tuple, int] = {}
-        for g in grams:
-            self.counts[g] = self.counts.get(g, 0) + 1
+        self.counts = Counter(grams)
         self.size = self.inter = len(self.base)   # distinct shingles of the copy; those also in the original
 
     def _grams(self, toks: list[str], lo: int, hi: int):

@@ -235,25 +235,16 @@ def _python_word_ids(texts: Sequence[str | None], hasher: WordHasher) -> tuple[n
 def _word_ids(texts: Sequence[str | None], hasher: WordHasher, fast: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-text token counts and the concatenated word ids (into ``hasher.table()``) of ``texts``, in order.
 
-    ``fast``: :func:`_vector_word_ids` on chunks of texts (same tokens as :func:`tokenize`, so the result
-    does not depend on ``fast``); texts that are not all ``str``/None, or that cannot be encoded (lone
-    surrogates), take the reference path.
+    ``fast``: :func:`_vector_word_ids` (same tokens as :func:`tokenize`, so the result does not depend on
+    ``fast``); texts that are not all ``str``/None take the reference path. Callers pass at most
+    :data:`_CHUNK_TEXTS` texts (:func:`shingle_hashes_serial` cuts them).
     """
-    if not fast or len(texts) < 4:
-        return _python_word_ids(texts, hasher)
-    lens_parts, id_parts = [], []
-    for i in range(0, len(texts), _CHUNK_TEXTS):
-        chunk = texts[i : i + _CHUNK_TEXTS]
+    if fast and len(texts) >= 4:
         try:
-            strs = [t if t else "" for t in chunk]
-            lens, ids = _vector_word_ids(strs, hasher)
+            return _vector_word_ids([t if t else "" for t in texts], hasher)
         except AttributeError:  # not all str/None
-            lens, ids = _python_word_ids(chunk, hasher)
-        lens_parts.append(lens)
-        id_parts.append(ids)
-    if len(lens_parts) == 1:
-        return lens_parts[0], id_parts[0]
-    return np.concatenate(lens_parts), np.concatenate(id_parts)
+            pass
+    return _python_word_ids(texts, hasher)
 
 
 def _sort_within_docs(h: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -354,10 +345,8 @@ def shingle_hashes_serial(
     small enough for the allocator to reuse instead of mapping fresh zeroed pages for each)."""
     if n < 1:
         raise ValueError("n must be >= 1")
-    if len(texts) <= _CHUNK_TEXTS:
-        return _shingle_chunk(texts, n, hasher, unique)
-    parts = [_shingle_chunk(texts[i : i + _CHUNK_TEXTS], n, hasher, unique) for i in range(0, len(texts), _CHUNK_TEXTS)]
-    return _concat_csr(parts)
+    return _concat_csr([_shingle_chunk(texts[i : i + _CHUNK_TEXTS], n, hasher, unique)
+                        for i in range(0, max(len(texts), 1), _CHUNK_TEXTS)])
 
 
 def _concat_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

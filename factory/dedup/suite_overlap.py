@@ -47,10 +47,8 @@ def problem_keys(tests, with_inputs: bool = False, info: dict | None = None) -> 
     that old rule only. ``info`` (a dict): keys longer than :data:`LONG_KEY` characters (a test with an MB-sized
     input) are replaced by a digest key (:func:`compact_key`) and what the overlap needs of them goes into
     ``info``, so a caller can hold the keys of a whole corpus."""
-    keys = set()
-    for kind, code, inp, expected in tests:
-        keys |= test_keys(kind, code, inp, expected, with_inputs, info)
-    return keys
+    return set().union(*(test_keys(kind, code, inp, expected, with_inputs, info)
+                         for kind, code, inp, expected in tests))
 
 
 def test_keys(kind, code, inp, expected, with_inputs: bool = False, info: dict | None = None) -> set[str]:
@@ -91,12 +89,7 @@ def key_tails(key: str) -> tuple[str, ...]:
     A test whose key ends ``=>`` + its output is a candidate for ``key`` only when ``output_tail(output)`` is
     among these (a stdio test's output is known before its input is normalised)."""
     end = key[-TAIL:]
-    out = [end]
-    i = end.find("=>")
-    while i != -1:
-        out.append(end[i:])
-        i = end.find("=>", i + 1)
-    return tuple(out)
+    return (end, *(end[i:] for i in range(len(end)) if end.startswith("=>", i)))
 
 
 def output_tail(output: str) -> str:
