@@ -67,13 +67,10 @@ def _candidates(ctx) -> list[str]:
     from factory.lake import connect
 
     r = ctx.recipe
-    con = connect(ctx.lake, read_only=True)
-    try:
-        where = "WHERE source IN (SELECT unnest(?::VARCHAR[]))" if r.sources else ""
+    where = "WHERE source IN (SELECT unnest(?::VARCHAR[]))" if r.sources else ""
+    with connect(ctx.lake, read_only=True) as con:
         return [x[0] for x in con.execute(f"SELECT problem_id FROM silver.problems {where} ORDER BY problem_id",
                                           [r.sources] if r.sources else []).fetchall()]
-    finally:
-        con.close()
 
 
 def data_files(data_dir, sources: list[str] | None) -> list:
@@ -144,10 +141,13 @@ def _decontam(ctx, step):
                               if isinstance(rep, dict) else rep)}
 
 
-def _dedup_embed(ctx, step):
-    from factory.stages.dedup_embed import run_embedding_dedup
-
-    return {"summary": _short(run_embedding_dedup(ctx.lake, progress=False, **step.params))}
+def _reported(module: str, fn: str, **fixed):
+    """A runner calling ``factory.stages.<module>.<fn>(lake, **fixed, **step.params)``; its report, shortened, is
+    the summary."""
+    def run(ctx, step):
+        call = getattr(importlib.import_module(f"factory.stages.{module}"), fn)
+        return {"summary": _short(call(ctx.lake, **fixed, **step.params))}
+    return run
 
 
 def _hidden_tests(ctx, step):
@@ -156,18 +156,6 @@ def _hidden_tests(ctx, step):
     rep = run_hidden_tests(ctx.lake, **step.params)
     return {"summary": f"{rep.get('tests_added')} tests added to {rep.get('problems_with_tests')} of "
                        f"{rep.get('problems')} public-only problems"}
-
-
-def _gentests(ctx, step):
-    from factory.stages.gentests import run_gentests
-
-    return {"summary": _short(run_gentests(ctx.lake, **step.params))}
-
-
-def _synth(ctx, step):
-    from factory.stages.synth import run_synth
-
-    return {"summary": _short(run_synth(ctx.lake, **step.params))}
 
 
 def _judge(ctx, step):
@@ -204,13 +192,10 @@ def sample_coverage(ctx, step) -> dict:
         raise FactoryError(f"step {step.name}: unknown sample parameters {extra}; known: {', '.join(SAMPLE_KEYS)}")
     model, n, limit = _sample_model(p), int(p.get("n", 4)), p.get("limit")
     ids = _candidates(ctx)[: int(limit)] if limit else _candidates(ctx)
-    con = connect(ctx.lake, read_only=True)
-    try:
+    with connect(ctx.lake, read_only=True) as con:
         have = dict(con.execute(
             "SELECT problem_id, count(*) FROM silver.programs WHERE origin = 'sample' AND model = ? "
             "AND problem_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY problem_id", [model, ids]).fetchall())
-    finally:
-        con.close()
     return {"model": model, "n": n, "selected": len(ids), "missing": [i for i in ids if have.get(i, 0) < n]}
 
 
@@ -310,8 +295,10 @@ def _export(ctx, step):
     return {"status": "ran" if ran else "current", "summary": "; ".join(parts)}
 
 
-for _kind, _fn in (("ingest", _ingest), ("dedup", _dedup), ("decontam", _decontam), ("dedup-embed", _dedup_embed),
-                   ("hidden-tests", _hidden_tests), ("gentests", _gentests), ("synth", _synth),
+for _kind, _fn in (("ingest", _ingest), ("dedup", _dedup), ("decontam", _decontam),
+                   ("dedup-embed", _reported("dedup_embed", "run_embedding_dedup", progress=False)),
+                   ("hidden-tests", _hidden_tests), ("gentests", _reported("gentests", "run_gentests")),
+                   ("synth", _reported("synth", "run_synth")),
                    ("judge-quality", _judge), ("sample", _sample), ("execute", _execute), ("curate", _curate),
                    ("filter", _filter), ("release", _release), ("export", _export)):
     RUNNERS[_kind] = _fn
@@ -358,21 +345,21 @@ class RssSampler:
         self._stop.set()
         self._thread.join()
         now = _rss_mb()
-        if now is None:
-            import resource
-            import sys
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
-        return max(self.peak, now)
+        return _max_rss_mb("RUSAGE_SELF") if now is None else max(self.peak, now)
+
+
+def _max_rss_mb(who: str) -> int:
+    """getrusage's peak RSS of ``who`` (RUSAGE_SELF | RUSAGE_CHILDREN) in MiB (macOS counts bytes, Linux KiB)."""
+    import resource
+    import sys
+
+    rss = resource.getrusage(getattr(resource, who)).ru_maxrss
+    return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
 
 
 def children_peak_rss_mb() -> int:
     """The largest peak RSS of any finished child process so far (sandbox workers, judges), in MiB."""
-    import resource
-    import sys
-
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
+    return _max_rss_mb("RUSAGE_CHILDREN")
 
 
 # -- the walk -----------------------------------------------------------------------------------------------
@@ -412,12 +399,9 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                 rec = {"status": "skipped", "summary": skip[step.name]}
                 ctx.log(f"step {step.name}: skipped ({skip[step.name]})")
             else:
-                con = connect(ctx.lake, read_only=True)
-                try:
+                with connect(ctx.lake, read_only=True) as con:
                     state = step_state(step, last_changes(con), catalog, external)
                     prev = _previous(con, step.stage, chash)
-                finally:
-                    con.close()
                 same = [r for r in rows if r["stage"] == step.stage and r["config_hash"] == chash
                         and r["status"] in ("ran", "current")]
                 if same:   # an earlier step of this run with the same configuration (not recorded yet)
@@ -447,11 +431,8 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                     ctx.log(f"step {step.name} ({step.stage}): running")
                     rec = dict(_runner(step.stage)(ctx, step) or {})
                     rec.setdefault("status", "ran")
-                    con = connect(ctx.lake, read_only=True)
-                    try:
+                    with connect(ctx.lake, read_only=True) as con:
                         state = step_state(step, last_changes(con), catalog, external)
-                    finally:
-                        con.close()
                     if step.stage != "filter":
                         ctx.log(f"step {step.name}: {rec['status']} - {rec.get('summary', '')}")
             rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2),
