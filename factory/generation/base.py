@@ -61,9 +61,7 @@ class Backend:
             else:
                 pending.append(i)
         if pending:
-            todo = [requests[i] for i in pending]
-            out = self._run_many(todo, Gate(self, hashes))
-            for i, res in zip(pending, out):
+            for i, res in zip(pending, self._run_many([requests[i] for i in pending], Gate(self, hashes))):
                 results[i] = res
         if any(r is None for r in results):
             missing = sum(r is None for r in results)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import time
 from pathlib import Path
 
@@ -95,12 +96,10 @@ class TransformersBackend(Backend):
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "left"
-        eos = {tokenizer.eos_token_id}
         gen_eos = getattr(model_obj.generation_config, "eos_token_id", None)
-        eos |= set(gen_eos) if isinstance(gen_eos, (list, tuple)) else {gen_eos}
         im_end = tokenizer.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tokenizer.get_vocab() else None
-        eos.add(im_end)
-        self.eos_ids = sorted(i for i in eos if i is not None)
+        eos = {tokenizer.eos_token_id, im_end, *(gen_eos if isinstance(gen_eos, (list, tuple)) else [gen_eos])}
+        self.eos_ids = sorted(eos - {None})
 
     def render(self, request: ChatRequest) -> str:
         """The prompt text: chat template, continuing a trailing assistant message if present."""
@@ -126,11 +125,7 @@ class TransformersBackend(Backend):
         batches += list(open_.values())
         batches.sort(key=lambda b: b[0])
         for batch in batches:
-            admitted = []
-            for i in batch:
-                if not gate.start():
-                    break
-                admitted.append(i)
+            admitted = list(itertools.takewhile(lambda i: gate.start(), batch))
             if admitted:
                 for i, res in zip(admitted, self._generate_batch([requests[i] for i in admitted])):
                     out[i] = res

@@ -125,6 +125,4 @@ def extract_code(completion: str | None, entry_point: str | None = None, *,
         code, found = sanitize(code, entry_point)   # statements (input(), loops, prints) are the program
         if entry_point and not found:
             return code, "missing_entry_point"
-    if truncated:
-        return code, "truncated"
-    return code, "ok"
+    return code, "truncated" if truncated else "ok"

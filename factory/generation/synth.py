@@ -155,10 +155,7 @@ def _load_obj(text: str):
 
 def _pick(obj: dict, *names: str):
     low = {str(k).lower().replace(" ", "_"): v for k, v in obj.items()}
-    for n in names:
-        if n in low:
-            return low[n]
-    return None
+    return next((low[n] for n in names if n in low), None)
 
 
 def split_asserts(code: str) -> tuple[list[str], bool]:
@@ -247,11 +244,8 @@ def _extract(text: str):
         yield "sections", q_text, tests, cut
     fences = _FENCE.findall(text)
     if fences:
-        tests, cut = [], False
-        for _, block in fences:
-            found, c = split_asserts(block)
-            tests += found
-            cut = cut or c
+        found = [split_asserts(block) for _, block in fences]
+        tests, cut = [t for ts, _ in found for t in ts], any(c for _, c in found)
         prose = _FENCE.sub("\n", text)
         yield "fenced", _question_from_prose(prose), tests, cut or text.count("```") % 2 == 1
     tests, cut = split_asserts("\n".join(ln for ln in text.splitlines()))
@@ -266,8 +260,7 @@ def _question_from_prose(text: str) -> str:
             break
         lines.append(ln)
     q = "\n".join(lines)
-    q = _Q_HDR.sub("", q, count=1) if _Q_HDR.match(q) else q
-    return q
+    return _Q_HDR.sub("", q, count=1) if _Q_HDR.match(q) else q
 
 
 # ---------------------------------------------------------------- validation

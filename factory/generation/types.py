@@ -102,10 +102,6 @@ def canonical_json(obj: Any) -> str:
 
 def request_hash(backend: str, model: str, messages, params: SamplingParams) -> str:
     """sha256 hex of the canonical JSON of (backend, model, messages, params); stable across runs."""
-    payload = {
-        "backend": backend,
-        "model": model,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "params": params.to_dict(),
-    }
+    payload = {"backend": backend, "model": model, "params": params.to_dict(),
+               "messages": [{"role": m["role"], "content": m["content"]} for m in messages]}
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import time
 
 from .base import Backend, Gate
@@ -68,11 +69,7 @@ class VLLMBackend(Backend):
 
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
         out: list[GenerationResult | None] = [None] * len(requests)
-        admitted = []
-        for i in range(len(requests)):
-            if not gate.start():
-                break
-            admitted.append(i)
+        admitted = list(itertools.takewhile(lambda i: gate.start(), range(len(requests))))
         for cont in (False, True):
             idx = [i for i in admitted if requests[i].continues_assistant == cont]
             if not idx:
