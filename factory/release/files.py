@@ -58,16 +58,19 @@ ROW_GROUP_BYTES = 16 << 20   # ... and at most this many bytes of values (a read
 READ_ROWS = 1_024            # rows per Arrow batch read from DuckDB
 
 
-def _row_bytes(batch: pa.RecordBatch):
-    """Bytes of each row's string / binary values (what makes a row large; other columns are a few bytes)."""
+def row_bytes(table: pa.Table | pa.RecordBatch):
+    """Bytes of each row: its string / binary values (what makes a row large), 8 per other value."""
     import numpy as np
     import pyarrow.compute as pc
 
-    total = np.zeros(batch.num_rows, dtype=np.int64)
-    for column in batch.columns:
+    total = np.zeros(table.num_rows, dtype=np.int64)
+    for column in table.columns:
         t = column.type
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            total += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            lengths = pc.fill_null(pc.binary_length(column), 0)
+            if isinstance(lengths, pa.ChunkedArray):
+                lengths = lengths.combine_chunks()
+            total += lengths.to_numpy(zero_copy_only=False).astype(np.int64)
         else:
             total += 8
     return total
@@ -112,7 +115,7 @@ class ShardWriter:
             self._writer = None
 
     def write(self, batch: pa.RecordBatch) -> None:
-        sizes = _row_bytes(batch)
+        sizes = row_bytes(batch)
         start = 0
         for i in range(batch.num_rows):
             shard_left = self.shard_rows - (self.files[-1]["rows"] if self._writer is not None else 0)

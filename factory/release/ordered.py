@@ -1,23 +1,16 @@
 """A view's rows in key order with bounded memory: an external merge sort of Arrow record batches.
 
-`ORDER BY <primary key>` in DuckDB materialises every row of the view: gold.rl_problems carries each problem's
-tests as text (MB per row), and DuckDB's sort held them all (8.3 GB at 1/8 of DeepCoder-Preview, growing with the
-data); under a 1.5 GB memory limit it failed instead of spilling. A DuckDB result read as Arrow batches is no way
-round it: even unordered, `execute` / `sql` / the Arrow stream hold every MB-wide row before the first batch is
-read (3.4 GB at 1/8). Sorting only a narrow key list and fetching the wide rows batch by batch with key
-predicates costs a full scan per batch when the lake's files are not in key order (curate writes
-gold.rl_problems in hash partitions: every file spans the whole key range).
+DuckDB's `ORDER BY <primary key>` materialises every row of the view (gold.rl_problems rows carry MB of tests:
+8.3 GB at 1/8 of DeepCoder-Preview; under a 1.5 GB memory limit it failed instead of spilling), and so does any
+DuckDB result read as Arrow. Sorting only the keys and fetching the wide rows by key predicates costs a full scan
+per batch: the lake's files are not in key order (curate writes gold.rl_problems in hash partitions).
 
-So the view streams from DuckDB unordered, on one thread and with a 1 KB streaming buffer (DuckDB's buffer
-counts a chunk's fixed-size part, not its strings: at its default it ran GBs of MB-wide rows ahead of the reader;
-so bounded, the scan holds a row group of the lake's files at a time). Rows collect into runs of at most
-:data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit in one run, written to an
-uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory) on a background thread
-while the next run is read; the runs are then merged a batch of each at a time. Memory holds two runs (one being
-read, one being sorted and written) during the read and one spill batch per run during the merge, whatever the
-view's size; the spill folder is removed when the rows are consumed. (Before: DuckDB's COPY wrote the view
-unordered to an uncompressed Parquet spill file that was read back: one more write and read of every row, 10.8
-of release's 28.8 s at 1/8 of DeepCoder-Preview.)
+So the view streams from DuckDB unordered (:func:`_stream`: a row group of the lake's files at a time). Rows
+collect into runs of at most :data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit
+in one run, written to an uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory)
+on a background thread while the next run is read; the runs are then merged a batch of each at a time. Memory
+holds two runs during the read and one spill batch per run during the merge, whatever the view's size; the spill
+folder is removed when the rows are consumed.
 
 The order is DuckDB's `ORDER BY k1, k2, ...` (ascending, NULLs last): strings compare by bytes (UTF-8 byte order
 is code point order, which Python's comparison uses too), integers, booleans, dates and timestamps by value.
@@ -36,6 +29,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from factory.release.files import row_bytes
+
 RUN_BYTES = 128 << 20        # rows per sorted run, by their Arrow size ($FACTORY_RELEASE_RUN_MB overrides)
 RUN_ENV = "FACTORY_RELEASE_RUN_MB"
 SPILL_BATCH_BYTES = 1 << 20  # rows per batch of a spilled run (one batch per run is in memory while merging)
@@ -48,23 +43,6 @@ def sortable(types: list[str]) -> bool:
     ok = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT",
           "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE")
     return bool(types) and all(t in ok for t in types)
-
-
-def _row_bytes(table: pa.Table | pa.RecordBatch):
-    """Bytes of each row: its string / binary values, 8 per other value."""
-    import numpy as np
-
-    total = np.zeros(table.num_rows, dtype=np.int64)
-    for column in table.columns:
-        t = column.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            lengths = pc.fill_null(pc.binary_length(column), 0)
-            if isinstance(lengths, pa.ChunkedArray):
-                lengths = lengths.combine_chunks()
-            total += lengths.to_numpy(zero_copy_only=False).astype(np.int64)
-        else:
-            total += 8
-    return total
 
 
 def _cuts(sizes, limit: int, max_rows: int) -> Iterator[tuple[int, int]]:
@@ -113,7 +91,7 @@ def _sorted_pieces(table: pa.Table, key: list[str], limit: int, max_rows: int) -
     """A run's rows in key order, a piece (<= limit bytes, or one row) at a time."""
     table = table.combine_chunks()
     order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_end") for k in key])
-    sizes = _row_bytes(table).take(order.to_numpy())
+    sizes = row_bytes(table).take(order.to_numpy())
     for start, stop in _cuts(sizes, limit, max_rows):
         for b in table.take(order.slice(start, stop - start)).to_batches():
             yield b
@@ -125,7 +103,7 @@ def _run_rows(path: Path, key: list[str]) -> Iterator[tuple[tuple, pa.RecordBatc
     with pa.OSFile(str(path), "rb") as source:
         for batch in pa.ipc.open_stream(source):
             cols = [batch.column(k).to_pylist() for k in key]
-            sizes = _row_bytes(batch)
+            sizes = row_bytes(batch)
             for i in range(batch.num_rows):
                 yield tuple(_key_value(c[i]) for c in cols), batch, i, sizes
 
@@ -185,11 +163,9 @@ def run_bytes_setting() -> int:
 def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
                     run_bytes: int | None = None, tables=()) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """(schema, batches) of ``sql``'s rows ordered by the ``key`` columns (ascending, NULLs last): the rows and
-    order of ``sql ORDER BY key`` in DuckDB. The rows stream from DuckDB unordered (:func:`_stream`: a row group
-    of the lake's files at a time) and are sorted in runs; a run that is full is sorted and written to the spill
-    folder on a background thread while the next one is read. The batches stream: iterate them to the end, or
-    close the iterator, so the spill folder is removed. ``tables``: the lake tables (schema.table) the rows come
-    from, which size the streamed batches (:func:`stream_batch_rows`)."""
+    order of ``sql ORDER BY key`` in DuckDB, by the merge sort above. Iterate the batches to the end, or close
+    the iterator, so the spill folder is removed. ``tables``: the lake tables (schema.table) the rows come from,
+    which size the streamed batches (:func:`stream_batch_rows`)."""
     from factory.streaming.background import WriteBehind
 
     run_bytes = run_bytes or run_bytes_setting()
@@ -276,19 +252,21 @@ def stream_batch_rows(con: duckdb.DuckDBPyConnection, tables=()) -> int:
     return max(1, min(MAX_STREAM_ROWS, STREAM_BATCH_BYTES // widest))
 
 
+# DuckDB settings while a view streams, restored after: DuckDB's streaming buffer counts a chunk's fixed-size
+# part, not its strings, so its default ran GBs of MB-wide rows ahead of the reader; each file is read once, so
+# its file cache gains nothing
+_STREAM_SETTINGS = {"threads": "1", "preserve_insertion_order": "false", "streaming_buffer_size": "1KB",
+                    "enable_external_file_cache": "false"}
+
+
 def _stream(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, tables=()) -> Iterator[pa.RecordBatch]:
-    """``sql``'s rows as DuckDB reads them (insertion order not kept), one thread, streaming buffer 1 KB (the
-    settings restored once the rows are read): DuckDB's streaming buffer counts a chunk's fixed-size part, not
-    its strings, so its default let it run GBs of MB-wide rows ahead of the reader; so bounded, the scan holds
+    """``sql``'s rows as DuckDB reads them (insertion order not kept) under :data:`_STREAM_SETTINGS`: the scan holds
     a row group of the lake's files at a time (0.5 GB peak for 1/8 of DeepCoder-Preview, 3.3 GB of rows)."""
     rows = stream_batch_rows(con, tables)
-    keep = dict(con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN "
-                            "('threads', 'preserve_insertion_order', 'streaming_buffer_size', "
-                            "'enable_external_file_cache')").fetchall())
-    con.execute("SET threads = 1")
-    con.execute("SET preserve_insertion_order = false")
-    con.execute("SET streaming_buffer_size = '1KB'")
-    con.execute("SET enable_external_file_cache = false")   # each file is read once: nothing to gain by keeping it
+    names = ", ".join(f"'{n}'" for n in _STREAM_SETTINGS)
+    keep = dict(con.execute(f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names})").fetchall())
+    for name, value in _STREAM_SETTINGS.items():
+        con.execute(f"SET {name} = '{value}'")
     try:
         reader = con.execute(sql).to_arrow_reader(rows)
         for b in reader:
@@ -296,7 +274,5 @@ def _stream(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, tables=
                 yield b if b.schema == schema else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
                     if b.schema.types == schema.types else b.cast(schema)
     finally:
-        con.execute(f"SET threads = {int(keep['threads'])}")
-        con.execute(f"SET preserve_insertion_order = {keep['preserve_insertion_order']}")
-        con.execute(f"SET streaming_buffer_size = '{keep['streaming_buffer_size']}'")
-        con.execute(f"SET enable_external_file_cache = {keep['enable_external_file_cache']}")
+        for name in _STREAM_SETTINGS:
+            con.execute(f"SET {name} = '{keep[name]}'")
