@@ -10,20 +10,17 @@
   (``--reward.remote_url /path/to/factory/reward.py``, ``--data.label_key label``; this file is loadable by path)
 - the local GRPO loop: ``score_completions(completions, ground_truths) -> list[float]``
 
-A final-answer ground truth ({"rule", "answer", ...}: gold.answer_tasks, ReasoningGym) is routed by every entry
-point above but score_completions to factory.answers.r1ci.answer_reward (the ``<<<answer>>>`` checked by its
-rule or the task's verifier; docs/r1ci.md).
+Every entry point but score_completions routes a final-answer ground truth ({"rule", "answer", ...}:
+gold.answer_tasks, ReasoningGym) to factory.answers.r1ci.answer_reward (docs/r1ci.md).
 
 ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]} for stdio/call problems, or
 {"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems, plus the release's reward spec
-``"reward": {"kind": "binary"|"soft", "tests": "hidden"|"all"}`` (the recipe's: DeepCoder, AceReason, Skywork-OR1
-... are binary, Klear soft). Each item is scored by its own spec: ``soft`` is the fraction of tests passed,
-``binary`` 1.0 only when all pass; a ground truth without a spec is soft. ``binary=True``/``False`` passed by the
-caller overrides every item's spec. Code that cannot be extracted scores 0. Anything the candidate causes (bad text, crashes, timeouts, any value it returns or prints)
-only lowers its own score; a sandbox infra error is retried once and then scored 0.0 for that item only (logged,
-counted in ``INFRA_ERRORS``; ``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Every entry point is
-thread- and fork-safe. A completion identical to one already judged in this process (same program text, tests,
-limits and judge version; GRPO groups repeat completions) is served from an in-process LRU of verdicts
+``"reward": {"kind": "binary"|"soft", "tests": "hidden"|"all"}``: ``soft`` (also without a spec) is the fraction
+of tests passed, ``binary`` 1.0 only when all pass; the caller's ``binary=True``/``False`` overrides every item's.
+Unextractable code scores 0; anything the candidate causes only lowers its own score; a sandbox infra error is
+retried once, then scores 0.0 for that item only (logged, counted in ``INFRA_ERRORS``;
+``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Thread- and fork-safe. A completion identical to one
+already judged in this process (GRPO groups repeat completions) is served from an in-process LRU of verdicts
 (``VERDICT_CACHE``, ``CACHE_STATS``; ``FACTORY_VERDICT_CACHE=0`` bypasses it). The full contract: docs/reward.md.
 
 Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
@@ -44,6 +41,7 @@ import atexit
 import logging
 import os
 import threading
+from functools import partial
 
 from factory.generation.sample import extract_for_tests
 from factory.lake.templating import DEFAULTS as TRANSFORM_DEFAULTS
@@ -233,15 +231,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
 def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwargs) -> list[float]:
     """TRL GRPOTrainer reward function (dataset column `ground_truth`; in-process-judged tests excluded unless
     exclude_in_process=False, e.g. via functools.partial)."""
-    return _with_answers(list(completions), list(ground_truth), lambda c, g: score_completions(
-        c, g, exclude_in_process=exclude_in_process))
+    return _with_answers(list(completions), list(ground_truth),
+                         partial(score_completions, exclude_in_process=exclude_in_process))
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, *,
                         exclude_in_process: bool = True, **kwargs) -> list[float]:
     """verl batch reward manager entry (`reward_model.reward_manager=batch`): all completions in one pool run."""
-    return _with_answers(list(solution_strs), list(ground_truths), lambda c, g: score_completions(
-        c, g, exclude_in_process=exclude_in_process))
+    return _with_answers(list(solution_strs), list(ground_truths),
+                         partial(score_completions, exclude_in_process=exclude_in_process))
 
 
 def _response(query: str, prompt: str) -> str:
@@ -260,9 +258,8 @@ def reward_func(queries, prompts, labels, **kwargs) -> dict:
 
 
 # -- final-answer tasks (R1-Code-Interpreter; factory.answers) ---------------------------------------------------
-# A final-answer ground truth ({"rule": exact|casefold|numeric|choice|reasoning_gym, "answer", ...}, written by
-# `factory interpreter-rollouts release`) is scored by the R1-CI reward: +1 correct final answer (<<<...>>>, checked
-# by the rule or the ReasoningGym task's own verifier), +0.1 / -0.1 format, -0.1 beyond 6 generation turns.
+# The R1-CI reward: +1 correct final answer (<<<...>>>, by the rule or the ReasoningGym task's verifier),
+# +0.1 / -0.1 format, -0.1 beyond 6 generation turns.
 def _with_answers(completions: list, ground_truths: list, score_code) -> list[float]:
     """Rewards of a batch mixing final-answer ground truths (factory.answers.r1ci.answer_reward, of the kind each
     names) with code ones (``score_code(completions, ground_truths)``, one sandbox round); each ground truth

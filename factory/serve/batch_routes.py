@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from factory.sandbox import Job, clean_text, multipl_e
+from factory.sandbox import Job
 
 from .engine import Ticket
 from .protocol import (BadRequest, _flag, _get, _positive, program_from_completion, provided_truth, request_limits,
@@ -51,13 +51,9 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
             code, status = _get(item, "code", str, where=where), "given"
         elif item.get("completion") is None:
             raise BadRequest(f"missing required field '{where}code' (or '{where}completion')", f"{where}code")
-        elif row is not None:
-            completion = _get(item, "completion", str, required=True, where=where)
-            code = clean_text(multipl_e.candidate(row, completion)) or None
-            status = "ok" if code else "empty"
         else:
             completion = _get(item, "completion", str, required=True, where=where)
-            code, status, _ = program_from_completion(completion, entry, tests, lang)
+            code, status, _ = program_from_completion(completion, entry, tests, lang, row)
         meta.append({"id": item_id, "extraction": status, "test_ids": [t.test_id for t in tests],
                      "binary": gt.is_binary(opts["binary"])})
         # this problem's calibrated limit (silver.time_limits): the item's, else the exported ground truth's

@@ -1,15 +1,13 @@
 """The verifier engine behind `factory serve`: warm sandbox pools fed by one endless job stream each.
 
-Requests from many HTTP handlers become :class:`Ticket` s (one per program). Each distinct :class:`Limits` gets
-its own :class:`StreamingPool` (a :class:`SandboxPool` running ``pool.run(<endless generator>)`` in a pump
-thread), so jobs of different requests interleave on the same warm workers and a slow program holds one worker,
-not a batch. Waiting programs stay in the engine (a priority queue, oldest first) and are handed to the pool only
-when it has room (``prefetch`` x workers programs started or about to start), so a program whose client has gone
-(:meth:`VerifierEngine.cancel`) or whose start deadline passed (:meth:`VerifierEngine.take_back_waiting`) is
-removed before it runs; one already started runs to its end and its verdicts are dropped. Admission is bounded
-(``max_queue`` programs waiting or running): beyond it :class:`Overloaded` carries a Retry-After estimate. A
-program whose verdicts include an infrastructure failure (a zygote died, the trusted side failed) is re-run up to
-``infra_retries`` times before its ``infra_error`` is reported, and the ticket says how many retries it took.
+Each program of a request is a :class:`Ticket`. Each distinct :class:`Limits` gets a :class:`StreamingPool` (a
+:class:`SandboxPool` running ``pool.run(<endless generator>)`` in a pump thread): jobs of different requests
+interleave on the same warm workers. Waiting programs stay in the engine (a priority queue, oldest first) and go
+to the pool only when it has room (``prefetch`` x workers started or about to start), so a program whose client
+has gone (:meth:`VerifierEngine.cancel`) or whose start deadline passed (:meth:`VerifierEngine.take_back_waiting`)
+is removed before it runs; a started one runs out and its verdicts are dropped. Admission is bounded
+(``max_queue``): beyond it :class:`Overloaded` carries a Retry-After estimate. A program with an infrastructure
+failure is re-run up to ``infra_retries`` times (counted on the ticket) before its ``infra_error`` is reported.
 :meth:`VerifierEngine.drain` stops admission, lets in-flight programs finish within a timeout and fails the rest
 explicitly (``ServerShutdown``): no verdict is silently dropped.
 
@@ -22,6 +20,7 @@ import itertools
 import os
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -332,13 +331,8 @@ class VerifierEngine:
         ``reason`` "client_gone"; its start deadline passed: "expired"). Programs not started yet are removed
         from the queue and their admission released; started ones run out (their verdicts are dropped).
         Counted in the metrics as ``<reason>_queued`` and ``<reason>_running``."""
-        removed = running = 0
-        for ticket in tickets:
-            state = ticket.pool.cancel(ticket) if ticket.pool is not None else None
-            if state == QUEUED:
-                removed += 1
-            elif state == STARTED:
-                running += 1
+        states = Counter(ticket.pool.cancel(ticket) for ticket in tickets if ticket.pool is not None)
+        removed, running = states[QUEUED], states[STARTED]
         if removed:
             self.release(removed)
             self.metrics.count(f"{reason}_queued", removed)

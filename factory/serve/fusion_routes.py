@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from factory.sandbox import Job, clean_text
+from factory.sandbox import Job
 
 from .protocol import (BadRequest, _get, _positive, check_language, memory_field, parse_run_code,
                        program_from_completion, provided_truth, request_limits, run_code_response, score, verdict_rows)
@@ -84,12 +84,7 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
                                 memory_mb=memory_field(extra, "memory_limit_MB", caps),
                                 where="config.", names=("run_timeout", "extra.memory_limit_MB"))
         wall = config.get("run_timeout") if caps.run_timeout_clock == "wall" else None   # checked just above
-        if gt.harness is not None:   # MultiPL-E: prompt + continuation (or the answer's program) + the harness
-            from factory.sandbox import multipl_e
-            code = clean_text(multipl_e.candidate(gt.harness, completion)) or None
-            status, kind = ("ok" if code else "empty"), ("fenced" if "```" in completion else "continuation")
-        else:
-            code, status, kind = program_from_completion(completion, entry, tests, lang)
+        code, status, kind = program_from_completion(completion, entry, tests, lang, gt.harness)
         base = {"id": sub_id, "extracted_code": code or "", "full_code": code, "test_code": None,
                 "extracted_type": kind}
         if code is None:

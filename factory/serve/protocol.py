@@ -9,12 +9,13 @@ answer lists the supported ones). Nothing here runs code.
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import math
 from dataclasses import dataclass
 
 from factory.judging.ground_truth import GroundTruth, apply_checker, cpu_limit, reward_spec, tests_of
-from factory.sandbox import Job, Limits, TestSpec, clean_text, languages
+from factory.sandbox import Job, Limits, TestSpec, clean_text, languages, multipl_e
 from factory.sandbox.types import COMPARISONS, KINDS
 from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
 
@@ -26,6 +27,8 @@ SANDBOX_FUSION_LANGUAGES = ("python2", "cpp", "nodejs", "go", "go_test", "java",
                             "typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia",
                             "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu", "lean", "swift",
                             "racket", "gtest", "react")
+# the `language` values this verifier accepts (SandboxFusion's names)
+SUPPORTED = ", ".join(PYTHON + OTHER_LANGUAGES)
 
 
 # what SandboxFusion clients wait for a /run_code answer: verl's sandbox_fusion utility times a request out after
@@ -52,9 +55,12 @@ class Caps:
     run_timeout_clock: str = "wall"
 
 
+_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+               dict: "an object", type(None): "null"}
+
+
 def _json_type(value) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _get(body: dict, key: str, types, *, required: bool = False, default=None, where: str = ""):
@@ -79,9 +85,7 @@ def _flag(body: dict, key: str, default: bool, where: str = "") -> bool:
 
 def _type_name(types) -> str:
     types = types if isinstance(types, tuple) else (types,)
-    names = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "an array",
-             bool: "a boolean"}
-    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
+    return " or ".join(dict.fromkeys(_TYPE_NAMES.get(t, t.__name__) for t in types))
 
 
 def _positive(value, name: str, cap: float, *, zero_ok: bool = False):
@@ -113,28 +117,21 @@ def request_limits(engine, caps: Caps, *, cpu_s=None, memory_mb=None, output_byt
                              max_output_bytes=int(output_bytes) if output_bytes else None)
 
 
-def supported_languages() -> list[str]:
-    """The `language` values this verifier accepts (SandboxFusion's names): python, python3, cpp, java, nodejs,
-    javascript, rust."""
-    return list(PYTHON) + [name for name in OTHER_LANGUAGES]
-
-
 def check_language(body: dict, where: str = "", required: bool = False) -> str:
     """The canonical language of a request (``python`` when absent and not required). A missing language (where
     the protocol requires one), another SandboxFusion language or an unknown one is a 400 naming the field and
     listing the supported languages; a supported language whose toolchain is not installed is a 400 naming the
     package to install."""
     name = f"{where}language"
-    supported = ", ".join(supported_languages())
     lang = _get(body, "language", str, default=None, where=where)
     if lang is None:
         if required:
-            raise BadRequest(f"missing required field '{name}': this verifier runs {supported}", name)
+            raise BadRequest(f"missing required field '{name}': this verifier runs {SUPPORTED}", name)
         return languages.PYTHON
     if lang not in PYTHON and lang not in OTHER_LANGUAGES:
         known = "a SandboxFusion language" if lang in SANDBOX_FUSION_LANGUAGES else "not a known language"
         raise BadRequest(f"{name} '{lang}' is {known} this verifier does not run: supported languages are "
-                         f"{supported}", name)
+                         f"{SUPPORTED}", name)
     canon = languages.normalize(lang)
     if canon != languages.PYTHON:
         try:
@@ -167,8 +164,6 @@ def parse_files(body: dict, where: str = "") -> dict[str, bytes]:
     directory) before it runs; a null content is skipped, as there. Paths are relative, without ``..``, at most
     255 characters and 16 levels; at most 256 files and 16 MiB decoded together; each is a 400 naming the file
     otherwise."""
-    import base64
-    import binascii
     files = _get(body, "files", dict, default={}, where=where)
     name = f"{where}files"
     out: dict[str, bytes] = {}
@@ -189,7 +184,7 @@ def parse_files(body: dict, where: str = "") -> dict[str, bytes]:
                              f"(not under {', '.join(RESERVED_DIRS)})", name)
         try:
             data = base64.b64decode(b64, validate=True)
-        except (binascii.Error, ValueError):
+        except ValueError:   # binascii.Error included
             raise BadRequest(f"field {field} is not valid base64", name) from None
         total += len(data)
         if total > MAX_FILES_BYTES:
@@ -276,7 +271,6 @@ def run_code_response(ticket: Ticket, request_id: str) -> dict:
     output); SandboxError: the service failed after its own retries (the client must not score it). ``files``:
     each fetch_files path read back, base64; one that was not is absent, as in SandboxFusion (a missing file),
     and ``factory.fetch_errors`` says why (the message too, where it was refused or over the cap)."""
-    import base64
     from factory.sandbox.fetch import MISSING
     out = _run_code_response(ticket, request_id)
     v = ticket.verdicts[0] if ticket.verdicts and out["status"] != "SandboxError" else None
@@ -409,8 +403,7 @@ def _check_specs(tests: list[TestSpec], where: str) -> None:
 def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, str]:
     if not isinstance(data, dict):
         raise BadRequest(f"'{where}' must be an object", where)
-    if is_multipl_e(data):   # a MultiPL-E row: its harness is compiled with the program (kind harness)
-        from factory.sandbox import multipl_e
+    if multipl_e.is_row(data):   # a MultiPL-E row: its harness is compiled with the program (kind harness)
         try:
             multipl_e.language_of(data)
         except ValueError as exc:
@@ -450,16 +443,9 @@ def _tests_from_provided(data, where: str) -> tuple[list[TestSpec], str | None, 
     raise BadRequest(f"'{where}' has none of 'test', 'tests', 'inputs'/'outputs' (keys: {sorted(data)})"[:500], where)
 
 
-def is_multipl_e(data) -> bool:
-    """A row in MultiPL-E's published layout (``prompt``, ``tests`` as harness source, ``stop_tokens``)."""
-    from factory.sandbox import multipl_e
-    return multipl_e.is_row(data)
-
-
 def _harness_row(data: dict, where: str) -> dict | None:
     """The MultiPL-E row a provided problem stands for (:func:`factory.sandbox.multipl_e.harness_row`), its
     ``language`` canonical; None for any other problem."""
-    from factory.sandbox import multipl_e
     try:
         row = multipl_e.harness_row(data)
         if row is None:
@@ -513,18 +499,21 @@ def _check_ground_truth(data: dict, where: str) -> None:
                                      f"{w}{key}[{i}]")
 
 
-def program_from_completion(completion: str, entry: str | None, tests: list[TestSpec],
-                            language: str = "python") -> tuple[str | None, str, str]:
-    """(code or None, extraction status, SandboxFusion extracted_type) through the factory's one extraction; a
-    program in another language is the completion's last fenced block (or the whole completion)."""
+def program_from_completion(completion: str, entry: str | None, tests: list[TestSpec], language: str = "python",
+                            harness: dict | None = None) -> tuple[str | None, str, str]:
+    """(code or None, extraction status, SandboxFusion extracted_type) through the factory's one extraction. A
+    MultiPL-E ``harness`` row builds the candidate as MultiPL-E does (prompt + continuation, or the answer's
+    program); a program in another language is the completion's last fenced block (or the whole completion)."""
     from factory.generation.sample import extract_for_tests
 
+    if harness is not None:
+        code = clean_text(multipl_e.candidate(harness, completion)) or None
+        return code, ("ok" if code else "empty"), ("fenced" if "```" in completion else "continuation")
     if language != languages.PYTHON:
         code = languages.extract_source(completion, language)
-        kind = "fenced" if "```" in (completion or "") else ("heuristic" if code else "empty")
-        return (clean_text(code) if code else None), ("ok" if code else "empty"), kind
-
-    code, status = extract_for_tests(completion, entry, [t.kind for t in tests])
+        status = "ok" if code else "empty"
+    else:
+        code, status = extract_for_tests(completion, entry, [t.kind for t in tests])
     kind = "fenced" if "```" in (completion or "") else ("heuristic" if code else "empty")
     return (clean_text(code) if status == "ok" else None), status, kind
 
