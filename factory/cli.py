@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from factory.errors import FactoryError, Interrupted, caused_by_interrupt, note_interrupt
+from factory.errors import FactoryError, Interrupted, interrupt_in, note_interrupt
 
 
 def _add_lake(p: argparse.ArgumentParser) -> None:
@@ -173,11 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         with _lake_for_the_run(getattr(args, "lake", None)):
             _check_sources(args)
             args.fn(args)
-    except FactoryError as exc:
-        if caused_by_interrupt(exc):
-            return _interrupted(args)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except Interrupted as exc:
         print(f"\ninterrupted: {exc}", file=sys.stderr)
         return 130
@@ -186,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        if caused_by_interrupt(exc):   # e.g. DuckDB's "Query interrupted"
+        if interrupt_in(exc) is not None:   # e.g. DuckDB's "Query interrupted"
             return _interrupted(args)
+        if isinstance(exc, FactoryError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         raise
     return 0
 

@@ -36,10 +36,6 @@ def interrupt_in(exc: BaseException | None) -> KeyboardInterrupt | None:
     return None
 
 
-def caused_by_interrupt(exc: BaseException) -> bool:
-    return interrupt_in(exc) is not None
-
-
 # The CLI's first SIGINT / SIGTERM raises KeyboardInterrupt where the main thread happens to be; a library that
 # catches broadly there (DuckDB turns it into "Query interrupted", which an ``except duckdb.Error`` fallback may
 # take for an ordinary failure) would swallow it and the run would go on to the end. The signal is also noted

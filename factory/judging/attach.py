@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections import defaultdict
+from collections import Counter
 from pathlib import Path
 
 from factory.errors import InputError
@@ -137,9 +137,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
             run.delete("silver.checkers", "list_contains(?, problem_id)", [sorted(changed)])
             now = utcnow()
             run.write("silver.checkers", [dict(new[pid], created_at=now) for pid in sorted(changed) if pid in new])
-        counts = defaultdict(int)
-        for r in found.values():
-            counts[f"{r['policy']} ({r['origin']})"] += 1
+        counts = Counter(f"{r['policy']} ({r['origin']})" for r in found.values())
         report = {"problems": len(problems), "rules": len(found), "changed": len(changed), "by_rule": dict(counts),
                   "unusable_dataset_checkers": unusable}
         run.summary = json.dumps(report)
@@ -192,7 +190,7 @@ def apply_shipped_rules(lake=None, sources: list[str] | None = None, con=None) -
             with_checkers = []
         for (source,) in with_checkers:
             todo[source] = shipped_folder(source)
-        for source in sorted(s for s in present if (not sources or s in sources) and shipped_folder(s)):
+        for source in sorted(s for s in selected if shipped_folder(s)):
             stems = set(checker_files(shipped_folder(source)))
             rows = con.execute(f"""
                 SELECT replace(pb.source_id, '/', '__'), bool_or(c.origin = 'file')

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -85,12 +85,7 @@ def job_key(job: Job, limits: Limits, version: str | None = None) -> CacheKey:
 
 
 def _payload(verdicts: list[Verdict]) -> list[dict]:
-    out = []
-    for v in verdicts:
-        d = v.as_dict()
-        d.pop("program_id")
-        out.append(d)
-    return out
+    return [{k: x for k, x in v.as_dict().items() if k != "program_id"} for v in verdicts]
 
 
 def _rebuild(payload: list[dict], program_id: str) -> list[Verdict]:
@@ -227,18 +222,16 @@ def run_cached(jobs: list[Job], limits: Limits, runner, store, stats: CacheStats
     stats.misses += len(reps)
     out: list[Verdict] = []
     for job, k in zip(jobs, keys):
+        if k.key not in hits and reps[k.key] is job:
+            out += ran[k.key]
+            continue
         if k.key in hits:
             stats.hits += 1
             payload = hits[k.key]
-            stats.saved_cpu_s += sum(d.get("cpu_ms") or 0.0 for d in payload) / 1000
-            stats.saved_wall_s += sum(d.get("wall_ms") or 0.0 for d in payload) / 1000
-            out += _rebuild(payload, job.program_id)
-        elif reps[k.key] is job:
-            out += ran[k.key]
-        else:
+        else:   # a copy of a job this call ran
             stats.batch_duplicates += 1
             payload = _payload(ran[k.key])
-            stats.saved_cpu_s += sum(d.get("cpu_ms") or 0.0 for d in payload) / 1000
-            stats.saved_wall_s += sum(d.get("wall_ms") or 0.0 for d in payload) / 1000
-            out += _rebuild(payload, job.program_id)
+        stats.saved_cpu_s += sum(d.get("cpu_ms") or 0.0 for d in payload) / 1000
+        stats.saved_wall_s += sum(d.get("wall_ms") or 0.0 for d in payload) / 1000
+        out += _rebuild(payload, job.program_id)
     return out

@@ -117,25 +117,19 @@ def _rows_if_table(con, sql: str) -> list[tuple]:
 def load_judging(con, time_limits: bool = True) -> dict[str, ProblemJudging]:
     """problem_id -> its overrides, for problems that have a checker or (``time_limits``) a calibrated limit.
     A lake made before these tables existed simply has none."""
-    checkers, limits = {}, {}
-    for pid, policy, atol, rtol, code, chash in _rows_if_table(
-            con, "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers"):
-        checkers[pid] = (policy, atol, rtol, code, chash)
-    if time_limits:
-        limits = dict(_rows_if_table(con, "SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL"))
-    out = {}
-    for pid in checkers.keys() | limits.keys():
-        policy, atol, rtol, code, chash = checkers.get(pid, (None,) * 5)
-        out[pid] = ProblemJudging(policy, atol, rtol, code, chash, limits.get(pid))
-    return out
+    checkers = {r[0]: r[1:] for r in _rows_if_table(
+        con, "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers")}
+    limits = dict(_rows_if_table(con, "SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL")
+                  if time_limits else [])
+    return {pid: ProblemJudging(*checkers.get(pid, (None,) * 5), limits.get(pid))
+            for pid in checkers.keys() | limits.keys()}
 
 
 def key_lists(judging: dict[str, ProblemJudging], limits: Limits) -> tuple[list[str], list[str]]:
     """(problem ids, limits hashes) of the problems whose verdict key differs from ``limits.hash()``, as two
     parallel lists for SQL (``unnest`` them side by side)."""
     default = limits.hash()
-    pairs = [(pid, j.limits_hash(limits)) for pid, j in sorted(judging.items())]
-    pairs = [(p, h) for p, h in pairs if h != default]
+    pairs = [(pid, h) for pid, j in sorted(judging.items()) if (h := j.limits_hash(limits)) != default]
     return [p for p, _ in pairs], [h for _, h in pairs]
 
 # the (problem_id, limits_hash) pairs of key_lists() as a relation: bind the two lists, in that order

@@ -49,10 +49,11 @@ class FactoryInterpreterTool(BaseTool):
     def __init__(self, config: dict, tool_schema: Optional[OpenAIFunctionToolSchema] = None):
         self.url = config.get("url")
         limits = {k: config[k] for k in _SESSION_ARGS if config.get(k) is not None}
-        self.client = SessionClient(self.url) if self.url else None
-        if self.client is None:
+        if self.url:   # the sessions: a running `factory serve`'s, else this process's own pool
+            self.sessions = SessionClient(self.url)
+        else:
             from factory.sandbox.session import SessionPool
-            self.pool = SessionPool(max_sessions=int(config.get("max_sessions", 64)), **limits)
+            self.sessions = self.pool = SessionPool(max_sessions=int(config.get("max_sessions", 64)), **limits)
         self.instances: dict[str, Optional[str]] = {}   # instance id -> session key (None until the first call)
         self.lock = threading.Lock()
         super().__init__(config, tool_schema)
@@ -66,17 +67,6 @@ class FactoryInterpreterTool(BaseTool):
             self.instances[instance_id] = None
         return instance_id, ToolResponse()
 
-    def _run(self, key: str, code: str):
-        if self.client is not None:
-            return self.client.run(key, code)
-        return self.pool.run(key, code)
-
-    def _close(self, key: str) -> None:
-        if self.client is not None:
-            self.client.close(key)
-        else:
-            self.pool.close(key)
-
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float,
                                                                                                 dict]:
         code = parameters.get("code") if isinstance(parameters, dict) else None
@@ -87,7 +77,7 @@ class FactoryInterpreterTool(BaseTool):
         key = f"traj-{agent.request_id}" if getattr(agent, "request_id", None) else f"inst-{instance_id}"
         with self.lock:
             self.instances[instance_id] = key
-        r = await asyncio.to_thread(self._run, key, code)
+        r = await asyncio.to_thread(self.sessions.run, key, code)
         return ToolResponse(text=cell_text(r) or "(no output)"), 0.0, \
             {"status": r.status, "cpu_s": r.cpu_s, "wall_s": r.wall_s}
 
@@ -98,8 +88,8 @@ class FactoryInterpreterTool(BaseTool):
         with self.lock:
             key = self.instances.pop(instance_id, None)
         if key is not None and key.startswith("inst-"):   # a trajectory's session outlives its calls
-            await asyncio.to_thread(self._close, key)
+            await asyncio.to_thread(self.sessions.close, key)
 
     async def finish(self, request_id: str) -> None:
         """Free a finished trajectory's session now (otherwise the idle timeout does)."""
-        await asyncio.to_thread(self._close, f"traj-{request_id}")
+        await asyncio.to_thread(self.sessions.close, f"traj-{request_id}")
