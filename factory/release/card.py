@@ -6,51 +6,34 @@ import json
 from factory.release.funnel import funnel_markdown
 
 
-def _yaml_str(s: str) -> str:
-    return json.dumps(s)  # a JSON string is a valid YAML double-quoted scalar
-
-
 def dataset_card(manifest: dict) -> str:
     """Card text: YAML front matter (configs, data_files globs, license) + human summary."""
     views = manifest["views"]
     licenses = sorted({lic for lics in manifest["source_licenses"].values() for lic in lics})
-    lines = ["---"]
-    lines.append(f"license: {'other' if len(licenses) != 1 else _hf_license(licenses[0])}")
-    lines.append("configs:")
+    hf_license = licenses[0].strip().lower() if len(licenses) == 1 else "other"
+    lines = ["---", f"license: {hf_license if hf_license in _HF_IDS else 'other'}", "configs:"]
     for i, (view, info) in enumerate(views.items()):
-        lines.append(f"- config_name: {info['config_name']}")
-        lines.append("  data_files:")
+        lines += [f"- config_name: {info['config_name']}", "  data_files:"]
         for split in info.get("splits") or {"train": info["rows"]}:
             pattern = f"{split}-*.parquet" if info.get("splits") else "*.parquet"
-            lines.append(f"  - split: {split}")
-            lines.append(f"    path: {_yaml_str('data/' + info['config_name'] + '/' + pattern)}")
+            # a JSON string is a valid YAML double-quoted scalar
+            lines += [f"  - split: {split}", f"    path: {json.dumps('data/' + info['config_name'] + '/' + pattern)}"]
         if i == 0:
             lines.append("  default: true")
-    lines.append("tags:")
-    lines.append("- code")
-    lines.append("- reinforcement-learning")
-    lines.append("---")
-    lines.append("")
-    lines.append(f"# {manifest['name']}")
-    lines.append("")
-    lines.append(f"Release of the code-RL dataset factory, frozen from lake snapshot "
-                 f"**{manifest['snapshot_id']}** (git `{manifest.get('git_sha') or 'unknown'}`, config hash "
-                 f"`{manifest['config_hash']}`). `manifest.json` lists every file with its sha256 and row count; "
-                 "`factory release verify NAME` checks them and `factory release reproduce NAME` rebuilds the "
-                 "files from the snapshot.")
-    lines.append("")
-    lines.append("## Configs")
-    lines.append("")
-    lines.append("| config | catalog view | rows | splits | files | primary key |")
-    lines.append("|---|---|---|---|---|---|")
+    lines += ["tags:", "- code", "- reinforcement-learning", "---", "", f"# {manifest['name']}", "",
+              f"Release of the code-RL dataset factory, frozen from lake snapshot "
+              f"**{manifest['snapshot_id']}** (git `{manifest.get('git_sha') or 'unknown'}`, config hash "
+              f"`{manifest['config_hash']}`). `manifest.json` lists every file with its sha256 and row count; "
+              "`factory release verify NAME` checks them and `factory release reproduce NAME` rebuilds the "
+              "files from the snapshot.", "",
+              "## Configs", "", "| config | catalog view | rows | splits | files | primary key |",
+              "|---|---|---|---|---|---|"]
     for view, info in views.items():
         splits = ", ".join(f"{k} {v}" for k, v in (info.get("splits") or {"train": info["rows"]}).items())
         lines.append(f"| {info['config_name']} | `{view}` | {info['rows']} | {splits} | {len(info['files'])} | "
                      f"{', '.join(info['primary_key'])} |")
-    lines.append("")
-    lines.append("Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
-                 "`load_dataset(\"<this folder>\", \"<config>\")`.")
-    lines.append("")
+    lines += ["", "Load one with `datasets.load_dataset(\"parquet\", data_dir=\"data/<config>\")` or "
+              "`load_dataset(\"<this folder>\", \"<config>\")`.", ""]
     for info in views.values():
         words = info.get("column_comments") or {}
         lines += [f"### Columns of {info['config_name']}", "", "| column | type | description |", "|---|---|---|"]
@@ -59,25 +42,16 @@ def dataset_card(manifest: dict) -> str:
     if manifest.get("recipe"):
         lines += recipe_markdown(manifest["recipe"])
     lines += decontamination_markdown(manifest)
-    funnel = manifest.get("curation")
-    if funnel:
-        lines.append("## What curation kept out")
-        lines.append("")
-        lines.append("Problems per source and how many each rule removed from the training views (a problem can "
-                     "match several rules; `gold.training_exclusions` in the lake has one row per problem and "
-                     "reason). Benchmark sources only ever reach the `test` split.")
-        lines.append("")
-        lines += funnel_markdown(funnel)
-        lines.append("")
-    lines.append("## Sources and licenses")
-    lines.append("")
-    lines.append("Each row keeps its `source` (and, where the view has it, `license`); the release is "
-                 "subject to the license of every source it contains:")
-    lines.append("")
-    lines.append("| source | license |")
-    lines.append("|---|---|")
-    for source, lics in manifest["source_licenses"].items():
-        lines.append(f"| {source} | {'; '.join(lics)} |")
+    if manifest.get("curation"):
+        lines += ["## What curation kept out", "",
+                  "Problems per source and how many each rule removed from the training views (a problem can "
+                  "match several rules; `gold.training_exclusions` in the lake has one row per problem and "
+                  "reason). Benchmark sources only ever reach the `test` split.", "",
+                  *funnel_markdown(manifest["curation"]), ""]
+    lines += ["## Sources and licenses", "",
+              "Each row keeps its `source` (and, where the view has it, `license`); the release is "
+              "subject to the license of every source it contains:", "", "| source | license |", "|---|---|"]
+    lines += [f"| {source} | {'; '.join(lics)} |" for source, lics in manifest["source_licenses"].items()]
     lines.append("")
     if manifest.get("source_revisions"):   # hf-* ingests: the exact Hub commit of each source's files
         lines += ["## Hub revisions", "", "| source | revision |", "|---|---|"]
@@ -188,9 +162,5 @@ def recipe_markdown(recipe: dict) -> list[str]:
     return lines
 
 
-_HF_IDS = {"mit": "mit", "apache-2.0": "apache-2.0", "cc-by-4.0": "cc-by-4.0", "cc-by-nc-4.0": "cc-by-nc-4.0",
-           "cc-by-sa-4.0": "cc-by-sa-4.0", "bsd-3-clause": "bsd-3-clause"}
-
-
-def _hf_license(lic: str) -> str:
-    return _HF_IDS.get(lic.strip().lower(), "other")
+# license ids the Hub knows, as the card's `license:` (any other, or several: "other")
+_HF_IDS = frozenset({"mit", "apache-2.0", "cc-by-4.0", "cc-by-nc-4.0", "cc-by-sa-4.0", "bsd-3-clause"})

@@ -8,6 +8,7 @@ Layout of ``RELEASES/NAME``::
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import inspect
 import json
@@ -37,11 +38,9 @@ FORMAT = "code-rl-factory/release/v1"
 def check_views(views: list[str], catalog: Catalog) -> list[str]:
     if not views:
         raise FactoryError("name at least one --view (e.g. --view gold.rl_problems)")
-    out = []
     for v in views:
         catalog[v]  # raises FactoryError for an unknown view
-        if v not in out:
-            out.append(v)
+    out = list(dict.fromkeys(views))
     dirs = [view_dirname(v) for v in out]
     dup = {d for d in dirs if dirs.count(d) > 1}
     if dup:
@@ -73,12 +72,8 @@ def _datasketch_scheme() -> str | None:
 
 
 def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
-    rows = con.execute("SELECT DISTINCT source, coalesce(license, 'unknown') FROM silver.problems "
-                       "ORDER BY 1, 2").fetchall()
-    out: dict[str, list[str]] = {}
-    for source, lic in rows:
-        out.setdefault(source, []).append(lic)
-    return out
+    return dict(con.execute("SELECT source, list(DISTINCT coalesce(license, 'unknown') ORDER BY coalesce(license, "
+                            "'unknown')) FROM silver.problems GROUP BY source ORDER BY source").fetchall())
 
 
 def _source_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
@@ -88,7 +83,7 @@ def _source_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
                            "bronze.raw_records WHERE source_revision IS NOT NULL GROUP BY source ORDER BY source").fetchall()
     except duckdb.Error:   # a lake made before the column
         return {}
-    return {source: revs for source, revs in rows}
+    return dict(rows)
 
 
 def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
@@ -170,10 +165,6 @@ def stored_sources(name: str, catalog: Catalog, seen: frozenset = frozenset()) -
     return out
 
 
-def _has_split(columns: list[tuple[str, str]]) -> bool:
-    return "split" in {c for c, _ in columns}
-
-
 def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder: Path,
                 shard_rows: int, catalog: Catalog) -> tuple[list[tuple[str, str]], list[dict], dict]:
     """One view's shards: every split from ONE query in (split, primary key) order, cut where the split changes
@@ -181,7 +172,7 @@ def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder:
     of once per split plus a DISTINCT pass). Returns (columns, shards, {split: rows}); a split without rows has
     no file, an empty view is one empty train file."""
     _sql, columns = select_sql(con, spec, where)
-    split = _SPLIT_RANK if _has_split(columns) else (_SPLIT_RANK[0], "0")   # no split column: all train
+    split = _SPLIT_RANK if "split" in dict(columns) else (_SPLIT_RANK[0], "0")   # no split column: all train
     sql, _ = select_sql(con, spec, where, first=split)
     types = dict(columns)
     if spec.primary_key and sortable([types.get(k, "") for k in spec.primary_key]):
@@ -271,9 +262,9 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
             "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
             "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
-            "source_licenses": licenses, "source_revisions": revisions, "stage_runs": runs, "curation": curation, "reward": reward,
+            "source_licenses": licenses, "source_revisions": revisions, "stage_runs": runs, "curation": curation,
+            "reward": reward, "decontamination": decontamination,
         }
-        manifest["decontamination"] = decontamination
         if recipe is not None:
             manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))
@@ -282,7 +273,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
         (tmp / MANIFEST).write_bytes(data)
         freeze(tmp)
         row = {"name": name, "snapshot_id": snap, "views": json.dumps(views), "path": str(final),
-               "manifest_sha256": _sha256_bytes(data), "row_counts": json.dumps({v: w["rows"] for v, w in
+               "manifest_sha256": hashlib.sha256(data).hexdigest(), "row_counts": json.dumps({v: w["rows"] for v, w in
                                                                                 written.items()}),
                "created_at": utcnow()}
         with stage_run("release", {**config, "name": name, "snapshot_id": snap}, lake=lake_dir,
@@ -304,12 +295,6 @@ def _file_entries(root: Path, written: dict) -> list[dict]:
     readme = root / README
     entries.append({"path": README, "rows": None, "bytes": readme.stat().st_size, "sha256": sha256_file(readme)})
     return sorted(entries, key=lambda f: f["path"])
-
-
-def _sha256_bytes(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_dir=None) -> dict:

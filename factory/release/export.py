@@ -33,8 +33,8 @@ from factory.errors import FactoryError
 from factory.release.create import ANSWER_VIEWS
 from factory.release.locate import load_manifest
 from factory.release.manage import verify_release
-from factory.release.export_rows import check_truth, grpo_rows, pair_rows, release_reward, user_turn, verl_rows
-from factory.release.prompts import assert_cases, ground_truth, problem_prompt, truth_json
+from factory.release.export_rows import RM_COLUMNS, check_truth, pair_rows, problem_rows, release_reward, user_turn
+from factory.release.prompts import assert_cases, problem_prompt
 from factory.streaming.background import Beside
 
 FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
@@ -131,12 +131,9 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
         problems = view_rows(path, manifest, "gold.recipe_problems")
     pairs = view_rows(path, manifest, "gold.rm_pairs")
     reward = release_reward(manifest)   # every ground truth carries it: the reward obeys it per item
-    if fmt == "verl":
+    if fmt in ("verl", "trl-grpo"):
         problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(verl_rows(problems, reward), problems)
-    if fmt == "trl-grpo":
-        problems = _need(problems, "gold.rl_problems", fmt)
-        return _by_split(grpo_rows(problems, reward), problems)
+        return _by_split(problem_rows(fmt, problems, reward), problems)
     if fmt == "trl":
         pairs = _need(pairs, "gold.rm_pairs", fmt)
         return _by_split(pair_rows(pairs), pairs)
@@ -145,11 +142,10 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
             raise FactoryError("--format openrlhf needs gold.rm_pairs and/or gold.rl_problems in the release")
         out = {}
         if pairs is not None:   # chat messages: --data.prompt_key prompt --data.apply_chat_template
-            rows = [{k: r[k] for k in ("prompt", "chosen", "rejected", "margin", "pair_id")} for r in pair_rows(pairs)]
+            rows = [{k: r[k] for k in RM_COLUMNS} for r in pair_rows(pairs)]
             out.update({f"rm/{k}": v for k, v in _by_split(rows, pairs).items()})
-        if problems is not None:   # `datasource` is the key OpenRLHF's PromptDataset reads
-            rows = [{"input": user_turn(problem_prompt(p)), "label": truth_json(ground_truth(p, reward)),
-                     "datasource": p["source"], "problem_id": p["problem_id"]} for p in problems]
+        if problems is not None:
+            rows = problem_rows(fmt, problems, reward)
             out.update({f"prompts/{k}": v for k, v in _by_split(rows, problems).items()})
         return out
     if fmt == "acecode":
@@ -362,8 +358,6 @@ def _load_with_datasets(out: Path, files: dict[str, int]) -> dict | None:
         import datasets
     except ImportError:
         return None
-    import tempfile
-
     limit = datasets_check_bytes()
     loaded = {}
     with tempfile.TemporaryDirectory() as cache:

@@ -17,19 +17,28 @@ def release_reward(manifest: dict) -> dict:
     return {"kind": spec.get("kind") or "soft", "tests": spec.get("tests") or "hidden"}
 
 
-def verl_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
-    return [{"data_source": p["source"], "prompt": user_turn(problem_prompt(p)), "ability": "code",
-             "reward_model": {"style": "rule", "ground_truth": truth_json(ground_truth(p, reward))},
-             "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
-                            "source_id": p["source_id"], "entry_point": p.get("entry_point"),
-                            "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
-            for i, p in enumerate(problems)]
+def problem_row(fmt: str, p: dict, i: int, truth: str | bytes) -> dict:
+    """Problem ``p``'s row in format ``fmt`` (verl, trl-grpo, else openrlhf's prompts); ``truth``: its ground truth
+    JSON (:func:`truth_json`), ``i``: its position in the view (verl's extra_info.index)."""
+    prompt = user_turn(problem_prompt(p))
+    if fmt == "verl":
+        return {"data_source": p["source"], "prompt": prompt, "ability": "code",
+                "reward_model": {"style": "rule", "ground_truth": truth},
+                "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
+                               "source_id": p["source_id"], "entry_point": p.get("entry_point"),
+                               "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
+    if fmt == "trl-grpo":
+        return {"prompt": prompt, "ground_truth": truth, "data_source": p["source"], "problem_id": p["problem_id"],
+                "entry_point": p.get("entry_point"), "test_format": p.get("test_format"), "split": p.get("split")}
+    # openrlhf prompts: `datasource` is the key OpenRLHF's PromptDataset reads
+    return {"input": prompt, "label": truth, "datasource": p["source"], "problem_id": p["problem_id"]}
 
 
-def grpo_rows(problems: list[dict], reward: dict | None = None) -> list[dict]:
-    return [{"prompt": user_turn(problem_prompt(p)), "ground_truth": truth_json(ground_truth(p, reward)),
-             "data_source": p["source"], "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
-             "test_format": p.get("test_format"), "split": p.get("split")} for p in problems]
+def problem_rows(fmt: str, problems: list[dict], reward: dict | None = None) -> list[dict]:
+    return [problem_row(fmt, p, i, truth_json(ground_truth(p, reward))) for i, p in enumerate(problems)]
+
+
+RM_COLUMNS = ("prompt", "chosen", "rejected", "margin", "pair_id")   # openrlhf's rm/ rows: a pair row's columns
 
 
 def pair_rows(pairs: list[dict]) -> list[dict]:

@@ -126,8 +126,8 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                    schema_for: Callable[[str], pa.Schema]) -> dict[str, int]:
     """The format's files under ``staging``, row for row what :func:`factory.release.export.build_export` gives;
     returns {relative file: rows}."""
-    from factory.release.export_rows import check_truth, pair_rows, release_reward, user_turn
-    from factory.release.prompts import ground_truth, problem_prompt, truth_json
+    from factory.release.export_rows import RM_COLUMNS, check_truth, pair_rows, problem_row, release_reward
+    from factory.release.prompts import ground_truth, truth_json
 
     reward = release_reward(manifest)
     split_file = lambda row: "test.parquet" if row.get("split") == "test" else "train.parquet"
@@ -137,8 +137,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
             for pair in iter_view(path, manifest, "gold.rm_pairs"):
                 row = pair_rows([pair])[0]
                 if fmt == "openrlhf":
-                    sink.add("rm/" + split_file(pair), {k: row[k] for k in ("prompt", "chosen", "rejected", "margin",
-                                                                            "pair_id")}, _text_bytes(pair))
+                    sink.add("rm/" + split_file(pair), {k: row[k] for k in RM_COLUMNS}, _text_bytes(pair))
                 else:
                     sink.add(split_file(pair), row, _text_bytes(pair))
         if fmt != "trl":
@@ -151,20 +150,7 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                 rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)   # the file the row goes to
                 check_truth(rel, sink.rows.get(rel, 0), truth_rules)   # the validation's row rules, on the row
                 truth = truth_json(truth_rules, utf8=True)   # pyarrow takes (and checks) UTF-8 bytes
-                if fmt == "verl":
-                    row = {"data_source": p["source"], "prompt": user_turn(problem_prompt(p)), "ability": "code",
-                           "reward_model": {"style": "rule", "ground_truth": truth},
-                           "extra_info": {"index": i, "split": p.get("split"), "problem_id": p["problem_id"],
-                                          "source_id": p["source_id"], "entry_point": p.get("entry_point"),
-                                          "test_format": p.get("test_format"), "n_tests": p.get("n_tests")}}
-                elif fmt == "trl-grpo":
-                    row = {"prompt": user_turn(problem_prompt(p)), "ground_truth": truth, "data_source": p["source"],
-                           "problem_id": p["problem_id"], "entry_point": p.get("entry_point"),
-                           "test_format": p.get("test_format"), "split": p.get("split")}
-                else:   # openrlhf prompts: `datasource` is the key OpenRLHF's PromptDataset reads
-                    row = {"input": user_turn(problem_prompt(p)), "label": truth, "datasource": p["source"],
-                           "problem_id": p["problem_id"]}
-                sink.add(rel, row, size)
+                sink.add(rel, problem_row(fmt, p, i, truth), size)
     finally:
         counts = sink.close()
     order = lambda rel: (rel.startswith("prompts/"), rel.endswith("test.parquet"))   # as build_export lists them
