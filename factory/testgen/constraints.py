@@ -210,13 +210,8 @@ def _side(term: str, env: dict, kinds: dict) -> list | None:
     """Values of one side of a comparison: a comma list of subjects (``m, n``), a subject or a bound."""
     pieces = [p for p in term.split(",") if p.strip()]
     if len(pieces) > 1:
-        out = []
-        for p in pieces:
-            vals = _subject_values(p, env, kinds)
-            if vals is None:
-                return None
-            out.extend(vals)
-        return out
+        vals = [_subject_values(p, env, kinds) for p in pieces]
+        return None if any(v is None for v in vals) else [x for v in vals for x in v]
     vals = _subject_values(term, env, kinds)
     if vals is not None:
         return vals

@@ -110,15 +110,8 @@ def _apply(tree: ast.AST, path, edit):
         return lambda: seq.__setitem__(edit[2], old)
     parent = _resolve(tree, path[:-1])
     name, i = path[-1]
-    if kind == "replace":
-        if i is None:
-            old = getattr(parent, name)
-            setattr(parent, name, edit[1])
-            return lambda: setattr(parent, name, old)
-        seq = getattr(parent, name)
-        old = seq[i]
-        seq[i] = edit[1]
-        return lambda: seq.__setitem__(i, old)
+    if kind == "replace":  # the parent's attribute or list item
+        return _apply(tree, path[:-1], ("attr", name, edit[1]) if i is None else ("item", name, i, edit[1]))
     stmts = getattr(parent, name)  # drop
     removed = stmts.pop(i)
     padded = not stmts and name == "body"

@@ -195,16 +195,10 @@ def _hidden_call(*args):
 def render_check(names: list[str], kinds: list[str | None], args: list, expected: Any, out_kind: str,
                  any_order: bool = False) -> str:
     """A ``check(candidate)`` with one assert in LeetCodeDataset's style."""
-    parts = []
-    for name, kind, value in zip(names, kinds, args):
-        lit = repr(value)
-        parts.append(f"{name} = {'tree_node' if kind == 'tree' else 'list_node' if kind == 'list' else ''}"
-                     f"{'(' + lit + ')' if kind in ('tree', 'list') else lit}")
-    call = f"candidate({', '.join(parts)})"
-    if out_kind == "tree":
-        line = f"assert is_same_tree({call}, tree_node({expected!r}))"
-    elif out_kind == "list":
-        line = f"assert is_same_list({call}, list_node({expected!r}))"
+    wrap = lambda kind, lit: f"{kind}_node({lit})" if kind in ("tree", "list") else lit  # noqa: E731
+    call = f"candidate({', '.join(f'{n} = {wrap(k, repr(v))}' for n, k, v in zip(names, kinds, args))})"
+    if out_kind in ("tree", "list"):
+        line = f"assert is_same_{out_kind}({call}, {wrap(out_kind, repr(expected))})"
     elif any_order:
         line = f"assert sorted({call}, key=repr) == sorted({expected!r}, key=repr)"
     else:

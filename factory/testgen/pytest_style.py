@@ -98,9 +98,6 @@ def render(function: str, test_name: str, args: list, expected: Any, any_order: 
     if rhs is None or any(p is None for p in parts):
         return None
     call = f"{function}({', '.join(parts)})"
-    if any_order:
-        line = f"assert sorted({call}, key=repr) == sorted({rhs}, key=repr)"
-    else:
-        line = f"assert {call} == {rhs}"
+    line = f"assert sorted({call}, key=repr) == sorted({rhs}, key=repr)" if any_order else f"assert {call} == {rhs}"
     head = "import pytest\n" if "pytest.approx" in rhs else ""
     return f"{head}from solution import {function}\n\n\ndef {test_name}():\n    {line}\n"

@@ -283,8 +283,7 @@ def generate_stdio_inputs(seeds: list[str], n: int, rng: random.Random, seen: se
     """Up to n new (stdin text, stdin text) pairs, each a mutation of a seed that keeps the seeds' contract;
     ``seen`` (inputs already known, as :func:`key`) is extended with what is returned."""
     out: list[tuple[str, str]] = []
-    parsed = [parse(s) for s in seeds]
-    parsed = [p for p in parsed if p]
+    parsed = [p for p in map(parse, seeds) if p]
     if not parsed:
         return out
     contract = contract or Contract(parsed)
