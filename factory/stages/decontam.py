@@ -23,12 +23,12 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
                  max_benchmark_df: int | None = None, methods: tuple[str, ...] = METHODS,
                  test_params: TestOverlapParams = TestOverlapParams(), template_df: float | None = 0.002,
                  template_min_df: int = 2, rule: str = "evidence", stock_df: int | None = None,
-                 min_coverage: float | None = None, show: int | None = None) -> dict:
+                 min_coverage: float | None = None) -> dict:
     """Flag problems that share text evidence, an informative test or a lineage id with a benchmark problem;
     replaces silver.contamination. ``rule``: ``evidence`` (default) or ``literal`` (any ``min_matches`` shared
     n-grams: AceReason / Klear) sets ``contaminated`` of the n-gram rows; both verdicts are stored (``literal``
     column), so a recipe's ``decontaminated`` rule can apply the literal one (``literal_min_ngrams``).
-    Prints one line per removed problem with its reason (at most ``show``; None: all)."""
+    ``removals`` of the report: one entry per removed problem with its reason."""
     import numpy as np
     import pyarrow as pa
 
@@ -185,7 +185,6 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
 
 STREAM_ROWS = 256   # tests per Arrow batch read from silver.tests (MB-sized inputs: a batch stays small)
 NOT_PLUS = "coalesce(subset, '') <> 'plus'"   # EvalPlus' generated inputs are never another dataset's tests
-IN_LIST_MAX = 0   # (an IN list of test ids measured no better than the semi-join: DuckDB still reads the text)
 
 
 def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> dict[str, set]:
@@ -218,19 +217,11 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
     keys: dict[str, set] = {}
     if not candidates:
         return keys
-    # the candidates' whole rows: a short id list is a filter DuckDB applies inside the Parquet scan (the other
-    # tests' text is never materialised); a long one a semi-join
-    if len(candidates) <= IN_LIST_MAX:
-        sql = (f"SELECT problem_id, kind, code, input, expected FROM silver.tests "
-               f"WHERE test_id IN ({', '.join('?' for _ in candidates)})")
-        params = candidates
-    else:
-        con.register("_decontam_ids", pa.table({"test_id": pa.array(candidates, pa.string())}))
-        sql = ("SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t "
-               "SEMI JOIN _decontam_ids USING (test_id)")
-        params = []
+    # the candidates' whole rows, by a semi-join (an IN list of ids measured no better: DuckDB still reads the text)
+    con.register("_decontam_ids", pa.table({"test_id": pa.array(candidates, pa.string())}))
     try:
-        reader = con.execute(sql, params).to_arrow_reader(STREAM_ROWS)
+        reader = con.execute("SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t "
+                             "SEMI JOIN _decontam_ids USING (test_id)").to_arrow_reader(STREAM_ROWS)
         for batch in reader:
             for pid, kind, code, inp, expected in zip(*(batch.column(i).to_pylist() for i in range(5))):
                 got = test_keys(kind, code, inp, expected, info=info)
@@ -239,8 +230,7 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
                 if got:
                     keys.setdefault(pid, set()).update(got)
     finally:
-        if not params:
-            con.unregister("_decontam_ids")
+        con.unregister("_decontam_ids")
     return keys
 
 
@@ -256,6 +246,7 @@ def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOver
     of a source ``planted``. Methods: ``text`` (the evidence rule), ``text_literal`` (any shared n-gram),
     ``test``, ``lineage``, ``default`` (text + test + lineage: what `factory decontam` removes) and
     ``literal_default`` (text_literal + test + lineage)."""
+    from collections import Counter
     from pathlib import Path
 
     import pyarrow as pa
@@ -276,8 +267,7 @@ def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOver
             labels += read_csv(root / name, LABEL_FIELDS)
     planted = read_csv(root / "planted.csv", PLANTED_FIELDS) if (root / "planted.csv").is_file() else []
     used_all = [b for b in (benchmarks or DEFAULT_BENCHMARKS) if b != "humaneval"]
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         rows = con.execute("SELECT problem_id, source, source_id, question, json_extract_string(metadata, "
                            "'$.lineage') FROM silver.problems ORDER BY problem_id").fetchall()
         present = {r[1] for r in rows}
@@ -307,8 +297,6 @@ def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOver
         # split as a target; the audit measures what each method finds)
         extra = _test_and_lineage(con, used, ("test", "lineage"), test_params,
                                   checked_sources=tuple(sorted(present - set(used))))
-    finally:
-        con.close()
     pair = lambda p, b: ident[p] + ident[b]
     flagged = {"text": set(), "text_literal": set(), "test": set(), "lineage": set()}
     for p, b, ev, lit in zip(table["problem_id"].to_pylist(), table["benchmark_id"].to_pylist(),
@@ -321,9 +309,7 @@ def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOver
         flagged[r["method"]].add(pair(r["problem_id"], r["benchmark_id"]))
     flagged["default"] = flagged["text"] | flagged["test"] | flagged["lineage"]
     flagged["literal_default"] = flagged["text_literal"] | flagged["test"] | flagged["lineage"]
-    counts: dict = {}
-    for r in labels:
-        counts[f"{r['kind']}/{r['label']}"] = counts.get(f"{r['kind']}/{r['label']}", 0) + 1
+    counts = Counter(f"{r['kind']}/{r['label']}" for r in labels)
     return {"labels": dict(sorted(counts.items())), "planted": len(copies), "benchmarks": used,
             "params": params.as_dict(), "test_params": test_params.as_dict(), "methods": score(labels, flagged)}
 
@@ -347,7 +333,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("--min-matches", type=int, default=1, help="literal rule: contaminated when >= this many "
                    "n-grams match")
     p.add_argument("--stock-df", type=int, help="evidence rule: an n-gram in more task families than this is "
-                   f"stock text (default: DecontamParams.stock_df)")
+                   "stock text (default: DecontamParams.stock_df)")
     p.add_argument("--min-coverage", type=float, help="evidence rule: share of the benchmark item's informative "
                    "n-grams that must be shared (default: DecontamParams.min_coverage)")
     p.add_argument("--max-benchmark-df", type=int, help="stock text: n-grams in more benchmark items than this")
