@@ -74,8 +74,7 @@ def parse_ground_truth(gt) -> dict:
 
 
 def _number(text: str) -> float | None:
-    s = text.strip().rstrip(".").replace(",", "").replace("$", "").replace("%", "")
-    s = s.strip()
+    s = text.strip().rstrip(".").replace(",", "").replace("$", "").replace("%", "").strip()
     if not s:
         return None
     try:

@@ -140,11 +140,6 @@ def answer_reward(response, ground_truth) -> float:
     """The reward of one completion of a final-answer task, of the kind its ground truth names
     (:func:`answer_reward_kind`). The answer is the last ``<<<...>>>`` of the policy's last step; a program's
     printed ``<<<x>>>`` never answers for it."""
-    turns = response_turns(response)
-    result = score_trajectory(turns, ground_truth)
-    kind = answer_reward_kind(ground_truth)
-    if kind == "binary":
-        return 1.0 if result.correct else 0.0
-    if kind == "soft":
-        return float(result.score)
-    return result.reward
+    result = score_trajectory(response_turns(response), ground_truth)
+    return {"binary": 1.0 if result.correct else 0.0, "soft": float(result.score)}.get(
+        answer_reward_kind(ground_truth), result.reward)

@@ -99,12 +99,10 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
                     "`factory transform`")
         raise FactoryError(f"the release's {view} has no rows: {why}")
     seen = {_problem_id(r) for rows in files.values() for r in rows}
-    unique = []
+    first: dict = {}
     for t in tasks:
-        if t["problem_id"] not in seen:
-            seen.add(t["problem_id"])
-            unique.append(t)
-    tasks = unique
+        first.setdefault(t["problem_id"], t)
+    tasks = [t for pid, t in first.items() if pid not in seen]
     if fmt == "verl":
         start = sum(len(v) for v in files.values())
         rows, prefix = verl_rows(tasks, kind, start), ""

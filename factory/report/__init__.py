@@ -191,10 +191,7 @@ def _html(snap: int, head: dict, src: list[tuple], sections: list[tuple], summar
             "<h2>Tests by kind</h2>"
             "<table><tr><th>source</th><th>problems</th><th>tests</th><th>tests by kind</th></tr>" + rows + "</table>"]
     for title, png, note in sections:
-        body.append(f"<h2>{e(title)}</h2>")
-        if png is not None:
-            body.append(f'<img src="{e(png.name)}" alt="{e(title)}">')
-        else:
-            body.append(f'<p class="note">Skipped: {e(note)}.</p>')
+        body.append(f"<h2>{e(title)}</h2>" + (f'<img src="{e(png.name)}" alt="{e(title)}">' if png is not None
+                                             else f'<p class="note">Skipped: {e(note)}.</p>'))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Dataset factory report</title>"
             f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")

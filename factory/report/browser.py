@@ -19,11 +19,7 @@ MARGIN = 24                    # px kept below the last drawn row
 
 def find_chromium() -> str | None:
     """Path of a headless-capable Chromium (Debian package `chromium`), or None."""
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    return next(filter(None, map(shutil.which, BROWSERS)), None)
 
 
 def _shoot(browser: str, page: Path, png: Path, width: int, height: int) -> None:
@@ -91,11 +87,9 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1280, height: int
 
 def _palette(img, colors: int):
     """IMG with a palette of COLORS of its flat colors, every other color mapped to the nearest of them,
-    undithered. A color ranks by its pixels that repeat their left neighbour (fills: the page, the summary box,
-    bars, a legend's 20 px swatch), not by all its pixels, where anti-aliased text edges outnumber a rare legend
-    color: ranked by all pixels, the curation legend's `validation` cyan (140 px) fell outside 256 colors and
-    was drawn blue; a fitted palette (or Pillow's cached palette lookup) shifts white to 252 and a light
-    background to white. Only anti-aliased edges move."""
+    undithered. A color ranks by its pixels that repeat their left neighbour (fills: page, boxes, bars, legend
+    swatches), not by all its pixels, so anti-aliased text edges never push a rare legend color out; a fitted
+    palette (or Pillow's cached lookup) would shift white and light backgrounds. Only anti-aliased edges move."""
     import numpy as np
     from PIL import Image
 
