@@ -25,6 +25,7 @@ import factory
 from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
 from factory.errors import FactoryError, interrupt_in, note_interrupt, raise_pending_interrupt, reraise_if_interrupt
 from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
+from factory.lake.connection import FAILED_RUNS, read_failed_runs
 
 if TYPE_CHECKING:   # DuckDB and Arrow load when a run starts: importing the commit path stays cheap
     import duckdb
@@ -256,9 +257,6 @@ def _to_arrow(data: Any) -> pa.Table:
     raise FactoryError(f"cannot write {type(data).__name__}; pass a pyarrow Table, polars DataFrame or list of dicts")
 
 
-FAILED_RUNS = "failed_runs.jsonl"
-
-
 def _record_failure(lake_dir: Path, run: StageRun, error: BaseException) -> None:
     """A failed run changes no data and makes no snapshot: its ops.runs-shaped row goes to an append-only log
     beside the catalog (LAKE/failed_runs.jsonl), which `factory status` and the report read."""
@@ -273,16 +271,7 @@ def _record_failure(lake_dir: Path, run: StageRun, error: BaseException) -> None
 
 def failed_runs(lake=None) -> list[dict]:
     """Rows of failed runs (newest last) from LAKE/failed_runs.jsonl; torn or foreign lines are skipped."""
-    path = resolve_lake_dir(lake) / FAILED_RUNS
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    return read_failed_runs(resolve_lake_dir(lake))
 
 
 def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: bool = True) -> list[str]:

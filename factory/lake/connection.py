@@ -21,6 +21,7 @@ DuckDB's ``INSTALL`` (needs network).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ CATALOG_FILE = "catalog.sqlite"
 CONFIG_FILE = "lake.json"
 DATA_DIR = "data"
 LAKE_ALIAS = "lake"
+FAILED_RUNS = "failed_runs.jsonl"   # failed runs' ops.runs-shaped rows, beside the catalog (factory.lake.commit)
 
 
 def user_config_path() -> Path:
@@ -71,6 +73,18 @@ def resolve_lake_dir(lake: str | os.PathLike | None = None) -> Path:
         raise FactoryError(f"which lake? pass --lake DIR, set FACTORY_LAKE=DIR, or write `lake: DIR` in "
                            f"{user_config_path()}")
     return Path(chosen).expanduser().resolve()
+
+
+def read_failed_runs(lake_dir: Path) -> list[dict]:
+    """Rows of failed runs (newest last) from LAKE/failed_runs.jsonl; torn or foreign lines are skipped."""
+    path = lake_dir / FAILED_RUNS
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(line))
+    return [r for r in out if isinstance(r, dict)]
 
 
 def _packaged_extension(module: str, filename: str) -> Path | None:

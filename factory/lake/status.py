@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 from factory.errors import FactoryError
-from factory.lake.connection import CATALOG_FILE, CONFIG_FILE, LAKE_ALIAS, lake_config, resolve_lake_dir
-
-FAILED_RUNS = "failed_runs.jsonl"   # factory.lake.commit.FAILED_RUNS (not imported: it loads the catalog)
+from factory.lake.connection import (
+    CATALOG_FILE, CONFIG_FILE, FAILED_RUNS, LAKE_ALIAS, lake_config, read_failed_runs, resolve_lake_dir,
+)
 
 
 def _objects_sqlite(db: sqlite3.Connection) -> list[tuple[str, str, int | None]]:
@@ -52,19 +52,21 @@ def _objects_sqlite(db: sqlite3.Connection) -> list[tuple[str, str, int | None]]
                   [(name, "view", None) for name in views])
 
 
+def _snapshot(sid: int, ts, msg: str | None, extra: str | None) -> tuple[int, str, str, dict]:
+    """(snapshot id, time, commit message, commit extra info: {} unless a JSON object) of a snapshot row."""
+    try:
+        info = json.loads(extra) if extra else {}
+    except ValueError:
+        info = {}
+    return sid, str(ts)[:19], msg or "", info if isinstance(info, dict) else {}
+
+
 def _snapshots_sqlite(db: sqlite3.Connection, limit: int) -> list[tuple[int, str, str, dict]]:
-    """(snapshot id, time, commit message, commit extra info) of the last ``limit`` snapshots, newest first."""
-    out = []
-    for sid, ts, msg, extra in db.execute(
-            "SELECT s.snapshot_id, s.snapshot_time, c.commit_message, c.commit_extra_info FROM ducklake_snapshot s "
-            "LEFT JOIN ducklake_snapshot_changes c USING (snapshot_id) ORDER BY s.snapshot_id DESC LIMIT ?",
-            [limit]).fetchall():
-        try:
-            info = json.loads(extra) if extra else {}
-        except ValueError:
-            info = {}
-        out.append((sid, str(ts)[:19], msg or "", info if isinstance(info, dict) else {}))
-    return out
+    """:func:`_snapshot` of the last ``limit`` snapshots, newest first."""
+    return [_snapshot(*r) for r in db.execute(
+        "SELECT s.snapshot_id, s.snapshot_time, c.commit_message, c.commit_extra_info FROM ducklake_snapshot s "
+        "LEFT JOIN ducklake_snapshot_changes c USING (snapshot_id) ORDER BY s.snapshot_id DESC LIMIT ?",
+        [limit]).fetchall()]
 
 
 def _read_duckdb(lake_dir: Path, limit: int):
@@ -80,16 +82,10 @@ def _read_duckdb(lake_dir: Path, limit: int):
                 "WHERE table_catalog = ? ORDER BY 1", [LAKE_ALIAS]).fetchall():
             n = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] if kind != "VIEW" else None
             objects.append((name, "view" if kind == "VIEW" else "table", n))
-        snaps = []
-        for sid, ts, msg, extra in con.execute(
-                f"SELECT s.snapshot_id, s.snapshot_time::VARCHAR, c.commit_message, c.commit_extra_info "
-                f"FROM {meta}.ducklake_snapshot s LEFT JOIN {meta}.ducklake_snapshot_changes c USING (snapshot_id) "
-                f"ORDER BY s.snapshot_id DESC LIMIT {int(limit)}").fetchall():
-            try:
-                info = json.loads(extra) if extra else {}
-            except ValueError:
-                info = {}
-            snaps.append((sid, str(ts)[:19], msg or "", info if isinstance(info, dict) else {}))
+        snaps = [_snapshot(*r) for r in con.execute(
+            f"SELECT s.snapshot_id, s.snapshot_time::VARCHAR, c.commit_message, c.commit_extra_info "
+            f"FROM {meta}.ducklake_snapshot s LEFT JOIN {meta}.ducklake_snapshot_changes c USING (snapshot_id) "
+            f"ORDER BY s.snapshot_id DESC LIMIT {int(limit)}").fetchall()]
         return objects, snaps
     finally:
         con.close()
@@ -111,17 +107,7 @@ def lake_status(lake=None, limit: int = 8) -> dict:
             db.close()
     else:
         objects, snaps = _read_duckdb(lake_dir, limit)
-    failed = []
-    log = lake_dir / FAILED_RUNS
-    if log.is_file():
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict):
-                failed.append(row)
-    return {"lake": lake_dir, "objects": objects, "snapshots": snaps, "failed": failed[-5:]}
+    return {"lake": lake_dir, "objects": objects, "snapshots": snaps, "failed": read_failed_runs(lake_dir)[-5:]}
 
 
 def print_status(lake=None) -> None:
