@@ -80,11 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _group_commands(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction) -> None:
     """The help's command list, grouped by purpose (GROUPS); commands no group names are listed under 'other'."""
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
-    grouped = [c for cmds in GROUPS.values() for c in cmds]
-    groups = dict(GROUPS)
+    grouped = {c for cmds in GROUPS.values() for c in cmds}
     rest = tuple(c for c in helps if c not in grouped)
-    if rest:
-        groups["other"] = rest
+    groups = {**GROUPS, "other": rest} if rest else GROUPS
     width = max(map(len, helps)) + 2
     lines = []
     for title, cmds in groups.items():

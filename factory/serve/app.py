@@ -1,16 +1,10 @@
-"""`factory serve`: the HTTP verifier (Starlette on uvicorn) in front of :class:`VerifierEngine`.
+"""`factory serve`: the HTTP verifier (Starlette on uvicorn) in front of :class:`VerifierEngine` (docs/serve.md).
 
-Endpoints
-- ``POST /run_code``  SandboxFusion RunCodeRequest -> RunCodeResponse (verl's ``sandbox_fusion`` utility and
-  the ``sandbox-fusion`` client call it unchanged)
-- ``POST /submit``    SandboxFusion SubmitRequest -> EvalResult, tests from ``config.provided_data``
-- ``POST /v1/judge``  native batch: many (program or completion, tests) in one request; per item the
-  ``silver.executions`` rows and the reward; ``"stream": true`` answers NDJSON, one line per finished item
-- ``GET /health`` (alive), ``GET /ready`` (pool warm and not draining), ``GET /metrics`` (Prometheus),
-  ``GET /v1/stats`` (the same as JSON)
-- interpreter sessions (:mod:`.session_routes`; ``--max-sessions 0`` turns them off): ``POST /run_jupyter``
-  (SandboxFusion), ``POST /get_observation`` (verl-tool tool server), ``POST /v1/sessions/{id}/run``,
-  ``DELETE /v1/sessions/{id}``, ``GET /v1/sessions``
+Endpoints, each described in its route module: SandboxFusion's ``POST /run_code`` and ``POST /submit``
+(:mod:`.fusion_routes`), the native batch ``POST /v1/judge`` (:mod:`.batch_routes`), ``GET /health``, ``/ready``,
+``/metrics``, ``/v1/stats`` (:mod:`.ops_routes`), and interpreter sessions (:mod:`.session_routes`;
+``--max-sessions 0`` turns them off): ``POST /run_jupyter``, ``/get_observation``, ``/v1/sessions/{id}/run``,
+``DELETE /v1/sessions/{id}``, ``GET /v1/sessions``.
 
 Status codes: 400 names the field (malformed JSON, a missing, mistyped, non-finite, negative or over-cap field,
 an unsupported language with the supported list); 413 body (``--max-body-mb``) or batch too large; 429 queue full
@@ -18,9 +12,8 @@ and 503 draining, both with Retry-After; 504 (``/run_code`` only) the program di
 deadline (verl's client retries a 504; the retry keeps its place in the queue). An infrastructure failure the
 service could not fix by retrying is a SandboxError (``/run_code``) or an item ``error`` - never a failed test.
 
-A request whose client has gone (disconnected, or timed out and closed the connection) takes its programs back:
-those not started leave the queue; started ones run out and their verdicts are dropped (``/v1/stats`` counters
-``client_gone_queued`` / ``client_gone_running``; expired ones ``expired_queued``).
+A request whose client has gone takes its programs back: those not started leave the queue; started ones run
+out, their verdicts dropped (``/v1/stats``: ``client_gone_queued`` / ``client_gone_running``, ``expired_queued``).
 """
 from __future__ import annotations
 

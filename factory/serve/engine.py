@@ -109,16 +109,16 @@ class StreamingPool:
         heapq.heappush(self.waiting, (prio, next(self.seq), ticket))
         self.wake.notify()
 
-    def cancel(self, ticket: Ticket) -> str | None:
+    def cancel(self, ticket: Ticket, running: bool = True) -> str | None:
         """Take a ticket back: ``"queued"`` if it was removed before it started, ``"started"`` if it is running
-        (it runs out; nobody is told), None if it had already finished."""
+        (it runs out; nobody is told; ``running=False`` leaves it to deliver its result), None otherwise."""
         with self.lock:
             if ticket.state == QUEUED:
                 ticket.state = CANCELLED        # left in the heap; the feeder skips it
                 self.tickets.pop(ticket.job.program_id, None)
                 self.wake.notify()
                 return QUEUED
-            if ticket.state == STARTED:
+            if ticket.state == STARTED and running:
                 ticket.abandoned = True
                 return STARTED
             return None
@@ -333,9 +333,7 @@ class VerifierEngine:
         Counted in the metrics as ``<reason>_queued`` and ``<reason>_running``."""
         states = Counter(ticket.pool.cancel(ticket) for ticket in tickets if ticket.pool is not None)
         removed, running = states[QUEUED], states[STARTED]
-        if removed:
-            self.release(removed)
-            self.metrics.count(f"{reason}_queued", removed)
+        self._taken_back(removed, reason)
         if running:
             self.metrics.count(f"{reason}_running", running)
         return {"queued": removed, "running": running}
@@ -343,20 +341,15 @@ class VerifierEngine:
     def take_back_waiting(self, tickets: list[Ticket], reason: str = "expired") -> list[Ticket]:
         """Remove the tickets that have not started (a start deadline passed); started ones are left to
         finish and their results still delivered. Returns the removed tickets."""
-        removed = []
-        for ticket in tickets:
-            pool = ticket.pool
-            if pool is not None and ticket.state == QUEUED:
-                with pool.lock:
-                    if ticket.state != QUEUED:
-                        continue
-                    ticket.state = CANCELLED
-                    pool.tickets.pop(ticket.job.program_id, None)
-                removed.append(ticket)
-        if removed:
-            self.release(len(removed))
-            self.metrics.count(f"{reason}_queued", len(removed))
+        removed = [t for t in tickets if t.pool is not None and t.pool.cancel(t, running=False) == QUEUED]
+        self._taken_back(len(removed), reason)
         return removed
+
+    def _taken_back(self, n: int, reason: str) -> None:
+        """n admitted programs left the queue before they started: their admission is released."""
+        if n:
+            self.release(n)
+            self.metrics.count(f"{reason}_queued", n)
 
     def _pool_crashed(self, pool: StreamingPool) -> None:
         with self.lock:

@@ -1,24 +1,20 @@
-"""Interpreter sessions over HTTP (one sandboxed, stateful Python interpreter per trajectory; see
-:mod:`factory.sandbox.session`), in the protocols trainers already speak:
+"""Interpreter sessions over HTTP (one sandboxed, stateful Python interpreter per trajectory:
+:mod:`factory.sandbox.session`; docs/interpreter.md), in the protocols trainers already speak:
 
-- ``POST /run_jupyter`` - SandboxFusion's RunJupyterRequest -> RunJupyterResponse: the request's ``cells`` run in
-  order in one fresh kernel (session), freed at the end; per cell ``stdout``, ``stderr``, ``display``
-  (``[{"text/plain": repr}]`` of the last expression) and ``error`` (``[{"ename", "evalue", "traceback"}]``);
-  ``cell_timeout`` (0: none) and ``total_timeout`` bound the run (over: ``status`` Failed, ``driver.status``
-  TimeLimitExceeded, the cells run so far; a kernel that died - memory, ``os._exit`` - ends the run with
-  ``driver.status`` Error); ``files`` are written into the kernel's working directory first and
-  ``fetch_files`` read back (base64).
-- ``POST /get_observation`` - the verl-tool tool-server protocol: ``trajectory_ids`` + ``actions`` (+ ``finish``,
-  ``extra_fields``) -> ``observations``, ``dones``, ``valids``. The code of an action is what verl-tool's python
-  tool runs: every ``<python>...</python>`` block, else every fenced python block, joined; it runs in the
-  trajectory's session (state kept across turns). ``finish`` frees the trajectory's session (the action is not
-  run; observation "", done, valid). An action without code: observation "", not done, not valid.
-- ``POST /v1/sessions/{id}/run`` ``{"code": ...}`` -> the CellResult as JSON (the session is created on first
-  use); ``DELETE /v1/sessions/{id}`` frees it; ``GET /v1/sessions`` the pool's counters.
+- ``POST /run_jupyter`` - SandboxFusion's RunJupyterRequest -> RunJupyterResponse: ``cells`` run in order in one
+  fresh kernel, freed at the end; per cell ``stdout``, ``stderr``, ``display`` and ``error``
+  (``[{"ename", "evalue", "traceback"}]``). Past ``cell_timeout`` (0: none) or ``total_timeout``: ``status``
+  Failed, ``driver.status`` TimeLimitExceeded, the cells run so far; a kernel that died (memory, ``os._exit``)
+  ends the run with ``driver.status`` Error. ``files`` are written first, ``fetch_files`` read back (base64).
+- ``POST /get_observation`` - verl-tool's tool-server protocol: ``trajectory_ids`` + ``actions`` (+ ``finish``,
+  ``extra_fields``) -> ``observations``, ``dones``, ``valids``. An action's code (as verl-tool's python tool:
+  every ``<python>`` block, else every fenced python block) runs in the trajectory's session; ``finish`` frees
+  it (not run; observation "", done, valid); an action without code: observation "", not done, not valid.
+- ``POST /v1/sessions/{id}/run`` ``{"code": ...}`` -> the CellResult as JSON (created on first use);
+  ``DELETE /v1/sessions/{id}`` frees it; ``GET /v1/sessions`` the pool's counters.
 
-All sessions come from one :class:`~factory.sandbox.session.SessionPool` (``factory serve --max-sessions``): when
-it is full a request that needs a new session gets 429 + Retry-After (``/run_jupyter``: SandboxError, which its
-client retries).
+All sessions come from one :class:`~factory.sandbox.session.SessionPool` (``--max-sessions``): when it is full a
+request needing a new session gets 429 + Retry-After (``/run_jupyter``: SandboxError, which its client retries).
 """
 from __future__ import annotations
 
