@@ -172,12 +172,8 @@ def _reason(row: dict, params: DecontamParams) -> str:
             f"{row['phrases']} phrase(s)); longest shared passage {quote}")
 
 
-def decontaminate(
-    problems: pa.Table,
-    benchmarks: pa.Table,
-    params: DecontamParams = DecontamParams(),
-    con: duckdb.DuckDBPyConnection | None = None,
-) -> tuple[pa.Table, dict]:
+def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamParams = DecontamParams(),
+                  con: duckdb.DuckDBPyConnection | None = None) -> tuple[pa.Table, dict]:
     """Pairs of problems and benchmark items that share word n-grams, with the evidence.
 
     ``problems``: ``problem_id, text`` (optional ``source``, ``family``); ``benchmarks``: ``benchmark,

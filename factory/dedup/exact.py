@@ -83,9 +83,8 @@ def exact_hashes(values: Sequence[str | None] | pa.Array, kind: str = "text") ->
     return pa.array([key(v) for v in values], pa.string())
 
 
-def exact_pairs(
-    doc_ids: pa.Array, keys: pa.Array, con: duckdb.DuckDBPyConnection | None = None, skip_empty: bool = True
-) -> pa.Table:
+def exact_pairs(doc_ids: pa.Array, keys: pa.Array, con: duckdb.DuckDBPyConnection | None = None,
+                skip_empty: bool = True) -> pa.Table:
     """Star edges ``(doc_id_a=min id of the key group, doc_id_b)`` for every duplicated key
     (DuckDB ``GROUP BY key``). With ``skip_empty`` the hash of "" never links documents."""
     con = _conn(con)

@@ -35,9 +35,7 @@ def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, stem: str) -> str
     return name
 
 
-def candidate_pairs(
-    bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200
-) -> pa.Table:
+def candidate_pairs(bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200) -> pa.Table:
     """Candidate pairs ``(doc_id_a, doc_id_b, n_bands)`` within one band table.
 
     ``n_bands`` is the number of bands the pair shares (0 < n_bands <= bands; for star edges of
@@ -119,9 +117,8 @@ def _bucket_codes(groups: list, bh: np.ndarray, rank: np.ndarray, n_ids: int, ma
     return codes
 
 
-def _candidate_pairs_sql(
-    bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200
-) -> pa.Table:
+def _candidate_pairs_sql(bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None,
+                         max_bucket: int = 200) -> pa.Table:
     """The reference DuckDB query of :func:`candidate_pairs` (any id type)."""
     con = _conn(con)
     t = _register(con, bands, "bands")
@@ -149,9 +146,8 @@ def _candidate_pairs_sql(
         con.unregister(t)
 
 
-def cross_candidate_pairs(
-    new_bands: pa.Table, existing_bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None
-) -> pa.Table:
+def cross_candidate_pairs(new_bands: pa.Table, existing_bands: pa.Table,
+                          con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
     """Pairs ``(doc_id_a, doc_id_b, n_bands)`` with ``a`` in ``new_bands`` and ``b`` in
     ``existing_bands`` that share a bucket (join on ``(band, band_hash)``); old signatures are
     only read, never recomputed. Rows of ``new_bands`` whose doc_id is already in

@@ -133,9 +133,8 @@ def _compiled_kernel():
     return numba.njit(cache=True, nogil=True)(_rows_kernel)
 
 
-def minhash_from_hashes(
-    offsets: np.ndarray, h32: np.ndarray, params: MinHashParams, compiled: bool | None = None
-) -> np.ndarray:
+def minhash_from_hashes(offsets: np.ndarray, h32: np.ndarray, params: MinHashParams,
+                        compiled: bool | None = None) -> np.ndarray:
     """Signatures ``(n_docs, num_perm)`` uint32 from per-doc uint32 input hashes (CSR layout).
 
     ``compiled`` (default: when numba is installed): :func:`_rows_kernel`, one pass over the hashes with the
@@ -194,9 +193,8 @@ def _sha1_32_hashes(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np
     return np.asarray(offsets, dtype=np.int64), np.asarray(flat, dtype=np.uint32)
 
 
-def signatures(
-    texts: Sequence[str | None], params: MinHashParams = MinHashParams(), hasher: WordHasher | None = None
-) -> np.ndarray:
+def signatures(texts: Sequence[str | None], params: MinHashParams = MinHashParams(),
+               hasher: WordHasher | None = None) -> np.ndarray:
     """MinHash signatures ``(len(texts), num_perm)`` uint32 of the word n-gram shingle sets.
 
     Equal to ``datasketch.MinHash(num_perm, seed, scheme="affine32", hashfunc=H)`` updated with

@@ -35,9 +35,8 @@ class DedupResult:
     stats: dict = field(default_factory=dict)
 
 
-def compute_bands(
-    doc_ids: pa.Array, texts: list, params: MinHashParams, batch: int = 20000, progress: bool = False
-) -> pa.Table:
+def compute_bands(doc_ids: pa.Array, texts: list, params: MinHashParams, batch: int = 20000,
+                  progress: bool = False) -> pa.Table:
     """Band table for many documents, signing ``batch`` texts at a time (bounded memory)."""
     hasher, parts = WordHasher(), []
     rng = range(0, len(texts), batch)
@@ -80,13 +79,8 @@ def _exact_edges(ids, texts, codes, keys_text, keys_code, con, id_type):
     return out
 
 
-def dedup(
-    docs: pa.Table,
-    params: MinHashParams = MinHashParams(),
-    con: duckdb.DuckDBPyConnection | None = None,
-    max_bucket: int = 200,
-    progress: bool = False,
-) -> DedupResult:
+def dedup(docs: pa.Table, params: MinHashParams = MinHashParams(), con: duckdb.DuckDBPyConnection | None = None,
+          max_bucket: int = 200, progress: bool = False) -> DedupResult:
     """Exact (text, and code if a ``code`` column exists) + near dedup of ``docs``."""
     con, t0, st = _conn(con), time.perf_counter(), {}
     ids, id_type = docs["doc_id"].combine_chunks(), docs.schema.field("doc_id").type
@@ -118,15 +112,9 @@ def _counts(n_docs, bands, params, cand, pairs, cl) -> dict:
     }
 
 
-def dedup_incremental(
-    new_docs: pa.Table,
-    existing_bands: pa.Table,
-    existing_docs: pa.Table,
-    existing_clusters: pa.Table | None = None,
-    params: MinHashParams = MinHashParams(),
-    con: duckdb.DuckDBPyConnection | None = None,
-    max_bucket: int = 200,
-) -> DedupResult:
+def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_docs: pa.Table,
+                      existing_clusters: pa.Table | None = None, params: MinHashParams = MinHashParams(),
+                      con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200) -> DedupResult:
     """Dedup ``new_docs`` against themselves and against an existing corpus.
 
     Only new documents are signed; old ones are matched through ``existing_bands`` (join on

@@ -323,9 +323,8 @@ def pool_map(fn, items: list) -> list:
     return list(_POOL.map(fn, items))
 
 
-def shingle_hashes(
-    texts: Sequence[str | None], n: int, hasher: WordHasher | None = None, unique: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(texts: Sequence[str | None], n: int, hasher: WordHasher | None = None,
+                   unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Hash the word n-grams of many texts at once.
 
     Returns ``(offsets, hashes)``: ``hashes[offsets[i]:offsets[i+1]]`` are the uint64
@@ -338,9 +337,8 @@ def shingle_hashes(
     return _concat_csr(parallel_map(lambda part: shingle_hashes_serial(part, n, hasher, unique), texts))
 
 
-def shingle_hashes_serial(
-    texts: Sequence[str | None], n: int, hasher: WordHasher, unique: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes_serial(texts: Sequence[str | None], n: int, hasher: WordHasher,
+                          unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """:func:`shingle_hashes` on the calling thread, :data:`_CHUNK_TEXTS` texts at a time (temporaries stay
     small enough for the allocator to reuse instead of mapping fresh zeroed pages for each)."""
     if n < 1:

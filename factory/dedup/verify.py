@@ -107,9 +107,8 @@ def pair_jaccard(offsets: np.ndarray, hashes: np.ndarray, a: np.ndarray, b: np.n
     return jac
 
 
-def verify_pairs(
-    pairs: pa.Table, doc_ids: pa.Array | Sequence, texts: Sequence[str | None], n: int, threshold: float
-) -> pa.Table:
+def verify_pairs(pairs: pa.Table, doc_ids: pa.Array | Sequence, texts: Sequence[str | None], n: int,
+                 threshold: float) -> pa.Table:
     """Exact Jaccard for each candidate ``(doc_id_a, doc_id_b)``; keeps pairs with J >= threshold.
 
     ``doc_ids``/``texts`` must cover every id in ``pairs``; only those texts are shingled.
