@@ -395,8 +395,7 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
     catalog = catalog or default_catalog()
     raise_pending_interrupt()   # a Ctrl-C that a library swallowed since the last commit: stop before this one
     with writer_lock(lake_dir):
-        con = connect(lake_dir, create=create)
-        try:
+        with connect(lake_dir, create=create) as con:
             con.execute("BEGIN")
             synced = not create and schema_in_sync(con, lake_dir, catalog)
             changes = [] if synced else sync_schema(con, catalog, create=create)
@@ -430,8 +429,6 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                 elif not isinstance(exc, GeneratorExit):
                     _record_failure(lake_dir, run, exc)
                 raise
-        finally:
-            con.close()
 
 
 def is_commit_conflict(exc: BaseException) -> bool:

@@ -58,12 +58,9 @@ def check_sources(lake, sources) -> None:
     """``--source`` names sources that silver.problems holds (else an error listing them)."""
     if not sources:
         return
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
                     "run `factory ingest` first")
-    finally:
-        con.close()
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -73,8 +73,7 @@ def _read_duckdb(lake_dir: Path, limit: int):
     """The same, through DuckDB, for catalogs that are not a local SQLite file (PostgreSQL)."""
     from factory.lake.connection import connect
 
-    con = connect(lake_dir, read_only=True)
-    try:
+    with connect(lake_dir, read_only=True) as con:
         meta = f"__ducklake_metadata_{LAKE_ALIAS}"
         objects = []
         for name, kind in con.execute(
@@ -87,8 +86,6 @@ def _read_duckdb(lake_dir: Path, limit: int):
             f"FROM {meta}.ducklake_snapshot s LEFT JOIN {meta}.ducklake_snapshot_changes c USING (snapshot_id) "
             f"ORDER BY s.snapshot_id DESC LIMIT {int(limit)}").fetchall()]
         return objects, snaps
-    finally:
-        con.close()
 
 
 def lake_status(lake=None, limit: int = 8) -> dict:

@@ -231,13 +231,10 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
     final = root / name
     if final.exists():
         raise FactoryError(f"release {name!r} already exists at {final} (releases are immutable)")
-    probe = connect(lake_dir, read_only=True)
-    try:
+    with connect(lake_dir, read_only=True) as probe:
         snap = current_snapshot(probe)
         if probe.execute("SELECT 1 FROM ops.releases WHERE name = ?", [name]).fetchone():
             raise FactoryError(f"release {name!r} is already recorded in ops.releases")
-    finally:
-        probe.close()
 
     row_filters = {v: row_filters[v] for v in views if row_filters and row_filters.get(v)}
     config = {"views": views, "shard_rows": shard_rows, "format": FORMAT}
@@ -247,8 +244,7 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
     tmp = root / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
     renamed = False
     try:
-        con = connect(lake_dir, snapshot=snap)
-        try:
+        with connect(lake_dir, snapshot=snap) as con:
             written = write_views(con, views, tmp, shard_rows, catalog, row_filters)
             licenses = _source_licenses(con)
             revisions = _source_revisions(con)
@@ -256,8 +252,6 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             curation = _curation(con)
             reward = release_reward(con, recipe, views)
             decontamination = decontamination_figures(con)
-        finally:
-            con.close()
         manifest = {
             "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
             "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
@@ -311,12 +305,9 @@ def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_
     recorded = manifest.get("lake")
     if lake is None and recorded and Path(recorded).is_dir():
         lake = recorded  # --lake, else the lake the release was cut from, else $FACTORY_LAKE / ./lake
-    con = connect(lake, snapshot=int(manifest["snapshot_id"]))
-    try:
+    with connect(lake, snapshot=int(manifest["snapshot_id"])) as con:
         written = write_views(con, views, out, int(manifest["config"]["shard_rows"]), catalog,
                               manifest["config"].get("row_filters"))
-    finally:
-        con.close()
     expected = {f["path"]: f["sha256"] for v in manifest["views"].values() for f in v["files"]}
     produced = {f["path"]: f["sha256"] for v in written.values() for f in v["files"]}
     mismatches = sorted(p for p in expected.keys() | produced.keys() if expected.get(p) != produced.get(p))

@@ -71,13 +71,10 @@ def view_rows(path: Path, manifest: dict, view: str) -> list[dict] | None:
         return None
     glob = path / "data" / info["config_name"] / "*.parquet"
     order = ", ".join(info["primary_key"]) or "ALL"
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         cur = con.execute(f"SELECT * FROM read_parquet('{glob}') ORDER BY {order}")
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
 
 
 def _need(rows, view: str, fmt: str) -> list[dict]:

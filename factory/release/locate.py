@@ -35,14 +35,12 @@ def list_releases(*, lake=None, releases_dir=None) -> list[dict]:
     except FactoryError:
         con = None
     if con is not None:
-        try:
+        with con:
             for name, snap, views, path, rows, created in con.execute(
                     "SELECT name, snapshot_id, views::VARCHAR, path, row_counts::VARCHAR, created_at "
                     "FROM ops.releases ORDER BY created_at, name").fetchall():
                 out[name] = {"name": name, "snapshot_id": snap, "views": json.loads(views), "path": path,
                              "row_counts": json.loads(rows), "created_at": str(created), "where": "lake"}
-        finally:
-            con.close()
     try:
         root = resolve_releases_dir(releases_dir, lake)
     except FactoryError:   # no lake named and no releases folder: only what a lake recorded (none here)

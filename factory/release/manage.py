@@ -69,8 +69,7 @@ def diff_releases(a: str, b: str, *, releases_dir=None) -> dict:
     pa_, ma = load_manifest(a, releases_dir)
     pb_, mb = load_manifest(b, releases_dir)
     out = {}
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         for view in sorted(set(ma["views"]) | set(mb["views"])):
             ia, ib = ma["views"].get(view), mb["views"].get(view)
             if ia is None or ib is None:
@@ -78,8 +77,6 @@ def diff_releases(a: str, b: str, *, releases_dir=None) -> dict:
                              "rows": (ib or ia)["rows"]}
                 continue
             out[view] = _diff_view(con, _glob(pa_, ia), _glob(pb_, ib), ia, ib)
-    finally:
-        con.close()
     return out
 
 
