@@ -73,16 +73,14 @@ def _candidate_pairs_numpy(bands: pa.Table, max_bucket: int) -> pa.Table:
     cuts = np.flatnonzero(np.diff(band[by_band])) + 1
     groups = np.split(by_band, cuts)
     k = cores()
-    codes = [c for part in pool_map(lambda g: _bucket_codes(g, bh, rank, n_ids, max_bucket), [groups[i::k] for i in range(k)])
-             for c in part]
+    codes = [c for part in pool_map(lambda g: _bucket_codes(g, bh, rank, n_ids, max_bucket),
+                                    [groups[i::k] for i in range(k)]) for c in part]
     code = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
     pair, n_bands = np.unique(code, return_counts=True)
     out_t = _out_id_type(ids.type)
-    return pa.table({
-        "doc_id_a": sorted_ids.take(pa.array(pair // max(n_ids, 1))).cast(out_t),
-        "doc_id_b": sorted_ids.take(pa.array(pair % max(n_ids, 1))).cast(out_t),
-        "n_bands": pa.array(n_bands.astype(np.int32)),
-    })
+    return pa.table({"doc_id_a": sorted_ids.take(pa.array(pair // max(n_ids, 1))).cast(out_t),
+                     "doc_id_b": sorted_ids.take(pa.array(pair % max(n_ids, 1))).cast(out_t),
+                     "n_bands": pa.array(n_bands.astype(np.int32))})
 
 
 def _bucket_codes(groups: list, bh: np.ndarray, rank: np.ndarray, n_ids: int, max_bucket: int) -> list:

@@ -55,10 +55,8 @@ def compute_bands(doc_ids: pa.Array, texts: list, params: MinHashParams, batch: 
 def _pairs(t: pa.Table, kind: str, id_type: pa.DataType) -> pa.Table:
     n = t.num_rows
     jac = t["jaccard"] if "jaccard" in t.column_names else pa.nulls(n, pa.float64())
-    return pa.table({
-        "doc_id_a": t["doc_id_a"].cast(id_type), "doc_id_b": t["doc_id_b"].cast(id_type),
-        "kind": pa.array([kind] * n, pa.string()), "jaccard": jac.cast(pa.float64()),
-    })
+    return pa.table({"doc_id_a": t["doc_id_a"].cast(id_type), "doc_id_b": t["doc_id_b"].cast(id_type),
+                     "kind": pa.array([kind] * n, pa.string()), "jaccard": jac.cast(pa.float64())})
 
 
 def _timed(st: dict, key: str, fn, *args, **kw):

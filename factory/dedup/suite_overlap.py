@@ -53,15 +53,10 @@ def problem_keys(tests, with_inputs: bool = False, info: dict | None = None) -> 
 
 def test_keys(kind, code, inp, expected, with_inputs: bool = False, info: dict | None = None) -> set[str]:
     """The keys of one test (see :func:`problem_keys`)."""
-    keys = set()
-    for key in fingerprints(kind, code, inp, expected):
-        if key.startswith("in:") and not with_inputs:
-            continue
-        keys.add(compact_key(key, info) if info is not None else key)
-        if with_inputs and key.startswith("io:"):
-            extra = "in:" + key[3:].split("=>", 1)[0]
-            keys.add(compact_key(extra, info) if info is not None else extra)
-    return keys
+    keys = [k for k in fingerprints(kind, code, inp, expected) if with_inputs or not k.startswith("in:")]
+    if with_inputs:
+        keys += ["in:" + k[3:].split("=>", 1)[0] for k in keys if k.startswith("io:")]
+    return {compact_key(k, info) if info is not None else k for k in keys}
 
 
 LONG_KEY = 512   # characters: a longer key is kept as its sha256 (a test with a large input or output)

@@ -82,11 +82,9 @@ class VLLMBackend(Backend):
             per = (time.perf_counter() - t0) / len(idx)
             for i, o in zip(idx, outputs):
                 p = requests[i].params
-                res = GenerationResult(
-                    completions=[c.text for c in o.outputs],
-                    prompt_tokens=len(o.prompt_token_ids or []),
-                    completion_tokens=sum(len(c.token_ids) for c in o.outputs),
-                    latency_s=per, finish_reasons=[c.finish_reason for c in o.outputs])
+                res = GenerationResult([c.text for c in o.outputs], len(o.prompt_token_ids or []),
+                                       sum(len(c.token_ids) for c in o.outputs), per,
+                                       finish_reasons=[c.finish_reason for c in o.outputs])
                 if p.temperature == 0 and p.n > 1:
                     res.repeat_decoding(p.n)
                 out[i] = res
