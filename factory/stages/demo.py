@@ -195,10 +195,9 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
               lambda r: f"{r['mutants_added']} mutants")
     # samples go to held-out problems (the ones best-of-N is evaluated on, first in its order): one greedy
     # completion each for AceCoder's "greedy" row, plus n_samples at temperature 0.7
-    con = connect(lake, read_only=True)
-    humaneval_ids = [r[0] for r in con.execute("SELECT problem_id FROM silver.problems WHERE source = 'humaneval'")
-                     .fetchall()]
-    con.close()
+    with connect(lake, read_only=True) as con:
+        humaneval_ids = [r[0] for r in con.execute("SELECT problem_id FROM silver.problems WHERE source = 'humaneval'")
+                         .fetchall()]
     sampled = sorted(p for p in humaneval_ids if is_heldout(p, HOLDOUT))[:sample_problems]
     if sampled:
         _set_torch_threads()
@@ -235,14 +234,13 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                   lambda r: f"{r.programs} programs, {r.verdicts} verdicts {dict(r.status_counts)}", beat=False)
     if train_sources and train_problems > 0:
         # a train split holds validated rows: the references of up to train_problems problems per train source
-        con = connect(lake, read_only=True)
-        train_ids = [r[0] for r in con.execute(
-            "SELECT pr.program_id FROM silver.programs pr JOIN silver.problems p USING (problem_id) "
-            "WHERE pr.origin = 'reference' AND p.source IN (SELECT unnest(?::VARCHAR[])) "
-            "AND coalesce(p.split, 'train') = 'train' "
-            "QUALIFY dense_rank() OVER (PARTITION BY p.source ORDER BY hash(p.problem_id), p.problem_id) <= ?",
-            [train_sources, train_problems]).fetchall()]
-        con.close()
+        with connect(lake, read_only=True) as con:
+            train_ids = [r[0] for r in con.execute(
+                "SELECT pr.program_id FROM silver.programs pr JOIN silver.problems p USING (problem_id) "
+                "WHERE pr.origin = 'reference' AND p.source IN (SELECT unnest(?::VARCHAR[])) "
+                "AND coalesce(p.split, 'train') = 'train' "
+                "QUALIFY dense_rank() OVER (PARTITION BY p.source ORDER BY hash(p.problem_id), p.problem_id) <= ?",
+                [train_sources, train_problems]).fetchall()]
         steps.run(f"execute train references ({', '.join(train_sources)}; <= {train_problems} problems each)",
                   lambda: execute(lake, selection="reference", program_ids=train_ids, limits=limits["reference"]),
                   lambda r: f"{r.programs} programs, {r.verdicts} verdicts {dict(r.status_counts)}", beat=False)
@@ -251,13 +249,12 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     kept_out = _kept_out(lake)
     steps.run("release", lambda: create_release("demo-v1", RELEASE_VIEWS, lake=lake, releases_dir=releases),
               lambda m: f"snapshot {m['snapshot_id']}, {sum(v['rows'] for v in m['views'].values())} rows")
-    con = connect(lake, read_only=True)
-    # a source without splits (KodCode) is 'unsplit' here; the exports put its rows in train
-    splits = dict(con.execute("SELECT coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems GROUP BY ALL "
-                              "ORDER BY ALL").fetchall())
-    by_source = con.execute("SELECT source, coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems "
-                            "GROUP BY ALL ORDER BY ALL").fetchall()
-    con.close()
+    with connect(lake, read_only=True) as con:
+        # a source without splits (KodCode) is 'unsplit' here; the exports put its rows in train
+        splits = dict(con.execute("SELECT coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems GROUP BY ALL "
+                                  "ORDER BY ALL").fetchall())
+        by_source = con.execute("SELECT source, coalesce(split, 'unsplit'), count(*) FROM gold.rl_problems "
+                                "GROUP BY ALL ORDER BY ALL").fetchall()
     print("    release demo-v1, gold.rl_problems by split: " + ", ".join(f"{k}={v}" for k, v in splits.items()) +
           "\n      " + "; ".join(f"{src}/{split}={n}" for src, split, n in by_source), flush=True)
     if not splits.get("train"):
@@ -285,9 +282,8 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                     lambda rows: "; ".join(f"{r['method']}@{r['k']}={r['value']:.3f}" for r in rows))
     report_path = steps.run("report", lambda: build_report(lake, out / "report"), str)
 
-    con = connect(lake, read_only=True)
-    overview = con.execute("SELECT * FROM gold.problem_overview").fetchall()
-    con.close()
+    with connect(lake, read_only=True) as con:
+        overview = con.execute("SELECT * FROM gold.problem_overview").fetchall()
     total = time.perf_counter() - steps.t0
     print("\n" + "=" * 78)
     print(f"demo finished in {total:.0f}s")
@@ -333,15 +329,12 @@ def _kept_out(lake) -> dict[str, tuple[int, str]]:
     reason)."""
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         rows = con.execute("SELECT reason, source, count(DISTINCT problem_id) FROM gold.training_exclusions "
                            "WHERE applied GROUP BY ALL ORDER BY 1, 3 DESC").fetchall()
         # clean problems with no RL row: no hidden (reward) test, e.g. LeetCode's tests are the statement's examples
         rows += con.execute("SELECT 'no_reward_test', source, count(*) FROM gold.clean_problems WHERE problem_id "
                             "NOT IN (SELECT problem_id FROM gold.rl_problems) GROUP BY ALL ORDER BY 3 DESC").fetchall()
-    finally:
-        con.close()
     out: dict[str, list] = {}
     for reason, source, n in rows:
         out.setdefault(reason, []).append((source, n))

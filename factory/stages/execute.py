@@ -508,11 +508,10 @@ def cmd_execute(args) -> None:
     if selection in ("reference", "all") and set(report.status_counts) - {"pass"}:   # a program failed: why
         _warn_unhealthy(args.lake, args.source)
     if program_ids is not None:
-        con = connect(args.lake, read_only=True)
-        rows = con.execute("""SELECT count(*), count(*) FILTER (WHERE all_passed) FROM (
-            SELECT program_id, bool_and(status = 'pass') AS all_passed FROM gold.latest_executions
-            WHERE program_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY program_id)""", [program_ids]).fetchone()
-        con.close()
+        with connect(args.lake, read_only=True) as con:
+            rows = con.execute("""SELECT count(*), count(*) FILTER (WHERE all_passed) FROM (
+                SELECT program_id, bool_and(status = 'pass') AS all_passed FROM gold.latest_executions
+                WHERE program_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY program_id)""", [program_ids]).fetchone()
         print(f"samples: {rows[0]} scored, {rows[1]} pass all tests (pass@1 = {rows[1] / max(rows[0], 1):.3f})")
 
 
@@ -523,11 +522,9 @@ def _warn_unhealthy(lake, sources: list[str] | None) -> None:
     from factory.release.funnel import unhealthy_sources, warn_unhealthy
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
-    try:
-        rows = [r for r in unhealthy_sources(con) if not sources or r["source"] in sources]
-    except duckdb.CatalogException:  # a lake made before gold.source_health existed: `factory transform` adds it
-        return
-    finally:
-        con.close()
+    with connect(lake, read_only=True) as con:
+        try:
+            rows = [r for r in unhealthy_sources(con) if not sources or r["source"] in sources]
+        except duckdb.CatalogException:  # a lake made before gold.source_health existed: `factory transform` adds it
+            return
     warn_unhealthy(rows)

@@ -123,11 +123,8 @@ def run_gentests(lake=None, *, backend: str = "transformers", model: str | None 
         raise FactoryError(f"need min_agree >= 2, max_tests >= 1, seeds >= 1 and sizes >= 1 (got {min_agree}, "
                            f"{max_tests}, {seeds}, {list(sizes)})")
     limits = limits or Limits(cpu_s=2.0)
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         targets = load_targets(con, source, limit, problem_ids)
-    finally:
-        con.close()
     params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
     engine = make_backend(backend, model, **backend_kw)
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)

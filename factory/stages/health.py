@@ -103,11 +103,8 @@ def run_health(lake=None, canary: bool = True, max_infra_share: float = 0.01, mi
         from factory.release.funnel import failure_causes
         from factory.lake import connect
 
-        con = connect(lake, read_only=True)
-        try:
+        with connect(lake, read_only=True) as con:
             causes = failure_causes(con)
-        finally:
-            con.close()
         for s in row["unhealthy_sources"]:
             s["causes"] = causes.get(s["source"], [])
     return row

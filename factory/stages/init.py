@@ -35,9 +35,6 @@ def _preflight_extensions(catalog: str | None, data_path: str | None) -> None:
 
     needed = (["postgres"] if (catalog or "").startswith("postgres:") else []) + \
         (["httpfs"] if "://" in (data_path or "") else [])
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         for name in needed:
             optional_extension(con, name)
-    finally:
-        con.close()

@@ -30,7 +30,6 @@ MAX_STORED_COMPLETION = 2000   # characters of each raw judge answer kept in sil
 def _problems(lake, sources, limit, problem_ids) -> list[dict]:
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
     clauses, params = ["true"], []
     if sources:
         clauses.append("list_contains(?, source)")
@@ -38,13 +37,11 @@ def _problems(lake, sources, limit, problem_ids) -> list[dict]:
     if problem_ids:
         clauses.append("list_contains(?, problem_id)")
         params.append(list(problem_ids))
-    try:
+    with connect(lake, read_only=True) as con:
         rows = con.execute(f"""
             SELECT problem_id, source, source_id, question, starter_code FROM silver.problems
             WHERE {' AND '.join(clauses)} ORDER BY source, source_id
             {f'LIMIT {int(limit)}' if limit else ''}""", params).to_arrow_table().to_pylist()
-    finally:
-        con.close()
     if not rows:
         raise FactoryError(f"no problems to judge (sources={sources!r})")
     return rows
@@ -54,16 +51,13 @@ def _done_requests(lake) -> dict[tuple[str, str, str], int]:
     """{(problem_id, judge, request_hash): parser version} of the votes already in the lake."""
     from factory.lake import connect, existing_columns
 
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         columns = existing_columns(con).get("silver.quality_votes")
         if columns is None:   # a lake made before the table was declared (the first stage run adds it)
             return {}
         version = "max(parser_version)" if "parser_version" in columns else "NULL"
         return {tuple(r[:3]): r[3] for r in con.execute(
             f"SELECT problem_id, judge, request_hash, {version} FROM silver.quality_votes GROUP BY ALL").fetchall()}
-    finally:
-        con.close()
 
 
 class _Panel:

@@ -26,11 +26,8 @@ def cmd_sql(args) -> None:
     from factory.lake import connect
     from factory.lake.query import write_result
 
-    con = connect(args.lake, read_only=True, snapshot=args.snapshot)
-    try:
+    with connect(args.lake, read_only=True, snapshot=args.snapshot) as con:
         write_result(con, args.query, args.format, args.output)
-    finally:
-        con.close()
 
 
 def cmd_shell(args) -> None:

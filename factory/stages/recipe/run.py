@@ -55,12 +55,9 @@ def apply_skips(recipe: Recipe, lake, skip: list[str], prepare: bool, data_dir=N
     from factory.recipes.preflight import check_skips, refusals, skipped_prepare
 
     skip = check_skips(recipe, skip)
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         found = refusals(recipe, con, skip=skip, prepare=prepare, data_dir=data_dir)
         reasons = dict(refusals(recipe, con, skip=[], prepare=prepare, data_dir=data_dir)) if skip else {}
-    finally:
-        con.close()
     if found:
         raise FactoryError(f"recipe {recipe.name} refuses to run: {len(found)} step(s) cannot do what the paper "
                            "did with this lake (nothing was changed):\n"
