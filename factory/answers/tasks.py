@@ -1,8 +1,7 @@
 """gold.answer_tasks rows as trainer RL rows: the no-rollout path of R1-Code-Interpreter tasks (#43).
 
 A final-answer task needs no reference program and no local rollouts to be trained on: its ground truth is the
-answer check (factory.answers.checks). `factory export` writes these rows for a release holding
-gold.answer_tasks:
+answer check (factory.answers.checks). `factory export` writes these rows for a release holding gold.answer_tasks:
 
 - verl: ``data_source``, ``prompt`` ([system, user] chat messages), ``ability`` 'reasoning', ``reward_model``
   {style 'rule', ground_truth}, ``extra_info`` (test_format 'answer');

@@ -51,12 +51,8 @@ _ROW_TYPES = {"matched_ngrams": pa.int64(), "benchmark_ngrams": pa.int64(), "exa
 
 @dataclass(frozen=True)
 class DecontamParams:
-    """``n``: words per n-gram; ``rule``: which rule sets ``contaminated`` (both are always computed, see the
-    module docstring). ``literal``: ``>= min_matches`` shared n-grams of any kind. ``evidence``: shared
-    informative n-grams cover ``>= min_coverage`` of the benchmark item's (``same_dataset_coverage`` between
-    two task ids of one dataset); informative = in at most ``stock_df`` task families of the corpus,
-    not a source template (``template_df`` / ``template_min_df``; None: no template check), not in more than
-    ``max_benchmark_df`` benchmark items (None: no limit), and with ``>= min_content`` words of letters."""
+    """The two rules' parameters, as the module docstring names them; ``n``: words per n-gram; ``rule``: which rule
+    sets ``contaminated`` (both are always computed); ``template_df`` / ``max_benchmark_df`` None: no such check."""
 
     n: int = 9
     rule: str = "evidence"

@@ -1,10 +1,9 @@
 """LSH candidate pairs from a band table with a DuckDB ``GROUP BY`` (no in-memory LSH index).
 
-Band tables have columns ``(doc_id, band, band_hash)``. A bucket is one ``(band, band_hash)``
-value shared by >= 2 documents. Buckets up to ``max_bucket`` members emit all pairs; larger
-buckets (templated boilerplate) emit only star edges to their smallest ``doc_id``, which keeps
-the pair count linear; the resulting clusters are then transitive through that anchor.
-Pairs are ``(doc_id_a < doc_id_b)`` and distinct over bands.
+Band tables have columns ``(doc_id, band, band_hash)``. A bucket is one ``(band, band_hash)`` value shared by >= 2
+documents. Buckets up to ``max_bucket`` members emit all pairs; larger buckets (templated boilerplate) emit only
+star edges to their smallest ``doc_id``, which keeps the pair count linear; the resulting clusters are then
+transitive through that anchor. Pairs are ``(doc_id_a < doc_id_b)`` and distinct over bands.
 """
 from __future__ import annotations
 

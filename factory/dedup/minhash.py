@@ -1,12 +1,12 @@
 """Vectorised MinHash signatures (bit-identical to ``datasketch.MinHash``) and LSH band hashes.
 
-datasketch 2.0 ``scheme="affine32"`` (the 2.0 default) computes, per input hash ``h`` (uint32):
-``x = fmix32(h)`` (MurmurHash3 finaliser) then ``a_k * x + b_k mod 2**32`` with
-``a = 2*randint(0, 2**31) + 1``, ``b = randint(0, 2**32)`` drawn from ``np.random.RandomState(seed)``;
-the signature is the per-permutation minimum (``0xFFFFFFFF`` for an empty set).
-Here a numba-compiled loop (the ``fast`` extra) computes it in registers, one document row at a time; without
-numba the shingles of a chunk of documents are permuted as one ``(num_perm, shingles)`` uint32 matrix and
-reduced per document with ``np.minimum.reduceat`` along its contiguous rows (same signatures).
+datasketch 2.0 ``scheme="affine32"`` (the 2.0 default) computes, per input hash ``h`` (uint32): ``x = fmix32(h)``
+(MurmurHash3 finaliser) then ``a_k * x + b_k mod 2**32`` with ``a = 2*randint(0, 2**31) + 1``,
+``b = randint(0, 2**32)`` drawn from ``np.random.RandomState(seed)``; the signature is the per-permutation minimum
+(``0xFFFFFFFF`` for an empty set). Here a numba-compiled loop (the ``fast`` extra) computes it in registers, one
+document row at a time; without numba the shingles of a chunk of documents are permuted as one
+``(num_perm, shingles)`` uint32 matrix and reduced per document with ``np.minimum.reduceat`` along its contiguous
+rows (same signatures).
 """
 from __future__ import annotations
 
@@ -36,12 +36,11 @@ HASHFUNCS = ("words64-low32", "sha1_32")
 class MinHashParams:
     """Everything that determines a signature or a band hash; persist ``as_dict()`` with them.
 
-    Defaults: 128 permutations, 18 bands x 7 rows (126 of 128 hashes used), word 3-grams,
-    threshold 0.8 (exact Jaccard of shingle sets). P(candidate | J) = 1 - (1 - J**7)**18 gives
-    0.985 at J=0.8, 0.9998 at 0.9, 0.40 at 0.6 (S-curve midpoint ~0.66), so >= 95 % of pairs at
-    the threshold become candidates; lower-J candidates are removed by exact verification.
-    Word 3-grams because code-RL statements are short (MBPP median ~15 words): with 5-grams one
-    word edit in 15 words already removes ~1/3 of the shingles.
+    Defaults: 128 permutations, 18 bands x 7 rows (126 of 128 hashes used), word 3-grams, threshold 0.8 (exact
+    Jaccard of shingle sets). P(candidate | J) = 1 - (1 - J**7)**18 gives 0.985 at J=0.8, 0.9998 at 0.9, 0.40 at 0.6
+    (S-curve midpoint ~0.66), so >= 95 % of pairs at the threshold become candidates; lower-J candidates are removed
+    by exact verification. Word 3-grams because code-RL statements are short (MBPP median ~15 words): with 5-grams
+    one word edit in 15 words already removes ~1/3 of the shingles.
 
     ``hashfunc``: ``"words64-low32"`` (default; low 32 bits of the ``words-v1`` 64-bit n-gram hash,
     see :mod:`factory.dedup.shingle`, equal to datasketch with ``hashfunc=shingle_hash32``) or
@@ -197,11 +196,10 @@ def signatures(texts: Sequence[str | None], params: MinHashParams = MinHashParam
                hasher: WordHasher | None = None) -> np.ndarray:
     """MinHash signatures ``(len(texts), num_perm)`` uint32 of the word n-gram shingle sets.
 
-    Equal to ``datasketch.MinHash(num_perm, seed, scheme="affine32", hashfunc=H)`` updated with
-    ``b" ".join(gram)`` for every n-gram, where ``H`` is :func:`~factory.dedup.shingle.shingle_hash32`
-    (``hashfunc="words64-low32"``) or datasketch's default ``sha1_hash32`` (``"sha1_32"``).
-    Empty texts get the all-``0xFFFFFFFF`` signature. Pass one ``hasher`` across batches to
-    hash each distinct word only once.
+    Equal to ``datasketch.MinHash(num_perm, seed, scheme="affine32", hashfunc=H)`` updated with ``b" ".join(gram)``
+    for every n-gram, where ``H`` is :func:`~factory.dedup.shingle.shingle_hash32` (``hashfunc="words64-low32"``) or
+    datasketch's default ``sha1_hash32`` (``"sha1_32"``). Empty texts get the all-``0xFFFFFFFF`` signature. Pass one
+    ``hasher`` across batches to hash each distinct word only once.
     """
     if params.hashfunc == "sha1_32":
         offsets, h32 = _sha1_32_hashes(texts, params.ngram)

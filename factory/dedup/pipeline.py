@@ -115,13 +115,12 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
                       con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200) -> DedupResult:
     """Dedup ``new_docs`` against themselves and against an existing corpus.
 
-    Only new documents are signed; old ones are matched through ``existing_bands`` (join on
-    ``(band, band_hash)``). ``existing_docs`` has ``doc_id, text`` (+ optional ``code``,
-    ``text_key``/``code_key`` precomputed :func:`exact_hashes`, ``n_tests``, ``source_priority``);
-    old texts are shingled only for old docs in candidate pairs. ``existing_clusters``
-    (``doc_id, cluster_id``) from the previous run are merged, so the returned ``clusters``
-    (over new + existing docs) equal a full :func:`dedup` of the union when the same
-    ``params`` and no oversized buckets are involved. ``bands`` holds only the new rows to append.
+    Only new documents are signed; old ones are matched through ``existing_bands`` (join on ``(band, band_hash)``).
+    ``existing_docs`` has ``doc_id, text`` (+ optional ``code``, ``text_key``/``code_key`` precomputed
+    :func:`exact_hashes`, ``n_tests``, ``source_priority``); old texts are shingled only for old docs in candidate
+    pairs. ``existing_clusters`` (``doc_id, cluster_id``) from the previous run are merged, so the returned
+    ``clusters`` (over new + existing docs) equal a full :func:`dedup` of the union when the same ``params`` and no
+    oversized buckets are involved. ``bands`` holds only the new rows to append.
     """
     con, t0, st = _conn(con), time.perf_counter(), {}
     id_type = new_docs.schema.field("doc_id").type

@@ -1,9 +1,8 @@
 """Recall of the LSH banding: theory ``1 - (1 - J**r)**b`` vs planted near-duplicates.
 
-Planted pairs: a real text and a copy with random word edits (substitute 60 %, delete 20 %,
-insert 20 %, replacement words drawn from the corpus vocabulary) applied one at a time until the
-exact shingle Jaccard reaches the target; the pair keeps its *actual* Jaccard, which is the
-ground truth.
+Planted pairs: a real text and a copy with random word edits (substitute 60 %, delete 20 %, insert 20 %, replacement
+words drawn from the corpus vocabulary) applied one at a time until the exact shingle Jaccard reaches the target;
+the pair keeps its *actual* Jaccard, which is the ground truth.
 """
 from __future__ import annotations
 

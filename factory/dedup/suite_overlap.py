@@ -119,11 +119,10 @@ def _test_of(key: str) -> tuple:
 def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, str], set],
                         params: TestOverlapParams = TestOverlapParams(),
                         families: dict[str, str] | None = None, info: dict | None = None) -> list[dict]:
-    """One row per (problem, benchmark item) that share an informative test: problem_id, benchmark,
-    benchmark_id, matched (shared informative tests), example (the longest shared key), reason (a sentence).
-    ``families`` maps problem ids and benchmark ids to a task lineage (missing: the id itself) for the corpus
-    document frequency of a test (``max_family_df``). ``info``: what :func:`compact_key` recorded for the
-    digest keys among them."""
+    """One row per (problem, benchmark item) that share an informative test: problem_id, benchmark, benchmark_id,
+    matched (shared informative tests), example (the longest shared key), reason (a sentence). ``families`` maps
+    problem ids and benchmark ids to a task lineage (missing: the id itself) for the corpus document frequency of a
+    test (``max_family_df``). ``info``: what :func:`compact_key` recorded for the digest keys among them."""
     families = families or {}
     info = info or {}
     weight = lambda k: info[k][0] if k in info else _weight(k)

@@ -126,10 +126,9 @@ _ALTERNATIVE = re.compile(r"^[\s*_`]*(/|\||\bor\b)", re.I)
 def parse_vote(completion: str | None) -> str:
     """``valid`` | ``invalid`` | ``unparsed``: the last verdict marker wins (case-insensitive, markdown tolerated).
 
-    Reasoning inside ``<think>`` is ignored (so is everything after an unclosed one). A line with a marker
-    followed by an alternative (the instruction echoed back: "VERDICT: VALID or VERDICT: INVALID",
-    "VALID/INVALID", "VERDICT: VALID or VERD" cut off) holds no vote. Anything unclear is ``unparsed``, which
-    never counts as valid.
+    Reasoning inside ``<think>`` is ignored (so is everything after an unclosed one). A line with a marker followed
+    by an alternative (the instruction echoed back: "VERDICT: VALID or VERDICT: INVALID", "VALID/INVALID",
+    "VERDICT: VALID or VERD" cut off) holds no vote. Anything unclear is ``unparsed``, which never counts as valid.
     """
     if not completion:
         return "unparsed"

@@ -48,10 +48,9 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1280, height: int
                colors: int | None = None, max_height: int = 32768, browser: str | None = None) -> Path:
     """Render PAGE (an HTML file) with headless Chromium into PNG and return its path.
 
-    height=None: the whole page (shot in a viewport taller than the page, the background below it cut off);
-    else one viewport of that height. colors: store with a palette of that many colors (smaller file).
-    Raises RuntimeError naming the page when Chromium is missing or fails, or the page is taller than
-    max_height px."""
+    height=None: the whole page (shot in a viewport taller than the page, the background below it cut off); else one
+    viewport of that height. colors: store with a palette of that many colors (smaller file). Raises RuntimeError
+    naming the page when Chromium is missing or fails, or the page is taller than max_height px."""
     from PIL import Image
 
     page, png = Path(page), Path(png)

@@ -2,11 +2,10 @@
 
 Pure functions (no lake, no sandbox); the stages that use them live in :mod:`factory.stages.augment`.
 
-Input mutation works on the deserialized arguments of ``call`` tests (a list of positional arguments) and
-keeps every argument's type: ints move by +-1, double, halve, flip sign or jump to a boundary (0, 1, -1);
-floats likewise; strings lose, gain, swap or re-case characters; lists/tuples/dicts/sets lose, duplicate,
-swap or mutate elements (recursively). Everything is driven by one ``random.Random``, so a seed fixes the
-candidates.
+Input mutation works on the deserialized arguments of ``call`` tests (a list of positional arguments) and keeps
+every argument's type: ints move by +-1, double, halve, flip sign or jump to a boundary (0, 1, -1); floats likewise;
+strings lose, gain, swap or re-case characters; lists/tuples/dicts/sets lose, duplicate, swap or mutate elements
+(recursively). Everything is driven by one ``random.Random``, so a seed fixes the candidates.
 
 Set cover: given which mutants each test kills, :func:`greedy_rank` orders the tests so that its prefix up
 to the last test that kills something new is a minimal-by-greedy suite with the same kill set as the full

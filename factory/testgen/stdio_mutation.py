@@ -1,9 +1,9 @@
 """Shape-preserving mutation of stdin inputs (CodeContests-style ``stdio`` tests) for `factory augment`.
 
-A stdin input is read as lines of whitespace-separated tokens. A mutant input keeps the seed's *shape* (the
-number of lines and of tokens on each line) and every token that looks like a count (a value equal to the number
-of lines or tokens that follow - on later lines or on its own line -, to the length of the next line's word, or the ``t`` of a multi-test input), so the
-size fields stay consistent with the data they describe. Operators, driven by one ``random.Random``:
+A stdin input is read as lines of whitespace-separated tokens. A mutant input keeps the seed's *shape* (the number
+of lines and of tokens on each line) and every token that looks like a count (equal to the number of lines or
+tokens that follow, on later lines or its own line, to the next line's word length, or the ``t`` of a multi-test
+input), so the size fields stay consistent with the data they describe. Operators, driven by one ``random.Random``:
 
 * an integer moves by +-1, +-2..10, doubles, halves, or jumps to the smallest / largest value the seeds show in
   the same role (line 0 token j; a body line's column), or to another value of the same input;
@@ -12,16 +12,15 @@ size fields stay consistent with the data they describe. Operators, driven by on
 * a word has one character replaced by another of the seeds' alphabet, or two neighbours swapped (same length).
 
 Because the statement's constraints are not machine-read here, :func:`stdio_contract` infers from the seeds (the
-dataset's own inputs, all valid) facts that every seed satisfies and requires them of every candidate: each
-integer within the range the seeds show for its role (and not 0 where no seed has a 0 there: 1-based ids around
-a -1 marker), body integers bounded by a first-line value where every
-seed's are, ``a < b`` / ``a <= b`` / ``a != b`` on two-integer lines, sorted / strictly increasing / distinct /
-permutation-of-1..n on longer lines, no self-loop / repeated edge / cycle and connectivity where the seeds' two-
-or three-integer lines read as edges have them, the same number of negative integers where every seed has
-the same (one root marked -1) and the same line around it where every seed's is the same ("-1 0": the
-root's parent and flag), and words over the seeds' alphabet. Inferred from few seeds the facts are
-stronger than the statement's constraints, which errs on the side of valid inputs (fewer candidates).
-Problems whose statement accepts several answers must not get tests with one expected output:
+dataset's own inputs, all valid) facts that every seed satisfies and requires them of every candidate: each integer
+within the range the seeds show for its role (and not 0 where no seed has a 0 there: 1-based ids around a -1
+marker), body integers bounded by a first-line value where every seed's are, ``a < b`` / ``a <= b`` / ``a != b`` on
+two-integer lines, sorted / strictly increasing / distinct / permutation-of-1..n on longer lines, no self-loop /
+repeated edge / cycle and connectivity where the seeds' two- or three-integer lines read as edges have them, the
+same number of negative integers where every seed has the same (one root marked -1) and the same line around it
+where every seed's is the same ("-1 0": the root's parent and flag), and words over the seeds' alphabet. Inferred
+from few seeds the facts are stronger than the statement's constraints, which errs on the side of valid inputs
+(fewer candidates). Problems whose statement accepts several answers must not get tests with one expected output:
 :func:`several_answers` finds CodeContests' wording of that.
 """
 from __future__ import annotations
