@@ -13,15 +13,8 @@ SHIPPED = ("data_catalog.yaml", "sql", "recipes", "checkers")   # setup.py copie
 
 _HERE = Path(__file__).resolve().parent
 _CHECKOUT = _HERE.parents[1]   # factory/assets/__init__.py -> the repository root
-
-
-def root() -> Path:
-    """The folder holding data_catalog.yaml, sql/, recipes/ and checkers/: this package in a wheel, else the
-    checkout."""
-    return _HERE if (_HERE / "data_catalog.yaml").is_file() else _CHECKOUT
-
-
-ROOT = root()
+# the folder holding data_catalog.yaml, sql/, recipes/ and checkers/: this package in a wheel, else the checkout
+ROOT = _HERE if (_HERE / "data_catalog.yaml").is_file() else _CHECKOUT
 
 
 def path(*parts: str) -> Path:

@@ -56,10 +56,9 @@ def check(input, expected, actual):
 
 
 def script_checker(script: str) -> str:
-    """The factory checker source (defining ``check(input, expected, actual)``) that runs ``script`` - a checker
-    reading ``input.txt``, ``correct_output.txt`` and ``solution_output.txt`` named in its argv - as open-r1's
-    judge does; a source that already defines ``check(input, expected, actual)`` (and runs no ``__main__`` block) is
-    that contract and is returned as it is. Raises ValueError for a script that is not Python source."""
+    """The factory checker source (defining ``check(input, expected, actual)``) that runs ``script`` as open-r1's
+    judge does (above); a source that already is that contract (and runs no ``__main__`` block) is returned as it
+    is. Raises ValueError for a script that is not Python source."""
     if not isinstance(script, str) or not script.strip():
         raise ValueError("a checker script must be non-empty Python source")
     try:

@@ -102,9 +102,8 @@ NO_OVERRIDE = ProblemJudging()
 
 
 def _rows_if_table(con, sql: str) -> list[tuple]:
-    """Rows of ``sql``, or none when its table is missing (a lake made before the table was declared): asking is
-    cheaper than listing the lake's tables first (duckdb_columns() reads every table's metadata). Only on a
-    connection outside a transaction (a failed statement would abort it): inside one, use
+    """Rows of ``sql``, or none when its table is missing (a lake made before the table was declared; cheaper
+    than listing the tables). Only outside a transaction (a failed statement aborts it): inside one, use
     :func:`factory.lake.query.table_exists`."""
     import duckdb
 
