@@ -33,9 +33,11 @@ _PUNCT = r"\[\]{},:=;<>"
 def normalise(text: str) -> str:
     """Statement and test literals in one comparable form (see the module docstring)."""
     s = text.lower().replace("'", '"').replace("(", "[").replace(")", "]")
-    s = re.sub(r"\bnone\b", "null", s)
-    s = re.sub(r"(\d\.\d*?)0+(?!\d)", r"\1", s)        # 2.50000 -> 2.5, 1.0 -> 1.
-    s = re.sub(r"(\d)\.(?!\d)", r"\1", s)               # 1. -> 1 (also a sentence's full stop after a number)
+    if "none" in s:
+        s = re.sub(r"\bnone\b", "null", s)
+    if "." in s:
+        s = re.sub(r"(\d\.\d*?)0+(?!\d)", r"\1", s)        # 2.50000 -> 2.5, 1.0 -> 1.
+        s = re.sub(r"(\d)\.(?!\d)", r"\1", s)               # 1. -> 1 (also a sentence's full stop after a number)
     s = re.sub(r"\s+", " ", s)
     s = re.sub(rf"\s*([{_PUNCT}])\s*", r"\1", s)
     return s.strip()

@@ -1,7 +1,7 @@
 """The streamed Hub ingest's shortcuts (#50) give what the full rules give: real CodeContests tests
 (../shared/data/codecontests_subset300) plus tests of ~20 KiB and one of 8 MiB, in deepmind/code_contests' layout,
-ingested with hf-code-contests: every test's visibility is factory.ingest.visibility's verdict, every test id is
-stable_hash of its parts, bronze elides a long test by its own sha256, and the 8 MiB value comes back byte for byte.
+ingested with hf-code-contests: every test's visibility is factory.ingest.visibility's verdict, every problem and test
+id is stable_hash of its parts, bronze elides a long test by its own sha256, and the 8 MiB value comes back byte for byte.
 """
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ def test_fast_paths_match_the_full_rules(tmp_path, shared_data):
     assert 100 < verdicts.count("public") < len(got) - 100   # both verdicts are exercised
     assert all(tid == stable_hash(pid, o, "stdio", None, hashlib.sha256(i.encode()).hexdigest())
                for _, tid, pid, o, i, _, _ in got)
+    sha = lambda text: hashlib.sha256(text.encode()).hexdigest()   # noqa: E731
+    tests_of: dict = {}
+    for _, _, pid, o, i, e, _ in sorted(got, key=lambda g: (g[2], g[3])):
+        tests_of.setdefault(pid, []).append(("stdio", None, sha(i), sha(e)))
+    problems = query(lake, "SELECT problem_id, source, source_id, question, starter_code FROM silver.problems")
+    assert len(problems) == len(rows) and all(pid == stable_hash(*rest, tests_of[pid]) for pid, *rest in problems)
     big = [i for *_, i, _, _ in got if len(i) == BIG]
     assert [hashlib.sha256(i.encode()).hexdigest() for i in big] == \
         [hashlib.sha256(rows[-1]["generated_tests"]["input"][2].encode()).hexdigest()]

@@ -196,7 +196,7 @@ def _cc_programs(rec: dict, key: str, origin: str, ctx: Ctx, per_language: int, 
     "(programs with origin 'incorrect') per language, time/memory limits, cf_rating")
 def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     name = require(rec, "name", ctx)
-    tests = []
+    tests, per_kind = [], dict.fromkeys((k.removesuffix("_tests") for k in CC_TEST_KINDS), 0)
     for kind in CC_TEST_KINDS:
         block = rec.get(kind)
         if block is None:
@@ -206,6 +206,7 @@ def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             raise InputError("expected a struct of equal-length 'input' and 'output' lists", file=ctx[0],
                              line=ctx[1], field=kind)
         subset = kind.removesuffix("_tests")
+        per_kind[subset] = len(block["input"])
         tests += [TestRow("stdio", input=i, expected=o, comparison="token", subset=subset)
                   for i, o in zip(block["input"], block["output"])]
     if not tests:
@@ -228,8 +229,7 @@ def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                   "time_limit_s": time_limit, "memory_limit_bytes": rec.get("memory_limit_bytes"),
                   "input_file": rec.get("input_file") or None, "output_file": rec.get("output_file") or None,
                   "is_description_translated": rec.get("is_description_translated"),
-                  "tests_per_kind": {k.removesuffix("_tests"): sum(t.subset == k.removesuffix("_tests") for t in tests)
-                                     for k in CC_TEST_KINDS},
+                  "tests_per_kind": per_kind,
                   "programs_not_runnable": skipped or None},
     )
 

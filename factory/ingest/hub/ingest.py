@@ -25,6 +25,7 @@ from factory.ingest.sources import ADAPTER_VERSION, ADAPTERS
 from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, SkipRecord, for_repo
 from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_folder, resolve_url
 from factory.ingest.hub.stream import BATCH_BYTES, iter_records
+from factory.ingest.hub.test_batch import TestBatch
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
 
@@ -55,17 +56,20 @@ def _elide(value, known: dict):
         return value if len(value) <= ELIDE_CHARS else \
             {"$elided": "sha256:" + (known.get(id(value)) or text_digest(value)), "chars": len(value)}
     if isinstance(value, list):
+        if all(type(v) is str and len(v) <= ELIDE_CHARS for v in value):
+            return value   # a list of short strings (many tiny tests) is kept as it is, without a call per item
         return [_elide(v, known) for v in value]
     if isinstance(value, dict):
         return {k: _elide(v, known) for k, v in value.items()}
     return value
 
 
-def _test_id(problem_id: str, ordinal: int, kind: str, code_digest: str | None, input_digest: str | None) -> str:
-    """stable_hash(problem_id, ordinal, kind, code_digest, input_digest), its JSON written directly (hex ids, an
-    int and a kind of TEST_FORMATS need no escaping): the same id at a third of the cost per test."""
-    parts = ",".join("null" if d is None else f'"{d}"' for d in (code_digest, input_digest))
-    return hashlib.sha256(f'["{problem_id}",{ordinal},"{kind}",{parts}]'.encode()).hexdigest()[:16]
+def _problem_id(source: str, norm, tests_json: str) -> str:
+    """stable_hash(source, source_id, question, starter_code, [[kind, code, input, expected digest], ...]), the
+    tests' part given as its JSON (:meth:`TestBatch.digests`)."""
+    head = json.dumps([source, norm.source_id, norm.question, norm.starter_code], sort_keys=True, ensure_ascii=False,
+                      default=str, separators=(",", ":"))
+    return hashlib.sha256(f"{head[:-1]},[{tests_json}]]".encode()).hexdigest()[:16]
 
 
 def _visibility(statement: str, t) -> str:
@@ -175,18 +179,65 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
             files.run = run
 
+            batch, pending = TestBatch(), []   # the write batch's tests, and its problems waiting for their ids
+            con = run.con.cursor()   # the batch column work: tests hashed and matched by DuckDB on every core
+
             def flush():   # rows -> Arrow here; the Parquet encoding and writing on the writer's thread
+                nonlocal batch
+                if pending:
+                    _problem_rows(pending, batch.digests(con))
                 for t in _TABLES:
-                    if buffers[t]:
+                    if t == "silver.tests" and pending:
+                        arrow = batch.table(con, [p[0] for p in pending], schemas[t], run.run_id, _visibility)
+                        batch = TestBatch()
+                        pending.clear()
+                    elif buffers[t]:
                         arrow = _to_arrow(pa, buffers[t], schemas[t])   # empties the buffer as it converts
-                        counts[t] += arrow.num_rows
-                        writer.submit(files.write, t, arrow)
-                        del arrow
+                    else:
+                        continue
+                    counts[t] += arrow.num_rows
+                    writer.submit(files.write, t, arrow)
+                    del arrow
                 buffered[0] = 0
                 stats["flushes"] += 1
 
             seen: set[str] = set()
             now = run.started_at
+
+            def _problem_rows(pending: list, digests: list[str]) -> None:
+                """Each waiting problem's id (None for an exact copy of an earlier one), its row and programs."""
+                for entry, tests_json in zip(pending, digests):
+                    norm, splits = entry[1:]
+                    problem_id = _problem_id(source, norm, tests_json)
+                    if problem_id in seen:   # an exact copy of an earlier record: bronze only
+                        stats["duplicates"] += 1
+                        entry[0] = None
+                        continue
+                    seen.add(problem_id)
+                    entry[0] = problem_id
+                    key = norm.split or "unsplit"
+                    splits[key] = splits.get(key, 0) + 1
+                    buffers["silver.problems"].append({
+                        "problem_id": problem_id, "source": source, "source_id": norm.source_id,
+                        "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
+                        "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
+                        "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
+                        "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
+                                               default=str),
+                        "created_at": now, "run_id": run.run_id})
+                    program_ids = set()
+                    for p in norm.programs:
+                        pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
+                        if pid in program_ids:
+                            continue
+                        program_ids.add(pid)
+                        buffers["silver.programs"].append({
+                            "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
+                            "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
+                            "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
+                            "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
+                            "created_at": now, "run_id": run.run_id, "language": p.language})
+
             for path, rel in zip(resolved.files, rel_files):
                 stats["bytes_read"] += path.stat().st_size
                 named = file_split(path)
@@ -202,15 +253,17 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                         stats["skipped"][reason] = stats["skipped"].get(reason, 0) + 1
                         stats["first_skip"] = stats["first_skip"] or f"{rel}:{line} ({reason})"
                         norm = None
-                    known, digests = {}, None
+                    known = {}
                     if norm is not None:
                         validate(norm, ctx)
                         if named == "test" or (named and norm.split is None):
                             norm.split = named
-                        digests = [(t.kind, text_digest(t.code), text_digest(t.input), text_digest(t.expected))
-                                   for t in norm.tests]
-                        known = {id(x): d for t, ds in zip(norm.tests, digests)
-                                 for x, d in zip((t.code, t.input, t.expected), ds[1:]) if x and len(x) > ELIDE_CHARS}
+                        chars = batch.chars
+                        known = batch.add(norm.tests, statement_text(norm.question, norm.starter_code), ELIDE_CHARS,
+                                          text_digest)
+                        buffered[0] += batch.chars - chars + len(norm.question) + sum(
+                            len(p.code) + len(p.raw_completion or "") for p in norm.programs)
+                        norm.tests = None   # the batch holds them now
                     payload = json.dumps({k: (_elide(v, known) if k in spec.bulky else v) for k, v in rec.items()},
                                          ensure_ascii=False, default=str)
                     del rec, known
@@ -219,52 +272,13 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                         "file": rel, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run.run_id,
                         "source_revision": resolved.revision})
                     buffered[0] += len(payload)
-                    if norm is None:
-                        continue
-                    problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code, digests)
-                    if problem_id in seen:   # an exact copy of an earlier record: bronze only
-                        stats["duplicates"] += 1
-                        continue
-                    seen.add(problem_id)
-                    key = norm.split or "unsplit"
-                    splits[key] = splits.get(key, 0) + 1
-                    statement = statement_text(norm.question, norm.starter_code)
-                    buffers["silver.problems"].append({
-                        "problem_id": problem_id, "source": source, "source_id": norm.source_id,
-                        "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
-                        "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
-                        "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
-                        "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
-                                               default=str),
-                        "created_at": now, "run_id": run.run_id})
-                    buffered[0] += len(norm.question)
-                    for ordinal, (t, d) in enumerate(zip(norm.tests, digests)):
-                        buffers["silver.tests"].append({
-                            "test_id": _test_id(problem_id, ordinal, t.kind, d[1], d[2]),
-                            "problem_id": problem_id, "ordinal": ordinal, "kind": t.kind, "code": t.code,
-                            "input": t.input, "expected": t.expected, "comparison": t.comparison, "atol": t.atol,
-                            "origin": "dataset", "subset": t.subset,
-                            "visibility": _visibility(statement, t),
-                            "run_id": run.run_id})
-                        buffered[0] += len(t.code or "") + len(t.input or "") + len(t.expected or "")
-                    program_ids = set()
-                    for p in norm.programs:
-                        pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
-                        if pid in program_ids:
-                            continue
-                        program_ids.add(pid)
-                        buffers["silver.programs"].append({
-                            "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
-                            "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
-                            "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
-                            "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
-                            "created_at": now, "run_id": run.run_id, "language": p.language})
-                        buffered[0] += len(p.code) + len(p.raw_completion or "")
-                    t = d = None   # the last test (maybe MB-sized) must not outlive its row in the buffer
+                    if norm is not None:
+                        pending.append([None, norm, splits])
                     del norm
                     if buffered[0] >= flush_bytes:
                         flush()
             flush()
+            con.close()
             writer.close()   # every file written and added before the run goes on
             if counts["silver.problems"] == 0:
                 raise InputError(f"no problem with usable tests (skipped: {stats['skipped']})", file=resolved.url)
