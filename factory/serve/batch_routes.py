@@ -11,7 +11,7 @@ from starlette.routing import Route
 from factory.sandbox import Job
 
 from .engine import Ticket
-from .protocol import (BadRequest, _flag, _get, _positive, program_from_completion, provided_truth, request_limits,
+from .protocol import (BadRequest, _get, _positive, program_from_completion, provided_truth, request_limits,
                        score, verdict_rows)
 from .routing import Service
 
@@ -28,9 +28,10 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
     lim = _get(body, "limits", dict, default={})
     limits = request_limits(engine, caps, cpu_s=lim.get("cpu_s"), memory_mb=lim.get("memory_mb"),
                             output_bytes=lim.get("max_output_bytes"), where="limits.")
-    _flag(body, "stream", False)
+    _get(body, "stream", bool)
     # binary absent: each item is scored by its ground truth's reward spec ("reward": {"kind": ...}, else soft)
-    opts = {"exclude_in_process": _flag(body, "exclude_in_process", True), "binary": _flag(body, "binary", None)}
+    opts = {"exclude_in_process": _get(body, "exclude_in_process", bool, default=True),
+            "binary": _get(body, "binary", bool)}
     jobs, meta = [], []
     for i, item in enumerate(items):
         where = f"items[{i}]."

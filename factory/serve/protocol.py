@@ -79,10 +79,6 @@ def _get(body: dict, key: str, types, *, required: bool = False, default=None, w
     return value
 
 
-def _flag(body: dict, key: str, default: bool, where: str = "") -> bool:
-    return _get(body, key, bool, default=default, where=where)
-
-
 def _type_name(types) -> str:
     types = types if isinstance(types, tuple) else (types,)
     return " or ".join(dict.fromkeys(_TYPE_NAMES.get(t, t.__name__) for t in types))
@@ -234,15 +230,12 @@ def parse_run_code(body: dict, engine, caps: Caps) -> tuple[Job, Limits, float]:
     key = "memory_limit_MB" if body.get("memory_limit_MB") is not None else "memory_limit_mb"
     limits = request_limits(engine, caps, cpu_s=run_timeout, memory_mb=memory_field(body, key, caps),
                             names=("run_timeout", key))
-    wall = None
-    if caps.run_timeout_clock == "wall":
-        wall = run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
+    run_s = run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
     job = Job("run_code", clean_text(code), [TestSpec("run", "stdio", input=clean_text(stdin), expected=None)],
-              language=lang, compile_cpu_s=compile_timeout or None, wall_s=wall, files=files or None,
-              own_network=True, fetch_files=fetch or None)
-    client_wait = ((compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S)
-                   + (run_timeout if run_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S) + CLIENT_MARGIN_S)
-    return job, limits, client_wait
+              language=lang, compile_cpu_s=compile_timeout or None, files=files or None, own_network=True,
+              wall_s=run_s if caps.run_timeout_clock == "wall" else None, fetch_files=fetch or None)
+    compile_s = compile_timeout if compile_timeout is not None else SANDBOX_FUSION_DEFAULT_TIMEOUT_S
+    return job, limits, compile_s + run_s + CLIENT_MARGIN_S
 
 
 def _command_result(status: str, v, stdout: str | None) -> dict:
