@@ -109,18 +109,10 @@ class Step:
                 "outputs": list(self.outputs), "source": self.source}
 
 
-def _stage_module_exists(stage: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(f"factory.stages.{stage.replace('-', '_')}") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def parse_step(raw, where: str, catalog=None) -> Step:
     """One `pipeline:` entry -> Step (validated: known stage, catalog names)."""
     from factory.lake.catalog import default_catalog
+    from factory.recipes.preflight import installed
 
     if not isinstance(raw, dict) or not isinstance(raw.get("stage"), str):
         raise FactoryError(f"{where}: a step is a mapping with `stage: KIND` (one of {', '.join(STEP_KINDS)}, or "
@@ -128,7 +120,7 @@ def parse_step(raw, where: str, catalog=None) -> Step:
     stage = raw["stage"]
     kind = STEP_KINDS.get(stage)
     if kind is None:
-        if not _stage_module_exists(stage):
+        if not installed(f"factory.stages.{stage.replace('-', '_')}"):
             raise FactoryError(f"{where}: unknown stage {stage!r}; registered steps: {', '.join(STEP_KINDS)} "
                                f"(or a module factory/stages/{stage.replace('-', '_')}.py with run_step)")
         if "inputs" not in raw or "outputs" not in raw:

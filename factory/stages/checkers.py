@@ -7,7 +7,7 @@ settings changes nothing (the run is skipped, no snapshot).
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from factory.errors import InputError
 from factory.judging.attach import _source_clause, run_checkers  # noqa: F401  (run_checkers re-exported)
@@ -103,9 +103,7 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
         ids = [r["problem_id"] for r in rows]
         run.delete("silver.time_limits", "list_contains(?, problem_id)", [ids])
         run.write("silver.time_limits", [dict(r, created_at=now) for r in rows])
-        counts = defaultdict(int)
-        for r in rows:
-            counts[r["status"]] += 1
+        counts = Counter(r["status"] for r in rows)
         limits = sorted(r["cpu_s"] for r in rows if r["cpu_s"] is not None)
         report = {"problems": len(rows), **counts,
                   "median_cpu_s": limits[len(limits) // 2] if limits else None,

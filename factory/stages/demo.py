@@ -58,8 +58,6 @@ def torch_threads() -> int:
     """Threads for the demo's model steps: the cores the machine has free (load average), at least 1. On a busy
     2-core box two OpenMP threads fight the other processes: SmolLM2 decoded 0.8 tokens/s with 2 threads and
     4.4 with 1 (load 16, measured 2026-11-27)."""
-    import os
-
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]

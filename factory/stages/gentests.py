@@ -235,10 +235,8 @@ def _report(todo, selected: int, skipped: int, calls: dict) -> dict:
         totals["validator_extracted"] += o.validator_status in ("ok", "rejects_known_inputs")
         for key in STAGES[2:]:
             totals[key] += getattr(o, key)
-    statuses = defaultdict(int)
-    for _, o, _, _ in todo:
-        statuses[f"generator:{o.generator_status}"] += 1
-        statuses[f"validator:{o.validator_status}"] += 1
+    statuses = Counter(s for _, o, _, _ in todo for s in (f"generator:{o.generator_status}",
+                                                         f"validator:{o.validator_status}"))
     return {"problems": selected, "processed": len(todo), "skipped_done": skipped, "yields": totals,
             "statuses": dict(sorted(statuses.items())), "cached_calls": calls["cached"], "new_calls": calls["new"]}
 

@@ -74,8 +74,8 @@ class _Panel:
             for spec in specs:
                 if spec.model not in self.engines:
                     engine = make_backend(backend, spec.model, budget=budget, **backend_kw)
-                    name = engine.model if isinstance(engine.model, str) else str(engine.model)
-                    engine.cache = self.caches[spec.model] = LakeCallCache(lake, backend, name, "quality")
+                    engine.cache = self.caches[spec.model] = LakeCallCache(lake, backend, str(engine.model),
+                                                                           "quality")
                     self.engines[spec.model] = engine
                 self.members.append((spec, spec.label(self.model_name(spec))))
         except BaseException:
@@ -87,8 +87,7 @@ class _Panel:
             raise FactoryError(f"judges repeat: {labels}; give a repeated model its own prompt= or temperature=")
 
     def model_name(self, spec: Judge) -> str:
-        model = self.engines[spec.model].model
-        return model if isinstance(model, str) else str(model)
+        return str(self.engines[spec.model].model)
 
     def close(self) -> None:
         for engine in self.engines.values():
