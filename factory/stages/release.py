@@ -6,11 +6,6 @@ import time
 from factory.errors import FactoryError
 
 
-def _add_releases_dir(p) -> None:
-    p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES, else `releases:` in the "
-                                           "user config, else LAKE/releases)")
-
-
 def cmd_create(args) -> None:
     from factory.streaming.allocator import keep_freed_memory
 
@@ -95,38 +90,21 @@ def register(sub, add_lake) -> None:
     """Add `release` and its subcommands to the `factory` parser."""
     rel = sub.add_parser("release", help="immutable dataset releases frozen from a lake snapshot")
     rsub = rel.add_subparsers(dest="release_command", required=True)
-
-    p = rsub.add_parser("create", help="freeze views of the current snapshot into RELEASES/NAME")
-    add_lake(p)
-    _add_releases_dir(p)
-    p.add_argument("name")
-    p.add_argument("--view", action="append", required=True, help="catalog view/table (repeatable)")
-    p.add_argument("--shard-rows", type=int, help="rows per Parquet shard")
-    p.set_defaults(fn=cmd_create)
-
-    p = rsub.add_parser("list", help="releases recorded in the lake and found on disk")
-    add_lake(p)
-    _add_releases_dir(p)
-    p.set_defaults(fn=cmd_list)
-
-    for name, fn, hlp in (("show", cmd_show, "manifest summary"),
-                          ("verify", cmd_verify, "recheck every file's sha256 and row count")):
-        p = rsub.add_parser(name, help=hlp)
+    parsers = {}
+    for name, fn, positional, hlp in (
+            ("create", cmd_create, ("name",), "freeze views of the current snapshot into RELEASES/NAME"),
+            ("list", cmd_list, (), "releases recorded in the lake and found on disk"),
+            ("show", cmd_show, ("name",), "manifest summary"),
+            ("verify", cmd_verify, ("name",), "recheck every file's sha256 and row count"),
+            ("diff", cmd_diff, ("a", "b"), "rows added/removed/changed per view between releases A and B"),
+            ("reproduce", cmd_reproduce, ("name",), "rebuild a release from its snapshot id and compare hashes")):
+        p = parsers[name] = rsub.add_parser(name, help=hlp)
         add_lake(p)
-        _add_releases_dir(p)
-        p.add_argument("name")
+        p.add_argument("--releases-dir", help="folder of releases (default: $FACTORY_RELEASES, else `releases:` in "
+                                              "the user config, else LAKE/releases)")
+        for arg in positional:
+            p.add_argument(arg)
         p.set_defaults(fn=fn)
-
-    p = rsub.add_parser("diff", help="rows added/removed/changed per view between releases A and B")
-    add_lake(p)
-    _add_releases_dir(p)
-    p.add_argument("a")
-    p.add_argument("b")
-    p.set_defaults(fn=cmd_diff)
-
-    p = rsub.add_parser("reproduce", help="rebuild a release from its snapshot id and compare hashes")
-    add_lake(p)
-    _add_releases_dir(p)
-    p.add_argument("name")
-    p.add_argument("--out", required=True, help="empty folder for the rebuilt files")
-    p.set_defaults(fn=cmd_reproduce)
+    parsers["create"].add_argument("--view", action="append", required=True, help="catalog view/table (repeatable)")
+    parsers["create"].add_argument("--shard-rows", type=int, help="rows per Parquet shard")
+    parsers["reproduce"].add_argument("--out", required=True, help="empty folder for the rebuilt files")
