@@ -123,9 +123,7 @@ def _content(tokens_per_doc: list[list[str]], n: int) -> np.ndarray:
 
 def _same_dataset(a: str, b: str) -> bool:
     """Two different task lineages of one dataset (``f:mbpp:654`` / ``f:mbpp:458``)."""
-    if not (a.startswith("f:") and b.startswith("f:")) or a == b:
-        return False
-    return a[2:].split(":", 1)[0] == b[2:].split(":", 1)[0]
+    return a != b and a.startswith("f:") and b.startswith("f:") and a[2:].split(":", 1)[0] == b[2:].split(":", 1)[0]
 
 
 def _shingled(texts: list, n: int, hasher: WordHasher) -> tuple:

@@ -68,9 +68,8 @@ def _timed(st: dict, key: str, fn, *args, **kw):
 
 
 def _exact_edges(ids, texts, codes, keys_text, keys_code, con, id_type):
-    out = []
     kt = keys_text if keys_text is not None else exact_hashes(texts, "text")
-    out.append(_pairs(exact_pairs(ids, kt, con), "exact_text", id_type))
+    out = [_pairs(exact_pairs(ids, kt, con), "exact_text", id_type)]
     if codes is not None or keys_code is not None:
         kc = keys_code if keys_code is not None else exact_hashes(codes, "code")
         out.append(_pairs(exact_pairs(ids, kc, con), "exact_code", id_type))

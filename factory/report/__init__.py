@@ -32,7 +32,6 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         diff = data.difficulty(con)
         fun, runs = data.funnel(con)
         for row in failed_runs(lake):  # failed runs leave no trace in the lake, only in its failed-runs log
-            runs.setdefault(row.get("stage", "?"), {}).setdefault("failed", 0)
             runs[row.get("stage", "?")]["failed"] += 1
         curves = data.train_curves(con)
         kept_out = data.curation(con)
@@ -123,10 +122,8 @@ def summary_html(head: dict, summaries: dict) -> str:
     Wilson interval, and best-of-N on one named set of problems."""
     e = html.escape
     rows = head["sources"]
-    items = []
-    problems = sum(r["problems"] for r in rows)
-    items.append(f"<b>{problems:,}</b> problems from <b>{len(rows)}</b> sources, "
-                 f"{sum(r['tests'] for r in rows):,} tests.")
+    items = [f"<b>{sum(r['problems'] for r in rows):,}</b> problems from <b>{len(rows)}</b> sources, "
+             f"{sum(r['tests'] for r in rows):,} tests."]
     if rows and all(r["rl_problems"] is not None for r in rows):
         rl = sum(r["rl_problems"] for r in rows)
         train = sum(r.get("rl_train") or 0 for r in rows)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 
 import duckdb
 
@@ -62,10 +62,9 @@ def funnel(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], dict[str, dict[
     catalog = default_catalog()
     net: dict[str, int] = {}
     producer: dict[str, str] = {}
-    runs: dict[str, dict[str, int]] = {}
+    runs: dict[str, Counter] = defaultdict(Counter)
     for stage, status, counts in con.execute(
             "SELECT stage, status, row_counts::VARCHAR FROM ops.runs ORDER BY started_at, run_id").fetchall():
-        runs.setdefault(stage, {}).setdefault(status, 0)
         runs[stage][status] += 1
         if status != "success":
             continue

@@ -247,7 +247,5 @@ def inferred_contract(seeds: list[list]):
             common[i] = f if i not in common else common[i] & f
 
     def holds(args: list) -> bool:
-        if len(args) not in arity:
-            return False
-        return all(common.get(i, set()) <= _value_facts(v) for i, v in enumerate(args))
+        return len(args) in arity and all(common.get(i, set()) <= _value_facts(v) for i, v in enumerate(args))
     return holds
