@@ -25,7 +25,7 @@ import factory
 from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
 from factory.errors import FactoryError, interrupt_in, note_interrupt, raise_pending_interrupt, reraise_if_interrupt
 from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
-from factory.lake.connection import FAILED_RUNS, read_failed_runs
+from factory.lake.connection import FAILED_RUNS, read_failed_runs, sql_string
 
 if TYPE_CHECKING:   # DuckDB and Arrow load when a run starts: importing the commit path stays cheap
     import duckdb
@@ -304,14 +304,10 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
 
 
 def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
-    """The catalog's words in the lake: each table's description as its comment and each column's trailing
-    ``# ...`` as the column comment (plain DuckDB shows them: ``duckdb_columns()``, ``duckdb_tables()``). A view's
-    comment is :attr:`TableSpec.comment` (``duckdb_views()``): DuckLake stores no column comments on views
-    (``COMMENT ON COLUMN`` a view: "not a table", duckdb/ducklake#1239), so its columns' lines are in it. Sets only
-    what differs; returns how many comments it set."""
-    def quote(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
-
+    """The catalog's words as lake comments (plain DuckDB shows them: ``duckdb_tables()``, ``duckdb_columns()``):
+    a table's description and each column's trailing ``# ...``; a view gets :attr:`TableSpec.comment`, its columns'
+    lines included (DuckLake refuses COMMENT ON COLUMN on a view, duckdb/ducklake#1239). Sets only what differs;
+    returns how many comments it set."""
     names = [s.name for s in specs]
     live_cols = {(f"{r[0]}.{r[1]}", r[2]): r[3] for r in con.execute(
         "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() WHERE database_name = ?",
@@ -326,13 +322,13 @@ def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
             continue
         kind = "VIEW" if spec.kind == "view" else "TABLE"
         if spec.comment and live_objs[spec.name] != spec.comment:
-            con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {quote(spec.comment)}")
+            con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {sql_string(spec.comment)}")
             done += 1
         if kind == "VIEW":
             continue
         for col in spec.columns:
             if col.comment and live_cols.get((spec.name, col.name)) != col.comment:
-                con.execute(f'COMMENT ON COLUMN {LAKE_ALIAS}.{spec.name}."{col.name}" IS {quote(col.comment)}')
+                con.execute(f'COMMENT ON COLUMN {LAKE_ALIAS}.{spec.name}."{col.name}" IS {sql_string(col.comment)}')
                 done += 1
     return done
 

@@ -8,6 +8,7 @@ import duckdb
 
 from factory.errors import FactoryError, InputError
 from factory.lake import LAKE_ALIAS, attach_sql, connect, extension_paths, resolve_lake_dir
+from factory.lake.connection import sql_string
 
 
 def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
@@ -21,12 +22,6 @@ def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
     return f"hash({column}) % {int(n)} = {int(i)}"
 
 
-def sql_string(text: str) -> str:
-    """``text`` as a SQL string literal. Queries on the hot path inline their values this way: a parameterised
-    query makes DuckDB 1.5.5 import pandas (~0.2-0.5 s of a CLI call)."""
-    return "'" + str(text).replace("'", "''") + "'"
-
-
 def table_exists(con, name: str) -> bool:
     """Whether the lake has table/view ``schema.name`` (a lake made before it was declared may not)."""
     schema, table = name.split(".")
@@ -34,8 +29,8 @@ def table_exists(con, name: str) -> bool:
         raise ValueError(f"not a table name: {name!r}")
     # duckdb_columns(): duckdb_tables() estimates every DuckLake table's size (~0.1-0.2 s); literals, not
     # parameters (a parameterised query makes DuckDB 1.5.5 import pandas)
-    return bool(con.execute(f"SELECT 1 FROM duckdb_columns() WHERE database_name = '{LAKE_ALIAS}' AND "
-                            f"schema_name = '{schema}' AND table_name = '{table}' LIMIT 1").fetchall())
+    return bool(con.execute(f"SELECT 1 FROM duckdb_columns() WHERE database_name = '{LAKE_ALIAS}' AND schema_name = "
+                            f"{sql_string(schema)} AND table_name = {sql_string(table)} LIMIT 1").fetchall())
 
 
 def check_known(con, kind: str, names, sql: str, hint: str) -> None:

@@ -69,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(PROJECT_ROOT / "docs" / "architecture.md")
     text = path.read_text()
     new = replace_table(text, stage_table_markdown())
-    if "--check" in argv:
-        if new != text:
-            print("docs/architecture.md's stage table is out of date: run python -m factory.lake.stage_table", file=sys.stderr)
-            return 1
+    if new == text:
         return 0
-    if new != text:
-        path.write_text(new)
+    if "--check" in argv:
+        print("docs/architecture.md's stage table is out of date: run python -m factory.lake.stage_table",
+              file=sys.stderr)
+        return 1
+    path.write_text(new)
     return 0
 
 

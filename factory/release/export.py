@@ -298,13 +298,9 @@ def validate_export(out: str | os.PathLike, fmt: str, content: bool = True) -> d
 def _check_content(fmt: str, rel: str, table: pa.Table, start: int = 0) -> None:
     """Format rules beyond types: JSON ground truths parse, prompts are non-empty, tests exist (``table``: rows
     from row ``start`` of the file)."""
-    col = {"verl": None, "trl-grpo": "ground_truth", "openrlhf": "label"}.get(fmt)
-    if fmt == "verl":
-        truths = [r["ground_truth"] for r in table.column("reward_model").to_pylist()]
-    elif col and col in table.column_names:
-        truths = table.column(col).to_pylist()
-    else:
-        truths = []
+    col = {"trl-grpo": "ground_truth", "openrlhf": "label"}.get(fmt)   # verl's is in reward_model
+    truths = ([r["ground_truth"] for r in table.column("reward_model").to_pylist()] if fmt == "verl" else
+              table.column(col).to_pylist() if col in table.column_names else [])
     for i, t in enumerate(truths, start):
         check_truth(rel, i, json.loads(t))
     if fmt == "acecode":

@@ -44,6 +44,7 @@ ORDER BY p.source
 """
 
 COLUMNS = ("source", "problems", *REASONS, "excluded", "no_usable_tests", "train", "test", "kept_by_opt_in")
+_SHOWN = ("problems", *REASONS, "no_usable_tests", "train", "test")   # the counts a funnel table shows
 
 
 def curation_funnel(con) -> list[dict]:
@@ -194,8 +195,7 @@ def funnel_markdown(rows: list[dict]) -> list[str]:
     head = ["source", "problems", *REASONS, "no usable tests", "train", "test"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["source"], r["problems"], *(r[x] for x in REASONS), r["no_usable_tests"], r["train"], r["test"]]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(str(c) for c in (r["source"], *(r[x] for x in _SHOWN))) + " |")
     return lines
 
 
@@ -205,10 +205,8 @@ def print_funnel(rows: list[dict], file=None) -> None:
 
     file = file or sys.stdout
     head = ["source", "problems", *REASONS, "no tests", "train", "test"]
-    body = [[str(r["source"]), *(str(r[c]) for c in ("problems", *REASONS, "no_usable_tests", "train", "test"))]
-            for r in rows]
-    total = ["total", *(str(sum(r[c] for r in rows)) for c in ("problems", *REASONS, "no_usable_tests", "train",
-                                                              "test"))]
+    body = [[str(r["source"]), *(str(r[c]) for c in _SHOWN)] for r in rows]
+    total = ["total", *(str(sum(r[c] for r in rows)) for c in _SHOWN)]
     widths = [max(len(x[i]) for x in [head, *body, total]) for i in range(len(head))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     print("problems removed from the training views per rule (a problem can match several rules):", file=file)
