@@ -17,6 +17,7 @@ per core for large inputs (``FACTORY_DEDUP_THREADS`` caps the count); :func:`tok
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -240,10 +241,8 @@ def _word_ids(texts: Sequence[str | None], hasher: WordHasher, fast: bool = True
     :data:`_CHUNK_TEXTS` texts (:func:`shingle_hashes_serial` cuts them).
     """
     if fast and len(texts) >= 4:
-        try:
+        with contextlib.suppress(AttributeError):  # not all str/None
             return _vector_word_ids([t if t else "" for t in texts], hasher)
-        except AttributeError:  # not all str/None
-            pass
     return _python_word_ids(texts, hasher)
 
 

@@ -144,10 +144,8 @@ class TransformersBackend(Backend):
         sample = p.temperature > 0
         kw = dict(max_new_tokens=p.max_tokens, do_sample=sample, pad_token_id=self.tokenizer.pad_token_id,
                   eos_token_id=self.eos_ids, num_return_sequences=p.n if sample else 1)
-        if sample:
-            kw.update(temperature=p.temperature, top_p=p.top_p, top_k=0)
-        else:
-            kw.update(temperature=None, top_p=None, top_k=None)
+        kw.update(dict(temperature=p.temperature, top_p=p.top_p, top_k=0) if sample
+                  else dict(temperature=None, top_p=None, top_k=None))
         if p.stop:
             kw.update(stop_strings=list(p.stop), tokenizer=self.tokenizer)
         if p.seed is not None:

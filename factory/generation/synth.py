@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import json
 import re
 from collections import Counter
@@ -297,10 +298,8 @@ def guess_entry_point(tests: list[str]) -> str | None:
     """Most frequently called non-builtin function name across the tests."""
     counts = Counter()
     for t in tests:
-        try:
+        with contextlib.suppress(SyntaxError, ValueError):
             counts.update(set(_called_names(_parse(t))))
-        except (SyntaxError, ValueError):
-            continue
     return counts.most_common(1)[0][0] if counts else None
 
 

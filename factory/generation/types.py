@@ -29,9 +29,7 @@ class SamplingParams:
             object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
+        return {**asdict(self), "stop": list(self.stop)}
 
 
 @dataclass(frozen=True)
@@ -85,9 +83,7 @@ class GenerationResult:
         return self
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("cached")
-        return d
+        return {k: v for k, v in asdict(self).items() if k != "cached"}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "GenerationResult":
