@@ -14,22 +14,20 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     Every candidate is scored by the reward model `rm` (checkpoint dir or 'smollm2'); rows: greedy / average
     (pass@1) / bon (RM best-of-k, unbiased over the n candidates) / oracle (pass@k), as in AceCoder's tables.
     """
-    from factory_eval.holdout import is_heldout
-
-    from factory.lake.commit import stage_run, utcnow
-    from factory.release.manage import release_view_dir
+    from collections import Counter
 
     import pyarrow.parquet as pq
 
+    from factory.lake.commit import stage_run, utcnow
+    from factory.release.manage import release_view_dir
     from factory_eval.bon import bon_table
+    from factory_eval.holdout import is_heldout
     from factory_train.rm import score
 
     cands = pq.read_table(release_view_dir(release, "gold.bon_candidates", releases_dir)).to_pylist()
     if holdout_fraction > 0:
         cands = [c for c in cands if is_heldout(c["problem_id"], holdout_fraction)]
-    per_problem: dict[str, int] = {}
-    for c in cands:
-        per_problem[c["problem_id"]] = per_problem.get(c["problem_id"], 0) + 1
+    per_problem = Counter(c["problem_id"] for c in cands)
     # best-of-N needs a choice: problems with fewer than min_candidates programs are left out
     problems = sorted(p for p, k in per_problem.items() if k >= min_candidates)
     # every row on the same problems (bon_table): with greedy programs, only the problems that have one

@@ -43,15 +43,12 @@ def run_train_rm(lake=None, release: str = "", *, model: str = "smollm2", out_di
     Problems selected by `is_heldout(problem_id, holdout_fraction)` are kept out of training entirely (for
     best-of-N evaluation); `eval_fraction` is the trainer's own held-out split of the remaining pairs.
     """
-    from factory_eval.holdout import is_heldout
-
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from factory.lake.commit import stage_run
     from factory.release.manage import release_view_dir
-
-    import pyarrow.parquet as pq
-
+    from factory_eval.holdout import is_heldout
     from factory_train.rm import train_rm
 
     pairs_dir = release_view_dir(release, "gold.rm_pairs", releases_dir)
