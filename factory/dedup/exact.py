@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import re
@@ -73,13 +74,8 @@ def exact_hashes(values: Sequence[str | None] | pa.Array, kind: str = "text") ->
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = values.to_pylist()
     norm = {"text": normalize_text, "code": normalize_code}[kind]
-    seen: dict = {}   # identical inputs (a reference shared by sources, repeated samples) are normalised once
-
-    def key(v):
-        k = seen.get(v)
-        if k is None:
-            k = seen[v] = hashlib.blake2b(norm(v).encode("utf-8"), digest_size=16).hexdigest()
-        return k
+    # identical inputs (a reference shared by sources, repeated samples) are normalised once
+    key = functools.cache(lambda v: hashlib.blake2b(norm(v).encode("utf-8"), digest_size=16).hexdigest())
     return pa.array([key(v) for v in values], pa.string())
 
 

@@ -147,14 +147,10 @@ def recall_curve(texts: Sequence[str], params: MinHashParams = MinHashParams(),
     edges = np.round(np.arange(0.0, 1.0001, 0.05), 2)
     b = np.clip(np.digitize(j, edges, right=False) - 1, 0, len(edges) - 1)
     b[j >= 1.0] = len(edges) - 1
-    out = {"jaccard": [], "theoretical": [], "measured": [], "n_pairs": []}
-    for k in np.unique(b):
-        m = b == k
-        out["jaccard"].append(float(j[m].mean()))
-        out["theoretical"].append(float(params.candidate_probability(j[m]).mean()))
-        out["measured"].append(float(hit[m].mean()))
-        out["n_pairs"].append(int(m.sum()))
-    return pa.table(out)
+    masks = [b == k for k in np.unique(b)]
+    return pa.table({"jaccard": [float(j[m].mean()) for m in masks],
+                     "theoretical": [float(params.candidate_probability(j[m]).mean()) for m in masks],
+                     "measured": [float(hit[m].mean()) for m in masks], "n_pairs": [int(m.sum()) for m in masks]})
 
 
 def planted_precision_recall(texts: Sequence[str], params: MinHashParams = MinHashParams(),

@@ -315,9 +315,9 @@ def run_pipeline(pool: SandboxPool, work: list[tuple[Target, Outcome]], *, sizes
         agreed = []
         for i, c in enumerate(candidates[t.problem_id] if o.oracle != "none" else []):
             if o.oracle == "reference":
-                out = _output(t, verdicts.get((t.ref_id, f"c{i}")))
+                v = verdicts.get((t.ref_id, f"c{i}"))
+                out = _output(t, v)
                 if out is None:
-                    v = verdicts.get((t.ref_id, f"c{i}"))
                     o.note(f"reference fails on a generated input: {_error(v) if v else 'no verdict'}")
                     continue
                 agreed.append(dict(c, expected=out, agreement="reference"))
