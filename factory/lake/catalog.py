@@ -9,6 +9,7 @@ from pathlib import Path
 
 from factory.assets import ROOT as PROJECT_ROOT   # the checkout, or an installed wheel's factory/assets
 from factory.errors import FactoryError
+from factory.lake.connection import sql_string
 
 CATALOG_PATH = PROJECT_ROOT / "data_catalog.yaml"
 
@@ -24,10 +25,7 @@ class Column:
     def ddl(self) -> str:
         """Column definition for CREATE TABLE / ADD COLUMN. DuckLake only takes a literal default, so the value
         is written as a string literal and cast to the column type (DEFAULT 'false')."""
-        if self.default is None:
-            return f'"{self.name}" {self.type}'
-        literal = self.default.replace("'", "''")
-        return f'"{self.name}" {self.type} DEFAULT \'{literal}\''
+        return f'"{self.name}" {self.type}' + ("" if self.default is None else f" DEFAULT {sql_string(self.default)}")
 
 
 @dataclass(frozen=True)

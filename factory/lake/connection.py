@@ -164,8 +164,7 @@ def optional_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
     path = optional_extension_file(name)
     try:
         if path:
-            con.execute(f"LOAD '{path}'")
-            _note_verified(con, path)
+            _load_file(con, path)
         else:
             con.execute(f"INSTALL {name}")
             con.execute(f"LOAD {name}")
@@ -207,11 +206,10 @@ def shared_catalog(lake_dir: Path) -> bool:
     return lake_config(lake_dir)["catalog"].startswith("postgres:")
 
 
-# Extension files DuckDB verified (signature checked) -> their (device, inode, size, mtime). DuckDB hashes the two
-# ~35 MB extension files to check their signatures on every LOAD into every new connection (~0.1 s, most of a
-# connect); a file it verified, here or in an earlier process (the record VERIFIED_RECORD keeps), and unchanged
-# since is loaded with that check off (`allow_unsigned_extensions`, which only those connections get). Whoever can
-# replace the file unnoticed (same size and mtime) can write site-packages, so the Python that loads it, too; the
+# Extension files DuckDB signature-checked -> their (device, inode, size, mtime). DuckDB hashes the two ~35 MB files
+# on every LOAD into a new connection (~0.1 s, most of a connect); a file it verified, in this process or an earlier
+# one (VERIFIED_RECORD), and unchanged since loads with the check off (`allow_unsigned_extensions`, only for those
+# connections). Whoever can replace the file unnoticed can write site-packages, so the Python loading it, too; the
 # record is trusted only when this user owns it and nobody else can write it.
 _VERIFIED: dict[str, tuple] = {}
 VERIFIED_RECORD = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "factory" / "verified-extensions.json"
@@ -243,8 +241,10 @@ def _all_verified(paths) -> bool:
     return bool(paths) and all(_VERIFIED.get(str(p)) == _file_id(p) is not None for p in paths)
 
 
-def _note_verified(con: duckdb.DuckDBPyConnection, path) -> None:
-    """After a LOAD that DuckDB signature-checked (the connection does not allow unsigned extensions)."""
+def _load_file(con: duckdb.DuckDBPyConnection, path) -> None:
+    """LOAD an extension file; one DuckDB signature-checked (the connection does not allow unsigned extensions)
+    is noted as verified."""
+    con.execute(f"LOAD '{path}'")
     if con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone()[0] in (False, "false"):
         fid = _file_id(path)
         if fid is not None and _VERIFIED.get(str(path)) != fid:
@@ -279,8 +279,7 @@ def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
         for path in paths.values():
-            con.execute(f"LOAD '{path}'")
-            _note_verified(con, path)
+            _load_file(con, path)
         return "packaged"
     try:
         for ext in ("ducklake", "sqlite"):

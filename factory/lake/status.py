@@ -26,14 +26,12 @@ def _objects_sqlite(db: sqlite3.Connection) -> list[tuple[str, str, int | None]]
     tables = {tid: f"{schemas[sid]}.{name}" for tid, sid, name in db.execute(
         f"SELECT table_id, schema_id, table_name FROM ducklake_table WHERE {live}").fetchall() if sid in schemas}
     rows = dict.fromkeys(tables, 0)
-    for tid, n in db.execute(f"SELECT table_id, sum(record_count) FROM ducklake_data_file WHERE {live} "
-                             "GROUP BY table_id").fetchall():
-        if tid in rows:
-            rows[tid] += int(n or 0)
-    for tid, n in db.execute(f"SELECT table_id, sum(delete_count) FROM ducklake_delete_file WHERE {live} "
-                             "GROUP BY table_id").fetchall():
-        if tid in rows:
-            rows[tid] -= int(n or 0)
+    files = (("ducklake_data_file", "record_count", 1), ("ducklake_delete_file", "delete_count", -1))
+    for table, count, sign in files:   # live data files' rows, less their live delete files' rows
+        for tid, n in db.execute(f"SELECT table_id, sum({count}) FROM {table} WHERE {live} GROUP BY table_id"
+                                 ).fetchall():
+            if tid in rows:
+                rows[tid] += sign * int(n or 0)
     known = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
     if "ducklake_inlined_data_tables" in known:
         for tid, inlined in db.execute("SELECT table_id, table_name FROM ducklake_inlined_data_tables").fetchall():
