@@ -275,13 +275,10 @@ def failed_runs(lake=None) -> list[dict]:
 
 
 def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: bool = True) -> list[str]:
-    """Bring the lake's schema up to the catalog; returns what changed.
-
-    create=True (`factory init`): create missing schemas and tables. Always: create declared tables missing from
-    an existing schema, and add declared columns that an
-    existing table lacks (additive schema evolution via DuckLake ``ALTER TABLE ... ADD COLUMN``; rows written
-    before read the column's DEFAULT, else NULL), so a lake made before a column was declared keeps working.
-    """
+    """Bring the lake's schema up to the catalog; returns what changed. create=True (`factory init`): create
+    missing schemas and tables. Always: create declared tables missing from an existing schema and add declared
+    columns an existing table lacks (DuckLake ``ALTER TABLE ... ADD COLUMN``: older rows read the column's DEFAULT,
+    else NULL), so a lake made before a column was declared keeps working."""
     changes = []
     live = existing_columns(con)
     live_schemas = {name.split(".", 1)[0] for name in live}
@@ -379,11 +376,8 @@ def mark_schema_synced(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: 
 def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
               catalog: Catalog | None = None, create: bool = False) -> Iterator[StageRun]:
     """Open the lake for writing, run the body inside one transaction and commit it with run metadata.
-
-    create=True (used by `factory init`) creates the lake and syncs its schema with the catalog first,
-    inside the same transaction; every other run adds catalog columns missing from existing tables (in the
-    run's own transaction, noted in its ops.runs message).
-    """
+    create=True (`factory init`) creates the lake and syncs its schema with the catalog first, in the same
+    transaction; every other run adds catalog columns missing from existing tables (noted in its ops.runs message)."""
     import duckdb
     import pyarrow as pa
 

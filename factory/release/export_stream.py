@@ -3,10 +3,8 @@ order and written a row group at a time, so memory holds a few batches (read ahe
 output row groups (written behind on another), never the view.
 
 A release writes each split of a view (``train-*``, ``test-*``) as shards in primary-key order
-(:class:`factory.release.files.ShardWriter` fed by :func:`factory.release.ordered.ordered_batches`), so the
-view in primary-key order is a merge of those sorted streams: the same rows, in the same order, as
-``SELECT * ... ORDER BY <primary key>`` over every file, which is what :func:`factory.release.export.view_rows`
-reads into a list.
+(:func:`factory.release.ordered.ordered_batches`), so merging those sorted streams gives the rows and order of
+``SELECT * ... ORDER BY <primary key>`` over every file: what :func:`factory.release.export.view_rows` reads.
 """
 from __future__ import annotations
 

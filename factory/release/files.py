@@ -80,11 +80,10 @@ class ShardWriter:
     """PREFIX-00000.parquet, ... of at most shard_rows rows each, from record batches fed in order.
 
     Row groups hold :data:`ROW_GROUP_ROWS` rows, fewer where their values pass :data:`ROW_GROUP_BYTES`: their
-    boundaries depend only on the rows, never on how they were batched, so the same rows give byte-identical
-    files; each row group is written as soon as it is complete (one ParquetWriter per shard), on a background
-    thread while the next one is collected (pyarrow encodes and compresses without the GIL), so memory holds at
-    most three row groups and the batch being fed, whatever the view's size. :meth:`close` returns the files
-    ({path, rows}); a writer fed no rows leaves one empty file with the schema.
+    boundaries depend only on the rows, not their batching, so the same rows give byte-identical files. Each row
+    group is written once complete, on a background thread while the next is collected, so memory holds at most
+    three row groups and the batch being fed. :meth:`close` returns the files ({path, rows}); a writer fed no rows
+    leaves one empty file with the schema.
     """
 
     def __init__(self, out_dir: Path, schema: pa.Schema, shard_rows: int, prefix: str = "part"):
