@@ -154,6 +154,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
     (``silver.time_limits``, `factory calibrate`) instead of ``limits.cpu_s``; ``"fixed"`` ignores them."""
+    from factory.judging.cache import CacheStats, enabled
     from factory.judging.rules import KEYS_SQL, key_lists, load_judging
     from factory.lake import connect
     from factory.lake.query import check_known, shard_predicate
@@ -164,8 +165,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         raise InputError(f"unknown time_limits {time_limits!r} (calibrated | fixed)")
     limits = limits or Limits()
     limits_hash = limits.hash()
-    report = ExecuteReport()
-    report.cache = _cache_stats(cache)
+    report = ExecuteReport(cache=CacheStats() if enabled(cache) else None)   # cache on: flag and FACTORY_VERDICT_CACHE
     where, params = _where(selection, sources, model)
     if program_ids is not None:
         where += " AND p.program_id IN (SELECT unnest(?::VARCHAR[]))"
@@ -280,13 +280,6 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
                 seen.add(key)
                 progress.update()
     return out
-
-
-def _cache_stats(flag: bool):
-    """Fresh cache counters when the verdict cache is on (flag and FACTORY_VERDICT_CACHE), else None."""
-    from factory.judging.cache import CacheStats, enabled
-
-    return CacheStats() if enabled(flag) else None
 
 
 def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, progress: Progress | None,
