@@ -4,7 +4,8 @@
   data), extensions, snapshots;
 * :mod:`factory.lake.catalog` - data_catalog.yaml: every table and view, its producer and columns;
 * :mod:`factory.lake.commit` - the one commit path: a stage run is one transaction + an ``ops.runs`` row;
-* :mod:`factory.lake.query` - ``factory sql`` / ``shell`` / ``status`` output, shard predicates;
+* :mod:`factory.lake.query` - ``factory sql`` / ``shell`` output, shard predicates;
+* :mod:`factory.lake.status` - ``factory status``, from the catalog alone;
 * :mod:`factory.lake.templating` - the SQL transforms' parameters and ``{{ placeholder }}`` rendering.
 
 The lake core imports nothing else of factory but :mod:`factory.errors`. ``from factory.lake import connect``

@@ -1,4 +1,4 @@
-"""Ad-hoc access to the lake: query output formats, an interactive shell, and `factory status`."""
+"""Ad-hoc access to the lake: query output formats, an interactive shell, name checks and shard predicates."""
 from __future__ import annotations
 
 import json
@@ -144,10 +144,3 @@ def shell(lake=None) -> None:
             except duckdb.Error as exc:
                 print(f"error: {exc}")
     con.close()
-
-
-def status(lake=None) -> None:
-    """Tables with row counts, the last runs, failed runs and the last snapshots (factory.lake.status)."""
-    from factory.lake.status import print_status
-
-    print_status(lake)
