@@ -236,9 +236,7 @@ class ReplicaPool(Backend):
 
     def _run_many(self, requests: list[ChatRequest], gate: Gate) -> list[GenerationResult | None]:
         out: list[GenerationResult | None] = [None] * len(requests)
-        admitted = 0
-        while admitted < len(requests) and gate.start():
-            admitted += 1
+        admitted = sum(1 for _ in itertools.takewhile(lambda r: gate.start(), requests))
         if not admitted:
             return out
         live = [rep for rep in self._replicas if rep.alive]

@@ -163,9 +163,7 @@ CURVE_LABELS = {"loss": "training loss", "accuracy": "training-batch accuracy",
 def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | None = None) -> Path | None:
     """RM loss/accuracy per step, RL mean reward per step, best-of-N value vs k (latest run of each); a best-of-N
     method measured on another number of problems than bon's is labelled with its count (not comparable)."""
-    counts = {}
-    for r in bon_rows or []:
-        counts.setdefault(r["method"], r["n_problems"])
+    counts = {r["method"]: r["n_problems"] for r in reversed(bon_rows or [])}   # a method's first row wins
     main = counts.get("bon")
     panels = [k for k in ("train-rm", "train-rl", "eval-bon") if curves.get(k)]
     if not panels:
