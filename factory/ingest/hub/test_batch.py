@@ -5,9 +5,10 @@ Results equal the per-test rules exactly:
 - digests: sha256 of each text, the same as :func:`~factory.ingest.hub.ingest.text_digest` (strings longer than
   ``ELIDE_CHARS`` are hashed once in Python, where hashing is ~4x faster and bronze needs them too);
 - test ids: ``stable_hash(problem_id, ordinal, kind, code_digest, input_digest)``, its JSON written directly;
-- visibility: a stdio test whose first word (a run of ASCII letters and digits not after a '.') of its input or
-  expected output is not in the normalised statement is 'hidden', as is a test far larger than the statement; any
-  other test gets :func:`~factory.ingest.hub.ingest.visibility_shortcut`'s verdict in Python.
+- visibility: a stdio test whose input or expected output starts (first 1024 characters, all ASCII) with a word
+  (a run of letters and digits not after a '.') that is not in the normalised statement is 'hidden': normalise()
+  keeps such a word as its lower case, and the statement must contain the whole normalised text. A test far larger
+  than the statement is 'hidden' too; any other test gets ``ingest._visibility``'s verdict in Python.
 """
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ FROM (SELECT i, problem, ordinal, kind, input IS NOT NULL AS has_input,
              CASE WHEN known_code IS NULL THEN sha256(code) ELSE known_code END AS dc,
              CASE WHEN known_input IS NULL THEN sha256(input) ELSE known_input END AS di,
              CASE WHEN known_expected IS NULL THEN sha256(expected) ELSE known_expected END AS de,
-             coalesce(length(input), 0) + coalesce(length(expected), 0) + coalesce(length(code), 0) AS chars,
-             CASE WHEN strlen(input) = length(input)
+             chars,
+             CASE WHEN strlen(left(input, 1024)) = length(left(input, 1024))
                   THEN nullif(nullif(lower(regexp_extract(left(input, 1024), '{FIRST_WORD}', 2)), ''), 'none') END AS wi,
-             CASE WHEN strlen(expected) = length(expected)
+             CASE WHEN strlen(left(expected, 1024)) = length(left(expected, 1024))
                   THEN nullif(nullif(lower(regexp_extract(left(expected, 1024), '{FIRST_WORD}', 2)), ''), 'none')
                   END AS we
       FROM tests)   -- the texts are read here only: the join below carries no test text
@@ -53,8 +54,8 @@ class TestBatch:
     """The tests of the problems of one write batch, column by column; problems are numbered in order of add()."""
 
     def __init__(self):
-        self.columns: dict[str, list] = {k: [] for k in ("problem", "ordinal", *FIELDS, "known_code", "known_input",
-                                                         "known_expected")}
+        self.columns: dict[str, list] = {k: [] for k in ("problem", "ordinal", "chars", *FIELDS, "known_code",
+                                                         "known_input", "known_expected")}
         self.statements: list[str] = []
         self.chars = 0   # the batch's test text, in characters
 
@@ -65,16 +66,22 @@ class TestBatch:
         cols["problem"] += [len(self.statements)] * n
         cols["ordinal"] += range(n)
         self.statements.append(statement)
+        longest = 0
         for name in FIELDS:
             values = list(map(attrgetter(name), tests))
             cols[name] += values
             if name in TEXTS:
-                longest = max(map(len, filter(None, values)), default=0)
+                top = max(map(len, filter(None, values)), default=0)
+                longest += top
                 self.chars += sum(map(len, filter(None, values)))
                 digests = [digest(v) if v is not None and len(v) > elide_chars else None for v in values] \
-                    if longest > elide_chars else [None] * n
+                    if top > elide_chars else [None] * n
                 cols["known_" + name] += digests
                 known.update((id(v), d) for v, d in zip(values, digests) if d)
+        # a test's characters (Python's len is O(1), DuckDB's length reads the text), for the size shortcut, which
+        # no test of a problem whose three longest texts sum to at most 64 Ki characters can meet
+        cols["chars"] += [sum(len(v) for v in (t.code, t.input, t.expected) if v) for t in tests] \
+            if longest > 65536 else [0] * n
         return known
 
     def digests(self, con) -> list[str]:
@@ -84,9 +91,11 @@ class TestBatch:
 
         cols = self.columns
         self.tests = pa.table({"i": pa.array(range(len(cols["problem"])), pa.int64()),
-                               **{k: pa.array(cols.pop(k), pa.float64() if k == "atol" else
-                                              pa.int32() if k in ("problem", "ordinal") else pa.string())
-                                  for k in list(cols)}})   # each Python column freed as it is converted
+                               **{k: _texts(cols.pop(k)) if k in TEXTS else
+                                  pa.array(cols.pop(k), pa.float64() if k == "atol" else
+                                           pa.int64() if k == "chars" else
+                                           pa.int32() if k in ("problem", "ordinal") else pa.string())
+                                  for k in list(cols)}})
         con.register("tests", self.tests)
         con.register("statements", pa.table({"p": pa.array(range(len(self.statements)), pa.int32()),
                                              "statement": self.statements}))
@@ -127,3 +136,19 @@ class TestBatch:
         pa.default_memory_pool().release_unused()   # the builders' spare capacity (~2x a MB-sized text): to the OS
         return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
 
+
+def _texts(values: list, slice_chars: int = 8 << 20):
+    """A text column as Arrow, converted ~``slice_chars`` characters at a time, each slice's Python strings
+    released once converted (a write batch's text is held about once, not as Python strings and Arrow together)."""
+    import pyarrow as pa
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    ends = list(accumulate(len(v) if v else 0 for v in values))
+    chunks, start = [], 0
+    while start < len(values):
+        stop = max(start + 1, bisect_right(ends, (ends[start - 1] if start else 0) + slice_chars))
+        chunks.append(pa.array(values[start:stop], pa.string()))
+        values[start:stop] = [None] * (stop - start)
+        start = stop
+    return pa.chunked_array(chunks, pa.string())
