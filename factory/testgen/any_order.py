@@ -49,6 +49,11 @@ def _text(question: str | None) -> str:
     return (question or "").replace("\xa0", " ")
 
 
+def phrase(m: re.Match | None) -> str | None:
+    """A matched phrase as quoted back: whitespace collapsed, at most 200 characters (None: no match)."""
+    return " ".join(m.group(0).split())[:200] if m else None
+
+
 _SOLUTION_SET = re.compile(r"\bthe\s+solution\s+set\s+must\s+not\s+contain\s+duplicate\s+\w+", re.IGNORECASE)
 _UNIQUE = re.compile(r"exactly\s+one\s+(?:valid\s+)?(?:solution|answer)|only\s+one\s+valid\s+answer|"
                      r"unique\s+(?:solution|answer)", re.IGNORECASE)
@@ -58,17 +63,14 @@ def any_order_phrase(question: str | None) -> str | None:
     """The statement's sentence saying the answer may come in any order, or that it is a *set* of solutions
     (3sum: "the solution set must not contain duplicate triplets"); None: no such sentence."""
     for m in _ANY_ORDER.finditer(_text(question)):
-        sentence = m.group(0)
-        if not _NOT_ORDER_FREE.search(sentence):
-            return " ".join(sentence.split())[:200]
-    m = _SOLUTION_SET.search(_text(question))
-    return " ".join(m.group(0).split())[:200] if m else None
+        if not _NOT_ORDER_FREE.search(m.group(0)):
+            return phrase(m)
+    return phrase(_SOLUTION_SET.search(_text(question)))
 
 
 def unique_answer_phrase(question: str | None) -> str | None:
     """The statement's guarantee that each input has exactly one answer (two-sum), or None."""
-    m = _UNIQUE.search(_text(question))
-    return " ".join(m.group(0).split())[:200] if m else None
+    return phrase(_UNIQUE.search(_text(question)))
 
 
 def index_answer(answer, args: list) -> int | None:
@@ -85,8 +87,7 @@ def index_answer(answer, args: list) -> int | None:
 
 def several_answers_phrase(question: str | None) -> str | None:
     """The statement's words saying several answers are accepted (None: none)."""
-    m = _SEVERAL.search(_text(question))
-    return " ".join(m.group(0).split())[:200] if m else None
+    return phrase(_SEVERAL.search(_text(question)))
 
 
 def _key(v: Any) -> str:

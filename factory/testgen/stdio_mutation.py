@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import re
 
-from factory.testgen.any_order import several_answers_phrase
+from factory.testgen.any_order import phrase, several_answers_phrase
 
 _INT = re.compile(r"-?\d+")
 _MANY = re.compile(
@@ -42,10 +42,7 @@ _MANY = re.compile(
 def several_answers(question: str | None) -> str | None:
     """The statement's words saying more than one output is accepted (several answers, any order, a float
     answer within an error bound), or None. One expected output cannot judge such a problem."""
-    m = _MANY.search((question or "").replace("\xa0", " "))
-    if m:
-        return " ".join(m.group(0).split())[:200]
-    return several_answers_phrase(question)
+    return phrase(_MANY.search((question or "").replace("\xa0", " "))) or several_answers_phrase(question)
 
 
 def parse(text: str) -> list[list[str]]:
