@@ -40,6 +40,7 @@ from factory.streaming.background import Beside
 FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 S, I, F = pa.string(), pa.int64(), pa.float64()
+PAIR = [("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES), ("margin", F), ("pair_id", S)]
 
 SCHEMAS: dict[str, dict[str, pa.Schema]] = {
     "verl": {"*.parquet": pa.schema([
@@ -47,13 +48,11 @@ SCHEMAS: dict[str, dict[str, pa.Schema]] = {
         ("reward_model", pa.struct([("style", S), ("ground_truth", S)])),
         ("extra_info", pa.struct([("index", I), ("split", S), ("problem_id", S), ("source_id", S),
                                   ("entry_point", S), ("test_format", S), ("n_tests", I)]))])},
-    "trl": {"*.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
-                                    ("margin", F), ("pair_id", S), ("problem_id", S)])},
+    "trl": {"*.parquet": pa.schema([*PAIR, ("problem_id", S)])},
     "trl-grpo": {"*.parquet": pa.schema([("prompt", MESSAGES), ("ground_truth", S), ("data_source", S),
                                          ("problem_id", S), ("entry_point", S), ("test_format", S),
                                          ("split", S)])},
-    "openrlhf": {"rm/*.parquet": pa.schema([("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES),
-                                            ("margin", F), ("pair_id", S)]),
+    "openrlhf": {"rm/*.parquet": pa.schema(PAIR),
                  "prompts/*.parquet": pa.schema([("input", MESSAGES), ("label", S), ("datasource", S),
                                                  ("problem_id", S)])},
     "acecode": {"train.parquet": pa.schema([

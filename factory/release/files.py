@@ -43,8 +43,7 @@ def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, where: str | Non
     query for every split of a view; not in the returned column list)."""
     described = con.execute(f"DESCRIBE {spec.name}").fetchall()
     columns = [(r[0], "VARCHAR" if r[1] == "JSON" else r[1]) for r in described]
-    cols = ", ".join(f'"{c}"::VARCHAR AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in
-                     ((r[0], r[1]) for r in described))
+    cols = ", ".join(f'"{r[0]}"::VARCHAR AS "{r[0]}"' if r[1] == "JSON" else f'"{r[0]}"' for r in described)
     order = ", ".join(f'"{k}"' for k in spec.primary_key) or "ALL"
     if first:
         cols += f', {first[1]} AS "{first[0]}"'

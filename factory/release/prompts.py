@@ -88,10 +88,9 @@ def _has_nonfinite(value) -> bool:
     """Whether a JSON-like value holds a NaN or infinite float (its strings are not walked: MBs of them)."""
     if isinstance(value, float):
         return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_nonfinite(v) for v in value.values() if not isinstance(v, str))
-    if isinstance(value, (list, tuple)):
-        return any(_has_nonfinite(v) for v in value if not isinstance(v, str))
+    if isinstance(value, (dict, list, tuple)):
+        items = value.values() if isinstance(value, dict) else value
+        return any(_has_nonfinite(v) for v in items if not isinstance(v, str))
     return False
 
 
