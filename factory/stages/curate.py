@@ -244,10 +244,8 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
         expect = dict(zip(ids, pc.add(rows.column("n_tests"), rows.column("n_public_tests")).to_pylist()))
         cols = {c: rows.schema.get_field_index(c) for c in ("tests", "public_tests")}
         sink = _PackedFiles(run, local_data_path(con) / "gold" / "rl_problems", schema, written)
-        # DuckDB's streaming buffer (976 KB by default) counts a chunk's fixed-size part, not its strings: with MB
-        # test texts it held ~2.5 GB of results ahead of the reader at 1/8 of DeepCoder (1 KB: ~1.1 GB); and each
-        # thread holds a 2,048-test chunk's text several times over while it scans and serializes it (1/8: 2.7 GB
-        # peak with 2 threads, 1.8 GB with 1; the CPU time is the same)
+        # DuckDB's streaming buffer counts a chunk's fixed-size part, not its MB-sized strings, and each thread holds
+        # a chunk's text several times over: a 1 KB buffer and one thread bound the text in flight (same CPU time)
         con.execute("SET streaming_buffer_size = '1KB'")
         con.execute("SET threads = 1")
         reader = con.execute(f"SELECT s.problem_id, s.ordinal, s.reward, s.test_json FROM ({per_test}) AS s "

@@ -55,9 +55,8 @@ def prepare_out_dir(out: Path, force: bool = False) -> None:
 
 
 def torch_threads() -> int:
-    """Threads for the demo's model steps: the cores the machine has free (load average), at least 1. On a busy
-    2-core box two OpenMP threads fight the other processes: SmolLM2 decoded 0.8 tokens/s with 2 threads and
-    4.4 with 1 (load 16, measured 2026-11-27)."""
+    """Threads for the demo's model steps: the cores the machine has free (load average), at least 1 (on a busy
+    2-core box SmolLM2 decoded 0.8 tokens/s with 2 threads, 4.4 with 1)."""
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]
@@ -220,9 +219,8 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                 lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}, "
                           f"{meter.tokens} tokens", progress=sampling_progress)
         del policy, loaded
-    # references get room for legitimately slow solutions (sanitized MBPP 123 needs 3.6-6.1 s of CPU, depending
-    # on the host); mutants and samples that loop forever should not cost that much each (HumanEval references
-    # need a few ms: 0.25 s is a 50x margin, and the ~60 looping mutants no longer cost 30 s of the demo)
+    # references get room for legitimately slow solutions (sanitized MBPP 123: 3.6-6.1 s of CPU); looping mutants
+    # and samples should not cost that much each (HumanEval references need a few ms: 0.25 s is a 50x margin)
     limits = {"reference": Limits(cpu_s=10.0, wall_min_s=15.0), "mutants": Limits(cpu_s=0.25, wall_min_s=2.0),
               "samples": Limits(cpu_s=2.0, wall_min_s=6.0)}
     for select in ("reference", "mutants", "samples"):

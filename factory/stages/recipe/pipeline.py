@@ -137,8 +137,7 @@ def _decontam(ctx, step):
     rep = run_decontam(ctx.lake, benchmarks=p.get("benchmarks"), n=int(p.get("n", 9)),
                        max_benchmark_df=p.get("max_benchmark_df"), rule=p.get("rule", "evidence"),
                        min_matches=int(p.get("min_matches", 1)))
-    return {"summary": _short({k: rep.get(k) for k in ("checked", "contaminated_by_source", "contaminated_by_method")}
-                              if isinstance(rep, dict) else rep)}
+    return {"summary": _short({k: rep.get(k) for k in ("checked", "contaminated_by_source", "contaminated_by_method")})}
 
 
 def _reported(module: str, fn: str, **fixed):
@@ -226,7 +225,7 @@ def _execute(ctx, step):
     parts = []
     for selection, model in [("reference", None)] + [("samples", m) for m in dict.fromkeys(p.get("models") or [])]:
         rep = execute(ctx.lake, selection=selection, model=model, sources=sources, limits=limits, **kw)
-        parts.append(f"{model or selection}: {getattr(rep, 'programs', None) if not isinstance(rep, dict) else rep.get('programs')} programs run")
+        parts.append(f"{model or selection}: {rep.programs} programs run")
     return {"summary": "; ".join(parts)}
 
 
@@ -234,8 +233,7 @@ def _curate(ctx, step):
     from factory.stages.curate import curate
 
     counts = curate(ctx.lake, overrides={**ctx.recipe.curate, **step.params})
-    return {"summary": f"gold.rl_problems {counts.get('gold.rl_problems', '?')} rows" if hasattr(counts, "get")
-            else "curated"}
+    return {"summary": f"gold.rl_problems {counts.get('gold.rl_problems', '?')} rows"}
 
 
 def _filter(ctx, step):
