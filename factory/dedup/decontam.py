@@ -30,6 +30,7 @@ Two rules decide which pairs are contaminated (``DecontamParams.rule``):
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 
 import duckdb
@@ -138,13 +139,8 @@ def _shingled(texts: list, n: int, hasher: WordHasher) -> tuple:
 
 def _runs(positions: list[int]) -> list[tuple[int, int]]:
     """Contiguous runs of n-gram start positions as (first, last)."""
-    out: list[tuple[int, int]] = []
-    for p in sorted(set(positions)):
-        if out and p == out[-1][1] + 1:
-            out[-1] = (out[-1][0], p)
-        else:
-            out.append((p, p))
-    return out
+    runs = itertools.groupby(enumerate(sorted(set(positions))), lambda ip: ip[1] - ip[0])   # a run: p - i constant
+    return [(run[0][1], run[-1][1]) for run in (list(r) for _, r in runs)]
 
 
 def _span(tokens: list[str], positions: list[int], n: int) -> str:

@@ -103,15 +103,10 @@ def _subject_values(term: str, env: dict, kinds: dict) -> list | None:
     if _NODE_VAL.match(term):
         vals = [x for name, k in kinds.items() if k in ("tree", "list") and name in env for x in _nodes(env[name])]
         return vals if any(k in ("tree", "list") for k in kinds.values()) else None
-    length = False
-    m = _LEN_CALL.match(term)
-    if m:
-        name, path, length = m.group(1), m.group(2), True
-    else:
-        m = _SUBJECT.match(term)
-        if not m:
-            return None
-        name, path, length = m.group(1), m.group(2), bool(m.group(3))
+    m = _LEN_CALL.match(term) or _SUBJECT.match(term)
+    if not m:
+        return None
+    name, path, length = m.group(1), m.group(2), m.re is _LEN_CALL or bool(m.group(3))
     if name not in env:
         return None
     values = [env[name]]
