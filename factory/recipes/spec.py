@@ -271,27 +271,24 @@ def steps_text(recipe: Recipe) -> str:
              "pipeline (each step runs unless its outputs are current; --skip STEP leaves one out, recorded):",
              graph_text(recipe.pipeline), "", f"filter step: the rules in order (curate parameters: "
              f"{params(recipe.curate)})"]
-    n = 0
-    for rule in recipe.rules:
-        n += 1
-        lines += [f"{n:>2}. rule {rule['name']} ({rule['kind']})  {params(rule['params'])}",
-                  f"      source: {rule.get('source') or 'NOT GIVEN'}"]
-    n += 1
-    lines += [f"{n:>2}. rule rl_ready  usable tests, clean by default (gold.rl_problems)",
-              "      source: factory: RL rows need usable tests and no applied exclusion"]
+    def rules(rules: list[dict], prefix: str = "") -> list[tuple[str, str | None]]:
+        return [(f"{prefix}rule {r['name']} ({r['kind']})  {params(r['params'])}", r.get("source") or "NOT GIVEN")
+                for r in rules]
+
+    steps = rules(recipe.rules) + [("rule rl_ready  usable tests, clean by default (gold.rl_problems)",
+                                    "factory: RL rows need usable tests and no applied exclusion")]
     for st in recipe.stages:
-        for rule in st["rules"]:
-            n += 1
-            lines += [f"{n:>2}. stage {st['name']}: rule {rule['name']} ({rule['kind']})  {params(rule['params'])}",
-                      f"      source: {rule.get('source') or 'NOT GIVEN'}"]
+        steps += rules(st["rules"], f"stage {st['name']}: ")
         if st["top_potential"] is not None:
-            n += 1
-            lines += [f"{n:>2}. stage {st['name']}: top {st['top_potential']} by potential 4p(1-p) of "
-                      f"{recipe.difficulty_model}",
-                      "      source: highest improvement potential first (fraction of the train split)"]
+            steps.append((f"stage {st['name']}: top {st['top_potential']} by potential 4p(1-p) of "
+                          f"{recipe.difficulty_model}",
+                          "highest improvement potential first (fraction of the train split)"))
         if not st["rules"] and st["top_potential"] is None:
-            n += 1
-            lines.append(f"{n:>2}. stage {st['name']}: every kept problem")
+            steps.append((f"stage {st['name']}: every kept problem", None))
+    for n, (text, source) in enumerate(steps, 1):
+        lines.append(f"{n:>2}. {text}")
+        if source is not None:
+            lines.append(f"      source: {source}")
     lines.append(f"tests: {params(recipe.tests)}")
     lines.append(f"reward: {recipe.reward['kind']} over {recipe.reward['tests']} tests"
                  + (f"  (source: {recipe.reward['source']})" if recipe.reward.get("source") else ""))
