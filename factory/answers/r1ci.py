@@ -55,8 +55,7 @@ def split_turns(response: str) -> list[dict]:
     """A flat response (policy text with interpreter blocks inline) back into turns."""
     turns, pos = [], 0
     for m in _OBS.finditer(response or ""):
-        turns.append({"role": "assistant", "text": response[pos:m.start()]})
-        turns.append({"role": "interpreter", "text": m.group(0)})
+        turns += [{"role": "assistant", "text": response[pos:m.start()]}, {"role": "interpreter", "text": m.group(0)}]
         pos = m.end()
     turns.append({"role": "assistant", "text": (response or "")[pos:]})
     return turns

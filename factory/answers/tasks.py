@@ -103,8 +103,7 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
         first.setdefault(t["problem_id"], t)
     tasks = [t for pid, t in first.items() if pid not in seen]
     if fmt == "verl":
-        start = sum(len(v) for v in files.values())
-        rows, prefix = verl_rows(tasks, kind, start), ""
+        rows, prefix = verl_rows(tasks, kind, sum(len(v) for v in files.values())), ""
     elif fmt == "trl-grpo":
         rows, prefix = grpo_rows(tasks, kind), ""
     elif fmt == "openrlhf":

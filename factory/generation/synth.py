@@ -323,8 +323,7 @@ def check_test(test: str, entry_point: str | None) -> str | None:
             bound |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
         elif isinstance(n, ast.Lambda):
             a = n.args
-            bound |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
-            bound |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+            bound |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
         elif isinstance(n, ast.NamedExpr):
             bound.add(n.target.id)
     for n in ast.walk(tree):
