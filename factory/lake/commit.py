@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -262,11 +262,9 @@ def _record_failure(lake_dir: Path, run: StageRun, error: BaseException) -> None
     beside the catalog (LAKE/failed_runs.jsonl), which `factory status` and the report read."""
     row = run.run_row("failed", f"{type(error).__name__}: {error}"[:4000])
     row["row_counts"] = "{}"
-    try:
+    with suppress(OSError):   # the lake folder is gone or read-only: the error itself still reaches the user
         with open(lake_dir / FAILED_RUNS, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, default=str, sort_keys=True) + "\n")
-    except OSError:
-        pass  # the lake folder is gone or read-only: the error itself still reaches the user
 
 
 def failed_runs(lake=None) -> list[dict]:
@@ -364,12 +362,10 @@ def mark_schema_synced(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: 
         return
     if {s.name for s in catalog.stored_tables()} - set(existing_columns(con)):   # a schema the lake lacks (`factory init` creates it): not in sync
         return
-    try:
+    with suppress(OSError):
         tmp = lake_dir / f".{SCHEMA_MARK}.{os.getpid()}"
         tmp.write_text(json.dumps({"catalog": catalog.fingerprint, "schema_version": version}))
         os.replace(tmp, lake_dir / SCHEMA_MARK)
-    except OSError:
-        pass
 
 
 @contextmanager
@@ -410,10 +406,8 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                 if not synced:
                     mark_schema_synced(con, lake_dir, catalog)
             except BaseException as exc:
-                try:
+                with suppress(duckdb.Error):   # a failed COMMIT (e.g. a transaction conflict) already ended it
                     con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass   # a failed COMMIT (e.g. a DuckLake transaction conflict) already ended the transaction
                 if interrupt_in(exc) is not None:
                     note_interrupt(None)   # acted on: this rollback is the stop it asked for
                 elif not isinstance(exc, GeneratorExit):

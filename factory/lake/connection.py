@@ -249,15 +249,13 @@ def _load_file(con: duckdb.DuckDBPyConnection, path) -> None:
         fid = _file_id(path)
         if fid is not None and _VERIFIED.get(str(path)) != fid:
             _VERIFIED[str(path)] = fid
-            try:   # best effort: without the record every process checks once
+            with contextlib.suppress(OSError):   # best effort: without the record every process checks once
                 VERIFIED_RECORD.parent.mkdir(parents=True, exist_ok=True)
                 tmp = VERIFIED_RECORD.with_name(f"{VERIFIED_RECORD.name}.{os.getpid()}")
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 with os.fdopen(fd, "w") as f:
                     json.dump({**_recorded(), str(path): fid}, f)
                 os.replace(tmp, VERIFIED_RECORD)
-            except OSError:
-                pass
 
 
 def new_duckdb(extension_files=()) -> duckdb.DuckDBPyConnection:

@@ -1,6 +1,7 @@
 """The release's README.md: a Hugging Face dataset card with one `configs` entry per view."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 from factory.release.funnel import funnel_markdown
@@ -68,14 +69,12 @@ def decontamination_figures(con) -> dict:
     from factory.assets import path as shipped
 
     out: dict = {}
-    try:
+    with contextlib.suppress(Exception):   # a lake without the run table or an older summary: no run figures
         row = con.execute("SELECT message FROM ops.runs WHERE stage = 'decontam' AND status = 'success' "
                           "ORDER BY finished_at DESC LIMIT 1").fetchone()
         run = json.loads(row[0]) if row and row[0] else None
         if isinstance(run, dict):
             out["run"] = {k: run.get(k) for k in ("rule", "checked", "contaminated_by_method", "literal_ngram")}
-    except Exception:   # noqa: BLE001 - a lake without the run table or an older summary: no run figures
-        pass
     measured = shipped("audit", "decontam", "measured.json")
     if measured.is_file():
         out["audit"] = json.loads(measured.read_text())

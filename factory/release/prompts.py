@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 
@@ -76,11 +77,9 @@ def truth_json(gt: dict, utf8: bool = False) -> str | bytes:
     integer beyond 64 bits, a NaN or infinite float, a lone surrogate) sends the whole truth through ``json.dumps``
     with the same separators (ASCII, \\u escapes). ``utf8``: orjson's UTF-8 bytes as they are, else text."""
     if not _has_nonfinite(gt):
-        try:
+        with contextlib.suppress(TypeError, orjson.JSONEncodeError):
             out = orjson.dumps(gt, option=orjson.OPT_SORT_KEYS)
             return out if utf8 else out.decode()
-        except (TypeError, orjson.JSONEncodeError):
-            pass
     return json.dumps(gt, sort_keys=True, separators=(",", ":"))
 
 
