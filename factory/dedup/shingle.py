@@ -113,10 +113,8 @@ class WordHasher:
 
     def ids(self, tokens: list[str]) -> list[int]:
         ids = self._ids
-        try:  # fast path: every word already known
+        with contextlib.suppress(KeyError):  # fast path: every word already known
             return [ids[t] for t in tokens]
-        except KeyError:
-            pass
         with self._lock:
             get = ids.get
             out = []
