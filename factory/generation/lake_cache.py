@@ -13,11 +13,10 @@ class LakeCallCache:
     """GenerationCache backed by silver.llm_calls; new results are buffered until the chunk commits."""
 
     def __init__(self, lake, backend: str, model: str, purpose: str):
-        con = connect(lake, read_only=True)
-        rows = con.execute("SELECT request_hash, response, finish_reasons, prompt_tokens, completion_tokens, latency_s "
-                           "FROM silver.llm_calls WHERE backend = ? AND model = ? AND error IS NULL",
-                           [backend, model]).fetchall()
-        con.close()
+        with connect(lake, read_only=True) as con:
+            rows = con.execute("SELECT request_hash, response, finish_reasons, prompt_tokens, completion_tokens, "
+                               "latency_s FROM silver.llm_calls WHERE backend = ? AND model = ? AND error IS NULL",
+                               [backend, model]).fetchall()
         self.known = {r[0]: GenerationResult(json.loads(r[1]), r[3] or 0, r[4] or 0, r[5] or 0.0, None,
                                              json.loads(r[2]) if r[2] else []) for r in rows}
         self.pending: dict[str, dict] = {}

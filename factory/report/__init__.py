@@ -22,8 +22,7 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
     """Write OUT/index.html and its PNGs; returns the HTML path."""
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    con = connect(lake, read_only=True, snapshot=snapshot)
-    try:
+    with connect(lake, read_only=True, snapshot=snapshot) as con:
         snap = current_snapshot(con)
         head = data.headline(con)
         src = data.source_counts(con)
@@ -37,8 +36,6 @@ def build_report(lake=None, out: str | os.PathLike = "report", snapshot: int | N
         kept_out = data.curation(con)
         recipe_runs = data.recipes(con)
         summaries = data.latest_summaries(con)
-    finally:
-        con.close()
     sections = [
         ("Problems and tests per source", plots.sources(src, out / "sources.png"),
          "no problems yet: run `factory ingest`"),
