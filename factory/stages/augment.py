@@ -155,10 +155,6 @@ def _job(t: _Target, program_id: str, code: str, specs: list[TestSpec]) -> Job:
     return Job(program_id=program_id, code=code, tests=specs, entry_point=t.entry_point, preamble=t.preamble)
 
 
-def _statuses(pool: SandboxPool, jobs: list[Job]) -> dict[tuple[str, str], str]:
-    return {(v.program_id, v.test_id): v.status for v in pool.run(jobs) if v.test_id is not None}
-
-
 def _round(pool: SandboxPool, active: list[_Target], seed: int, rnd: int, per_round: int, stats: dict) -> None:
     """One round: generate, compute expected values, screen the survivors, keep killing inputs."""
     cands: dict[str, list] = {}
@@ -191,7 +187,7 @@ def _round(pool: SandboxPool, active: list[_Target], seed: int, rnd: int, per_ro
         if specs:
             jobs.append(_job(t, t.ref_id, t.ref_code, specs))   # the reference must pass its own expected value
             jobs += [_job(t, mid, t.survivors[mid], specs) for mid in sorted(t.left)]
-    status = _statuses(pool, jobs)
+    status = {(v.program_id, v.test_id): v.status for v in pool.run(jobs) if v.test_id is not None}
     for t in active:
         for cid, text, _ in screened[t.problem_id]:
             if t.budget_left <= 0 or not t.left:

@@ -101,7 +101,8 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
         curve = _recall_curve(lake, docs["text"].to_pylist()[:2000], params, recall_pairs)
         report = {
             "mode": mode, "params_hash": params_hash, "problems": docs.num_rows,
-            "pairs_by_kind": _kind_counts(con),
+            "pairs_by_kind": dict(con.execute("SELECT kind, count(*) FROM silver.dedup_pairs GROUP BY kind "
+                                              "ORDER BY kind").fetchall()),
             "clusters": cl.filter(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).num_rows,
             "removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py()),
             "recall_curve": [{k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
@@ -136,10 +137,6 @@ def _recall_curve(lake, texts: list[str], params: MinHashParams, pairs: int) -> 
     except OSError:
         pass   # a read-only lake directory: no cache, same curve
     return rows
-
-
-def _kind_counts(con) -> dict:
-    return dict(con.execute("SELECT kind, count(*) FROM silver.dedup_pairs GROUP BY kind ORDER BY kind").fetchall())
 
 
 def register(sub, add_lake) -> None:

@@ -241,12 +241,9 @@ def _filter(ctx, step):
 
     ctx.decided = decide(ctx.recipe, ctx.lake)
     ctx.log(rules_table(ctx.decided["rules"]))
-    return {"summary": json.dumps(_decided_record(ctx.decided), sort_keys=True, default=str)}
-
-
-def _decided_record(d: dict) -> dict:
-    return {k: d[k] for k in ("recipe", "recipe_hash", "content_hash", "run_id", "candidates", "kept", "rules",
-                              "stages", "unhealthy_sources")}
+    record = {k: ctx.decided[k] for k in ("recipe", "recipe_hash", "content_hash", "run_id", "candidates", "kept",
+                                          "rules", "stages", "unhealthy_sources")}
+    return {"summary": json.dumps(record, sort_keys=True, default=str)}
 
 
 def _release(ctx, step):
