@@ -248,18 +248,11 @@ def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamPara
         "benchmark": benchmarks["benchmark"].take(pa.array(bidx, pa.int64())),
         "benchmark_id": benchmarks["benchmark_id"].take(pa.array(bidx, pa.int64())),
         **{k: pa.array([r[k] for r in rows], t) for k, t in _ROW_TYPES.items()}})
-    flagged = [pi for pi, r in zip(pidx.tolist(), rows) if r["contaminated"]]
-    stats = {
-        "n_problems": problems.num_rows,
-        "n_benchmark_items": benchmarks.num_rows,
-        "n_problem_ngrams": int(p_h.size),
-        "n_benchmark_ngrams": int(np.unique(b_h).size),
-        "n_pairs": table.num_rows,
-        "n_flagged_pairs": len(flagged),
-        "n_flagged_problems": len(set(flagged)),
-        "n_literal_problems": len({pi for pi, r in zip(pidx.tolist(), rows) if r["literal"]}),
-        "n_evidence_problems": len({pi for pi, r in zip(pidx.tolist(), rows) if r["evidence"]}),
-        "n_stock_ngrams": int(n_stock),
-        "params": params.as_dict(),
-    }
+    problems_with = lambda key: {pi for pi, r in zip(pidx.tolist(), rows) if r[key]}  # noqa: E731
+    stats = {"n_problems": problems.num_rows, "n_benchmark_items": benchmarks.num_rows,
+             "n_problem_ngrams": int(p_h.size), "n_benchmark_ngrams": int(np.unique(b_h).size),
+             "n_pairs": table.num_rows, "n_flagged_pairs": sum(r["contaminated"] for r in rows),
+             "n_flagged_problems": len(problems_with("contaminated")),
+             "n_literal_problems": len(problems_with("literal")), "n_evidence_problems": len(problems_with("evidence")),
+             "n_stock_ngrams": int(n_stock), "params": params.as_dict()}
     return table, stats

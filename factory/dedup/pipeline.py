@@ -99,14 +99,10 @@ def dedup(docs: pa.Table, params: MinHashParams = MinHashParams(), con: duckdb.D
 
 def _counts(n_docs, bands, params, cand, pairs, cl) -> dict:
     kinds = pc.value_counts(pairs["kind"]).to_pylist() if pairs.num_rows else []
-    return {
-        "n_docs": n_docs,
-        "n_signed": bands.num_rows // params.bands,
-        "n_candidates": cand.num_rows,
-        "n_pairs": {k["values"]: k["counts"] for k in kinds},
-        "n_dup_clusters": int(pc.sum(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).as_py() or 0),
-        "n_removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py()),
-    }
+    return {"n_docs": n_docs, "n_signed": bands.num_rows // params.bands, "n_candidates": cand.num_rows,
+            "n_pairs": {k["values"]: k["counts"] for k in kinds},
+            "n_dup_clusters": int(pc.sum(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).as_py() or 0),
+            "n_removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py())}
 
 
 def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_docs: pa.Table,

@@ -167,12 +167,8 @@ def planted_precision_recall(texts: Sequence[str], params: MinHashParams = MinHa
     cands = set(zip(cand["doc_id_a"].to_pylist(), cand["doc_id_b"].to_pylist()))
     truth = _all_pairs_jaccard(corpus, params.ngram, params.threshold)
     tp = len(found & truth)
-    return {
-        "n_docs": len(corpus), "n_planted": planted.num_rows, "n_truth": len(truth),
-        "n_candidates": len(cands), "n_found": len(found),
-        "precision": tp / len(found) if found else 1.0,
-        "recall": tp / len(truth) if truth else 1.0,
-        "candidate_precision": len(cands & truth) / len(cands) if cands else 1.0,
-        "candidate_recall": len(cands & truth) / len(truth) if truth else 1.0,
-        "threshold": params.threshold,
-    }
+    return {"n_docs": len(corpus), "n_planted": planted.num_rows, "n_truth": len(truth), "n_candidates": len(cands),
+            "n_found": len(found), "precision": tp / len(found) if found else 1.0,
+            "recall": tp / len(truth) if truth else 1.0,
+            "candidate_precision": len(cands & truth) / len(cands) if cands else 1.0,
+            "candidate_recall": len(cands & truth) / len(truth) if truth else 1.0, "threshold": params.threshold}
