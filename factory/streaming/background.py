@@ -92,16 +92,20 @@ def read_ahead(items: Iterator[T], depth: int = 2, name: str = "read-ahead") -> 
     stop = threading.Event()
     failed: list[BaseException] = []
 
+    def put(item, first_try: bool = False) -> bool:
+        """Put ``item``, waiting while the queue is full; False once the consumer stopped (``first_try``: try once
+        even then)."""
+        while first_try or not stop.is_set():
+            first_try = False
+            with contextlib.suppress(queue.Full):
+                q.put(item, timeout=0.1)
+                return True
+        return False
+
     def produce() -> None:
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(item) or stop.is_set():
                     return
         except BaseException as exc:   # noqa: BLE001 - raised in the consumer
             failed.append(exc)
@@ -110,13 +114,7 @@ def read_ahead(items: Iterator[T], depth: int = 2, name: str = "read-ahead") -> 
             if close is not None and stop.is_set():
                 with contextlib.suppress(Exception):
                     close()
-            while True:
-                try:
-                    q.put(_STOP, timeout=0.1)
-                    return
-                except queue.Full:
-                    if stop.is_set():
-                        return
+            put(_STOP, first_try=True)
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
