@@ -33,9 +33,7 @@ def default_gguf_path() -> Path:
 
 
 def resolve_model_path(model: str | None) -> Path:
-    if model in (None, "", DEFAULT_MODEL):
-        return default_gguf_path()
-    return Path(model)
+    return default_gguf_path() if model in (None, "", DEFAULT_MODEL) else Path(model)
 
 
 def load_model(model: str | Path, dtype=None):
@@ -47,8 +45,7 @@ def load_model(model: str | Path, dtype=None):
     src = str(p.parent) if kw else str(p)
     try:
         tok = AutoTokenizer.from_pretrained(src, **kw)
-        mdl = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **kw) if dtype else \
-            AutoModelForCausalLM.from_pretrained(src, **kw)
+        mdl = AutoModelForCausalLM.from_pretrained(src, **kw, **({"dtype": dtype} if dtype else {}))
     except OSError as exc:   # offline and not in the HF cache, a typo, a missing file: the factory's one line
         raise unloadable_model(str(model), exc) from None
     return mdl, tok

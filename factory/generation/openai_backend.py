@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import threading
@@ -123,8 +124,7 @@ class OpenAIBackend(Backend):
                     self.in_flight[i] -= 1
 
     def _with_retries_on(self, client, request: ChatRequest, n: int, seed: int | None):
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             try:
                 return self._create(client, request, n, seed)
             except Exception as e:  # noqa: BLE001
@@ -136,7 +136,6 @@ class OpenAIBackend(Backend):
                 if retry_after is not None:
                     delay = min(self.backoff_max_s, max(delay, retry_after))
                 time.sleep(delay)
-                attempt += 1
 
     def _create(self, client, request: ChatRequest, n: int, seed: int | None):
         p = request.params
