@@ -292,8 +292,7 @@ def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
     return "installed"
 
 
-def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None = None,
-               alias: str = LAKE_ALIAS, cfg: dict | None = None) -> str:
+def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None = None, cfg: dict | None = None) -> str:
     """The ATTACH statement for a lake (also printed for users of the plain duckdb CLI)."""
     cfg = cfg or lake_config(lake_dir)
     opts = [f"DATA_PATH '{cfg['data_path']}'"]
@@ -301,8 +300,7 @@ def attach_sql(lake_dir: Path, *, read_only: bool = False, snapshot: int | None 
         opts.append("READ_ONLY")
     if snapshot is not None:
         opts.append(f"SNAPSHOT_VERSION {int(snapshot)}")
-    catalog = cfg["catalog"].replace("'", "''")
-    return f"ATTACH 'ducklake:{catalog}' AS {alias} ({', '.join(opts)})"
+    return f"ATTACH {sql_string('ducklake:' + cfg['catalog'])} AS {LAKE_ALIAS} ({', '.join(opts)})"
 
 
 _PANDAS_WARMING: list = []
