@@ -103,11 +103,9 @@ def canonical_tree(values: list) -> list:
 
 def canonical(kind: str | None, value: Any) -> Any:
     """A generated argument made valid for its kind (a tree list canonical, a node list without ``None``)."""
-    if kind == "tree":
-        return canonical_tree(value) if isinstance(value, list) else value
-    if kind == "list":
-        return [v for v in value if v is not None] if isinstance(value, list) else value
-    return value
+    if kind not in ("tree", "list") or not isinstance(value, list):
+        return value
+    return canonical_tree(value) if kind == "tree" else [v for v in value if v is not None]
 
 
 def is_bst(values: list) -> bool:

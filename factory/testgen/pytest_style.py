@@ -86,9 +86,7 @@ def expected_source(v: Any) -> str | None:
         return f"pytest.approx({v!r})" if math.isfinite(v) else None
     if isinstance(v, list) and v and all(isinstance(x, float) for x in v):
         return f"pytest.approx({v!r})" if all(math.isfinite(x) for x in v) else None
-    if _floats(v):
-        return None
-    return literal(v)
+    return None if _floats(v) else literal(v)
 
 
 def render(function: str, test_name: str, args: list, expected: Any, any_order: bool = False) -> str | None:

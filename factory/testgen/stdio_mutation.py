@@ -93,9 +93,7 @@ def structural(lines: list[list[str]]) -> set[tuple[int, int]]:
 
 
 def _role(i: int, j: int, width: int):
-    if i == 0:
-        return ("head", j)
-    return ("body", width, j) if width <= 3 else ("body", "many")
+    return ("head", j) if i == 0 else ("body", width, j) if width <= 3 else ("body", "many")
 
 
 def _ints(tokens: list[str]) -> list[int] | None:
