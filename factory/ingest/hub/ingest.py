@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from contextlib import contextmanager
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from factory.errors import FactoryError, InputError
@@ -25,7 +25,6 @@ from factory.ingest.sources import ADAPTER_VERSION, ADAPTERS
 from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, SkipRecord, for_repo
 from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_folder, resolve_url
 from factory.ingest.hub.stream import BATCH_BYTES, iter_records
-from factory.ingest.hub.test_batch import TestBatch
 from factory.ingest.normalize import stable_hash
 from factory.ingest.visibility import statement_text, visibility
 
@@ -34,6 +33,8 @@ ELIDE_CHARS = 4096       # a bulky column's string longer than this is replaced 
 PAYLOAD_COLUMNS = frozenset({"payload", "question", "starter_code", "test_preamble", "metadata", "code", "input",
                              "expected", "raw_completion"})   # lake files carry no min/max statistics for these
 _TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
+_TEST_FIELDS = ("kind", "code", "input", "expected", "comparison", "atol", "subset")
+_TEXTS = ("code", "input", "expected")
 
 
 def text_digest(text: str | None) -> str | None:
@@ -64,12 +65,31 @@ def _elide(value, known: dict):
     return value
 
 
-def _problem_id(source: str, norm, tests_json: str) -> str:
-    """stable_hash(source, source_id, question, starter_code, [[kind, code, input, expected digest], ...]), the
-    tests' part given as its JSON (:meth:`TestBatch.digests`)."""
-    head = json.dumps([source, norm.source_id, norm.question, norm.starter_code], sort_keys=True, ensure_ascii=False,
-                      default=str, separators=(",", ":"))
-    return hashlib.sha256(f"{head[:-1]},[{tests_json}]]".encode()).hexdigest()[:16]
+def _digests(tests: list) -> tuple[list[tuple], dict]:
+    """[(kind, code digest, input digest, expected digest)] of a problem's tests (sha256 of each text, None for
+    none), and {id(text): digest} of its texts longer than ELIDE_CHARS (bronze elides those: each is hashed once)."""
+    sha256, columns, known = hashlib.sha256, [], {}
+    for name in _TEXTS:
+        texts = list(map(attrgetter(name), tests))
+        longest = max(map(len, filter(None, texts)), default=0)
+        if longest == 0 and "" not in texts:
+            columns.append([None] * len(texts))   # e.g. no test has code: nothing to hash
+            continue
+        digests = [None if x is None else sha256(x.encode("utf-8", "surrogatepass")).hexdigest() for x in texts] \
+            if longest <= 1 << 20 else list(map(text_digest, texts))
+        columns.append(digests)
+        if longest > ELIDE_CHARS:
+            known.update((id(x), d) for x, d in zip(texts, digests) if len(x or "") > ELIDE_CHARS)
+    return list(zip(map(attrgetter("kind"), tests), *columns)), known
+
+
+def _test_ids(problem_id: str, digests: list[tuple]) -> list[str]:
+    """stable_hash(problem_id, ordinal, kind, code_digest, input_digest) of each test, its JSON written directly
+    (hex ids, an int and a kind of TEST_FORMATS need no escaping): the same ids at a fraction of the cost."""
+    sha256, head = hashlib.sha256, f'["{problem_id}",'
+    quoted = [["null" if d is None else f'"{d}"' for d in column] for column in list(zip(*digests))[1:3]]
+    return [sha256(f'{head}{o},"{k}",{c},{i}]'.encode()).hexdigest()[:16]
+            for o, (k, c, i) in enumerate(zip(map(itemgetter(0), digests), *quoted))]
 
 
 def _visibility(statement: str, t) -> str:
@@ -79,7 +99,7 @@ def _visibility(statement: str, t) -> str:
     was ~90 % of the ingest's CPU on CodeContests-layout tests of ~20 KiB, and ~half on tests of a few bytes)."""
     if len(t.input or "") + len(t.expected or "") + len(t.code or "") > 16 * len(statement) + 65536:
         return "hidden"
-    if t.kind == "stdio" and t.input is not None and (_not_in(statement, t.input) or _not_in(statement, t.expected)):
+    if t.kind == "stdio" and t.input is not None and (_not_in(statement, t.expected) or _not_in(statement, t.input)):
         return "hidden"
     return visibility(statement, t.kind, t.code, t.input, t.expected)
 
@@ -95,7 +115,12 @@ def _not_in(statement: str, text: str | None) -> bool:
     a '.' (other than 'none') is in its result as its lower case. Anything else: False (the full rule decides)."""
     if text is None or not text.isascii():
         return False
-    if any(w not in statement for w in map(str.lower, _WORD.findall(text, 0, 1024)) if w != "none"):
+    first = _WORD.search(text, 0, 1024)   # most often decides alone (a tiny test's output is one word)
+    if first is None:
+        return len(text) > len(statement) and len(text) - sum(map(text.count, _DROPPED)) > len(statement)
+    if (word := first.group().lower()) != "none" and word not in statement:
+        return True
+    if any(w not in statement for w in map(str.lower, _WORD.findall(text, first.end(), 1024)) if w != "none"):
         return True
     return len(text) > len(statement) and len(text) - sum(map(text.count, _DROPPED)) > len(statement)
 
@@ -172,6 +197,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
             schemas = {t: run.catalog[t].arrow_schema() for t in _TABLES}
             buffers: dict[str, list[dict]] = {t: [] for t in _TABLES}
+            tests = _test_columns()   # silver.tests is buffered column by column (600 k tiny tests: no dict each)
             buffered = [0]
             counts = {t: 0 for t in _TABLES}
             stats = {"skipped": {}, "first_skip": None, "duplicates": 0, "flushes": 0, "bytes_read": 0}
@@ -179,18 +205,10 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
             files.run = run
 
-            batch, pending = TestBatch(), []   # the write batch's tests, and its problems waiting for their ids
-            con = run.con.cursor()   # the batch column work: tests hashed and matched by DuckDB on every core
-
             def flush():   # rows -> Arrow here; the Parquet encoding and writing on the writer's thread
-                nonlocal batch
-                if pending:
-                    _problem_rows(pending, batch.digests(con))
                 for t in _TABLES:
-                    if t == "silver.tests" and pending:
-                        arrow = batch.table(con, [p[0] for p in pending], schemas[t], run.run_id, _visibility)
-                        batch = TestBatch()
-                        pending.clear()
+                    if t == "silver.tests" and tests["test_id"]:
+                        arrow = _columns_to_arrow(pa, tests, schemas[t], run.run_id)   # empties the columns
                     elif buffers[t]:
                         arrow = _to_arrow(pa, buffers[t], schemas[t])   # empties the buffer as it converts
                     else:
@@ -203,41 +221,6 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
             seen: set[str] = set()
             now = run.started_at
-
-            def _problem_rows(pending: list, digests: list[str]) -> None:
-                """Each waiting problem's id (None for an exact copy of an earlier one), its row and programs."""
-                for entry, tests_json in zip(pending, digests):
-                    norm, splits = entry[1:]
-                    problem_id = _problem_id(source, norm, tests_json)
-                    if problem_id in seen:   # an exact copy of an earlier record: bronze only
-                        stats["duplicates"] += 1
-                        entry[0] = None
-                        continue
-                    seen.add(problem_id)
-                    entry[0] = problem_id
-                    key = norm.split or "unsplit"
-                    splits[key] = splits.get(key, 0) + 1
-                    buffers["silver.problems"].append({
-                        "problem_id": problem_id, "source": source, "source_id": norm.source_id,
-                        "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
-                        "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
-                        "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
-                        "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
-                                               default=str),
-                        "created_at": now, "run_id": run.run_id})
-                    program_ids = set()
-                    for p in norm.programs:
-                        pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
-                        if pid in program_ids:
-                            continue
-                        program_ids.add(pid)
-                        buffers["silver.programs"].append({
-                            "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
-                            "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
-                            "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
-                            "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
-                            "created_at": now, "run_id": run.run_id, "language": p.language})
-
             for path, rel in zip(resolved.files, rel_files):
                 stats["bytes_read"] += path.stat().st_size
                 named = file_split(path)
@@ -253,17 +236,12 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                         stats["skipped"][reason] = stats["skipped"].get(reason, 0) + 1
                         stats["first_skip"] = stats["first_skip"] or f"{rel}:{line} ({reason})"
                         norm = None
-                    known = {}
+                    known, digests = {}, None
                     if norm is not None:
                         validate(norm, ctx)
                         if named == "test" or (named and norm.split is None):
                             norm.split = named
-                        chars = batch.chars
-                        known = batch.add(norm.tests, statement_text(norm.question, norm.starter_code), ELIDE_CHARS,
-                                          text_digest)
-                        buffered[0] += batch.chars - chars + len(norm.question) + sum(
-                            len(p.code) + len(p.raw_completion or "") for p in norm.programs)
-                        norm.tests = None   # the batch holds them now
+                        digests, known = _digests(norm.tests)
                     payload = json.dumps({k: (_elide(v, known) if k in spec.bulky else v) for k, v in rec.items()},
                                          ensure_ascii=False, default=str)
                     del rec, known
@@ -272,13 +250,53 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                         "file": rel, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run.run_id,
                         "source_revision": resolved.revision})
                     buffered[0] += len(payload)
-                    if norm is not None:
-                        pending.append([None, norm, splits])
+                    if norm is None:
+                        continue
+                    problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code, digests)
+                    if problem_id in seen:   # an exact copy of an earlier record: bronze only
+                        stats["duplicates"] += 1
+                        continue
+                    seen.add(problem_id)
+                    key = norm.split or "unsplit"
+                    splits[key] = splits.get(key, 0) + 1
+                    statement = statement_text(norm.question, norm.starter_code)
+                    buffers["silver.problems"].append({
+                        "problem_id": problem_id, "source": source, "source_id": norm.source_id,
+                        "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
+                        "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
+                        "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
+                        "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
+                                               default=str),
+                        "created_at": now, "run_id": run.run_id})
+                    buffered[0] += len(norm.question)
+                    n = len(norm.tests)
+                    tests["test_id"] += _test_ids(problem_id, digests)
+                    tests["problem_id"] += [problem_id] * n
+                    tests["ordinal"] += range(n)
+                    for name in _TEST_FIELDS:
+                        values = list(map(attrgetter(name), norm.tests))
+                        tests[name] += values
+                        if name in _TEXTS:
+                            buffered[0] += sum(map(len, filter(None, values)))
+                    tests["visibility"] += [_visibility(statement, t) for t in norm.tests]
+                    program_ids = set()
+                    for p in norm.programs:
+                        pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
+                        if pid in program_ids:
+                            continue
+                        program_ids.add(pid)
+                        buffers["silver.programs"].append({
+                            "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
+                            "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
+                            "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
+                            "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
+                            "created_at": now, "run_id": run.run_id, "language": p.language})
+                        buffered[0] += len(p.code) + len(p.raw_completion or "")
+                    values = None   # the last column (maybe MB-sized texts) must not outlive its place in the buffer
                     del norm
                     if buffered[0] >= flush_bytes:
                         flush()
             flush()
-            con.close()
             writer.close()   # every file written and added before the run goes on
             if counts["silver.problems"] == 0:
                 raise InputError(f"no problem with usable tests (skipped: {stats['skipped']})", file=resolved.url)
@@ -334,6 +352,37 @@ def _to_arrow(pa, rows: list, schema, slice_chars: int = 8 << 20):
             start, chars = i + 1, 0
     rows.clear()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _test_columns() -> dict[str, list]:
+    return {k: [] for k in ("test_id", "problem_id", "ordinal", *_TEST_FIELDS, "visibility")}
+
+
+def _columns_to_arrow(pa, columns: dict, schema, run_id: str, slice_chars: int = 8 << 20):
+    """silver.tests columns -> one Arrow table in ``schema``; the text columns are converted ~``slice_chars`` at a
+    time and each slice's Python strings released once converted (as :func:`_to_arrow` does for rows). Empties
+    ``columns``."""
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    n = len(columns["test_id"])
+    arrays = {"origin": pa.array(["dataset"] * n, pa.string()), "run_id": pa.array([run_id] * n, pa.string())}
+    for name in list(columns):
+        values, kind = columns[name], schema.field(name).type
+        columns[name] = []
+        if name not in _TEXTS:
+            arrays[name] = pa.array(values, kind)
+            continue
+        longest, chunks, start = max(map(len, filter(None, values)), default=0), [], 0
+        ends = list(accumulate(len(v) if v else 0 for v in values)) if longest > 1 << 16 else None
+        while start < n:   # slices of ~slice_chars: by row count when no text is long, else by running length
+            stop = min(n, start + max(1, slice_chars // max(1, longest))) if ends is None else \
+                max(start + 1, bisect_right(ends, (ends[start - 1] if start else 0) + slice_chars))
+            chunks.append(pa.array(values[start:stop], kind))
+            values[start:stop] = [None] * (stop - start)   # the slice's strings are freed now
+            start = stop
+        arrays[name] = pa.chunked_array(chunks, kind)
+    return pa.table([arrays[f.name] for f in schema], schema=schema)
 
 
 class _DataFiles:
