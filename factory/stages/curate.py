@@ -370,13 +370,6 @@ def register(sub, add_lake) -> None:
     p.set_defaults(fn=cmd_curate)
 
 
-def _parse_value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def cmd_curate(args) -> None:
     from factory.streaming.allocator import keep_freed_memory
 
@@ -390,8 +383,11 @@ def cmd_curate(args) -> None:
     for item in args.set:
         if "=" not in item:
             raise FactoryError(f"--set expects KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        overrides[key.strip()] = _parse_value(value.strip())
+        key, value = (part.strip() for part in item.split("=", 1))
+        try:   # VALUE is JSON when it parses, else text
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
     from factory.release.funnel import print_funnel, warn_unhealthy
 
     counts = curate(args.lake, overrides, allow_unhealthy=args.allow_unhealthy)

@@ -137,9 +137,8 @@ def top_potential(members: list[str], potential: dict, fraction: float, split_of
 
 def _potentials(con, model: str) -> dict:
     """problem_id -> improvement potential 4p(1-p) of ``model``'s mean pass rate (problems it sampled)."""
-    rows = con.execute("SELECT problem_id, 4 * mean_pass_rate * (1 - mean_pass_rate) FROM gold.model_pass_rates "
-                       "WHERE model = ?", [model]).fetchall()
-    return dict(rows)
+    return dict(con.execute("SELECT problem_id, 4 * mean_pass_rate * (1 - mean_pass_rate) FROM gold.model_pass_rates "
+                            "WHERE model = ?", [model]).fetchall())
 
 
 _RL_COLUMNS = ("problem_id", "source", "source_id", "question", "starter_code", "entry_point", "test_preamble",

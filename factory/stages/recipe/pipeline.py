@@ -202,11 +202,9 @@ def _sample(ctx, step):
     from factory.stages.sample import run_sample
 
     cover = sample_coverage(ctx, step)
-    p = dict(step.params)
-    p.pop("limit", None)
-    backend = p.pop("backend", "transformers")
+    p = {k: v for k, v in step.params.items() if k != "limit"}
     ids = cover["missing"]   # problems that already hold n samples of the model are not sampled again
-    rep = run_sample(ctx.lake, backend=backend, problem_ids=ids, **p)
+    rep = run_sample(ctx.lake, problem_ids=ids, **p)
     kept = cover["selected"] - len(ids)
     return {"summary": f"model {cover['model']}: {rep['programs']} new programs for {rep['problems']} problems "
                        f"({rep['new_calls']} new calls, {rep['cached_calls']} from silver.llm_calls); "
