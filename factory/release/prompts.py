@@ -24,19 +24,17 @@ def problem_prompt(row: dict) -> str:
 def ground_truth(row: dict, reward: dict | None = None) -> dict:
     """verl/prime ground truth for a problem.
 
-    All-stdio tests -> {"inputs": [stdin...], "outputs": [stdout...]}; all-call tests -> the same plus
-    "fn_name" (inputs = positional-arg lists, outputs = expected values in the sandbox's JSON value format).
-    Anything else (assert/check/pytest/unittest or mixed) -> our own test list under "tests" (+ "assert_case"
-    for the assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores.
-    A problem with its own judging rule adds "comparison"/"atol"/"rtol" (a stated tolerance), "checker" (a checker
-    program) and "cpu_s" (its calibrated CPU limit); `factory.reward` and `factory serve` honour them. A problem
-    in another language than Python adds "language" (cpp, java, javascript, rust: the reward extracts and judges
-    the completion's program in it), a harness problem (MultiPL-E) also "prompt" (its starter code: the
-    signature a whole answer is cut after and the include lines it gets, as MultiPL-E builds the program).
-    The tests are the problem's hidden tests (gold.rl_problems.tests); the tests whose input and output the prompt
-    shows go under "public_tests" (factory test rows, as in "tests"), which no reward reads as reward tests.
-    ``reward`` (the release's spec, `factory export`) goes under "reward": {"kind": "binary"|"soft", "tests":
-    "hidden"|"all"}; binary scores 1.0 only when every test passes, soft the fraction passed.
+    All-stdio tests -> {"inputs": [stdin...], "outputs": [stdout...]}; all-call tests -> the same plus "fn_name"
+    (inputs = positional-arg lists, outputs = expected values in the sandbox's JSON value format). Anything else
+    (assert/check/pytest/unittest or mixed) -> our own test list under "tests" (+ "assert_case" for the
+    assert-convertible ones, the sandbox_fusion key), which the factory's sandbox reward scores. The tests are the
+    problem's hidden tests (gold.rl_problems.tests). Judging keys, honoured by `factory.reward` / `factory serve`:
+    "comparison"/"atol"/"rtol" (a stated tolerance), "checker" (a checker program), "cpu_s" (its calibrated CPU
+    limit), "language" (cpp, java, javascript, rust: the completion's program is judged in it), "prompt" (a
+    MultiPL-E harness problem's starter code: the signature a whole answer is cut after, and its include lines),
+    "public_tests" (the tests the prompt shows, as factory test rows: never reward tests) and "reward" (``reward``,
+    the release's spec: {"kind": "binary"|"soft", "tests": "hidden"|"all"}; binary scores 1.0 only when every test
+    passes, soft the fraction passed).
     """
     tests = json.loads(row["tests"])
     kinds = {t["kind"] for t in tests}
