@@ -88,9 +88,8 @@ def _codes(values: list, prefix: str) -> np.ndarray:
 def _families(table: pa.Table, ids: str, side: str) -> list:
     """Task family per row: the ``family`` column where given (a lineage id), else the row itself."""
     own = [f"{side}:{i}" for i in table[ids].to_pylist()]
-    if "family" not in table.column_names:
-        return own
-    return [f"f:{f}" if f else o for f, o in zip(table["family"].to_pylist(), own)]
+    return ([f"f:{f}" if f else o for f, o in zip(table["family"].to_pylist(), own)]
+            if "family" in table.column_names else own)
 
 
 def template_sql(prob: str, bench: str, params: DecontamParams) -> str:

@@ -41,9 +41,8 @@ def candidate_pairs(bands: pa.Table, con: duckdb.DuckDBPyConnection | None = Non
     oversized buckets it counts only those buckets). Integer and string ids take the NumPy path
     (:func:`_candidate_pairs_numpy`), others the DuckDB query; both give the same table.
     """
-    if _numpy_ok(bands):
-        return _candidate_pairs_numpy(bands, int(max_bucket))
-    return _candidate_pairs_sql(bands, con, max_bucket)
+    return (_candidate_pairs_numpy(bands, int(max_bucket)) if _numpy_ok(bands)
+            else _candidate_pairs_sql(bands, con, max_bucket))
 
 
 def _numpy_ok(bands: pa.Table) -> bool:

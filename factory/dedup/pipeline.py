@@ -47,9 +47,7 @@ def compute_bands(doc_ids: pa.Array, texts: list, params: MinHashParams, batch: 
     for i in rng:
         sig = signatures(texts[i : i + batch], params, hasher)
         parts.append(band_table(doc_ids.slice(i, batch), sig, params))
-    if not parts:
-        return band_table(doc_ids, np.zeros((0, params.num_perm), np.uint32), params)
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts) if parts else band_table(doc_ids, np.zeros((0, params.num_perm), np.uint32), params)
 
 
 def _pairs(t: pa.Table, kind: str, id_type: pa.DataType) -> pa.Table:

@@ -32,9 +32,7 @@ def entry_point_parts(entry_point: str | None) -> tuple[str | None, str | None]:
     ``(None, None)`` for nothing usable."""
     text = (entry_point or "").strip()
     m = re.fullmatch(r"(?:([A-Za-z_]\w*)\s*(?:\(\s*\))?\s*\.\s*)?([A-Za-z_]\w*)\s*(?:\(.*\))?", text, re.S)
-    if not m:
-        return None, None
-    return m.group(1), m.group(2)
+    return (m.group(1), m.group(2)) if m else (None, None)
 
 
 def _has_method(node: ast.stmt, name: str) -> bool:

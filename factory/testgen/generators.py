@@ -194,9 +194,7 @@ def generated_input(kind: str, actual: str | None, max_chars: int) -> tuple[str 
         if not isinstance(value, (list, tuple)):
             return None, f"wrong_type:{type(value).__name__}"
         out = serialize_value(list(value))
-    if len(out) > max_chars:
-        return None, "too_long"
-    return out, "ok"
+    return (None, "too_long") if len(out) > max_chars else (out, "ok")
 
 
 def output_key(kind: str, comparison: str, text: str) -> str:

@@ -65,9 +65,7 @@ def _floats(v: Any) -> bool:
         return True
     if isinstance(v, (list, tuple, set, frozenset)):
         return any(_floats(x) for x in v)
-    if isinstance(v, dict):
-        return any(_floats(x) for x in v.values()) or any(_floats(k) for k in v)
-    return False
+    return isinstance(v, dict) and (any(_floats(x) for x in v.values()) or any(_floats(k) for k in v))
 
 
 def literal(v: Any) -> str | None:
