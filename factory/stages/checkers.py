@@ -38,24 +38,23 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     if problem_ids is not None:
         where += " AND list_contains(?, pb.problem_id)"
         params.append(list(problem_ids))
-    con = connect(lake, read_only=True)
-    judging = load_judging(con, time_limits=False)
-    problems = con.execute(f"""
-        SELECT pb.problem_id, pb.entry_point, pb.test_preamble,
-               (SELECT p.program_id FROM silver.programs p WHERE p.problem_id = pb.problem_id
-                AND p.origin = 'reference' ORDER BY p.program_id LIMIT 1) AS program_id
-        FROM silver.problems pb WHERE {where} ORDER BY pb.problem_id""", params).to_arrow_table().to_pylist()
-    programs = {r[0]: r[1] for r in con.execute(
-        "SELECT program_id, code FROM silver.programs WHERE list_contains(?, program_id)",
-        [[p["program_id"] for p in problems if p["program_id"]]]).fetchall()}
-    tests = defaultdict(list)
-    for t in con.execute(f"""
-            SELECT t.problem_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
-            FROM silver.tests t JOIN silver.problems pb USING (problem_id)
-            WHERE {where} AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
-            ORDER BY t.problem_id, t.ordinal""", params).to_arrow_table().to_pylist():
-        tests[t["problem_id"]].append(t)
-    con.close()
+    with connect(lake, read_only=True) as con:
+        judging = load_judging(con, time_limits=False)
+        problems = con.execute(f"""
+            SELECT pb.problem_id, pb.entry_point, pb.test_preamble,
+                   (SELECT p.program_id FROM silver.programs p WHERE p.problem_id = pb.problem_id
+                    AND p.origin = 'reference' ORDER BY p.program_id LIMIT 1) AS program_id
+            FROM silver.problems pb WHERE {where} ORDER BY pb.problem_id""", params).to_arrow_table().to_pylist()
+        programs = {r[0]: r[1] for r in con.execute(
+            "SELECT program_id, code FROM silver.programs WHERE list_contains(?, program_id)",
+            [[p["program_id"] for p in problems if p["program_id"]]]).fetchall()}
+        tests = defaultdict(list)
+        for t in con.execute(f"""
+                SELECT t.problem_id, t.test_id, t.kind, t.code, t.input, t.expected, t.comparison, t.atol
+                FROM silver.tests t JOIN silver.problems pb USING (problem_id)
+                WHERE {where} AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
+                ORDER BY t.problem_id, t.ordinal""", params).to_arrow_table().to_pylist():
+            tests[t["problem_id"]].append(t)
     jobs = []
     for p in problems:
         if p["program_id"] and tests[p["problem_id"]]:

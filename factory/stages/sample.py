@@ -19,7 +19,6 @@ def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str
     from factory.lake import connect
     from factory.lake.query import shard_predicate
 
-    con = connect(lake, read_only=True)
     clauses, params = [shard_predicate(shard, "p.problem_id")], []
     if source:
         clauses.append("p.source = ?")
@@ -27,13 +26,13 @@ def _problems(lake, source: str | None, limit: int | None, problem_ids: list[str
     if problem_ids:
         clauses.append("list_contains(?, p.problem_id)")
         params.append(problem_ids)
-    rows = con.execute(f"""
-        SELECT p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_format,
-               list(t.code ORDER BY t.ordinal) FILTER (WHERE t.kind = 'assert') AS asserts
-        FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
-        WHERE {' AND '.join(clauses)} GROUP BY ALL ORDER BY p.source, p.source_id
-        {f'LIMIT {int(limit)}' if limit else ''}""", params).to_arrow_table().to_pylist()
-    con.close()
+    with connect(lake, read_only=True) as con:
+        rows = con.execute(f"""
+            SELECT p.problem_id, p.source, p.source_id, p.question, p.starter_code, p.entry_point, p.test_format,
+                   list(t.code ORDER BY t.ordinal) FILTER (WHERE t.kind = 'assert') AS asserts
+            FROM silver.problems p LEFT JOIN silver.tests t USING (problem_id)
+            WHERE {' AND '.join(clauses)} GROUP BY ALL ORDER BY p.source, p.source_id
+            {f'LIMIT {int(limit)}' if limit else ''}""", params).to_arrow_table().to_pylist()
     if not rows:
         raise FactoryError(f"no problems to sample (source={source!r})")
     return rows

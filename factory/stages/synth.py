@@ -17,14 +17,14 @@ from factory.generation.cli_args import add_backend_arguments, backend_kwargs
 def _seeds(lake, source: str | None, limit: int | None) -> list[dict]:
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
     where, params = ("AND pb.source = ?", [source]) if source else ("", [])
-    rows = con.execute(f"""
-        SELECT p.program_id, p.problem_id, p.code, pb.question FROM silver.programs p
-        JOIN silver.problems pb USING (problem_id)
-        WHERE p.origin = 'reference' AND pb.source <> 'synth' {where}
-        ORDER BY pb.source, pb.source_id {f'LIMIT {int(limit)}' if limit else ''}""", params).to_arrow_table().to_pylist()
-    con.close()
+    with connect(lake, read_only=True) as con:
+        rows = con.execute(f"""
+            SELECT p.program_id, p.problem_id, p.code, pb.question FROM silver.programs p
+            JOIN silver.problems pb USING (problem_id)
+            WHERE p.origin = 'reference' AND pb.source <> 'synth' {where}
+            ORDER BY pb.source, pb.source_id {f'LIMIT {int(limit)}' if limit else ''}""",
+            params).to_arrow_table().to_pylist()
     if not rows:
         raise FactoryError(f"no seed programs (reference programs of source {source!r})")
     return rows
