@@ -34,10 +34,13 @@ MAX_REPLY_BYTES = 4 << 20       # an interpreter reply frame larger than this en
 
 
 # --------------------------------------------------------------------------- framing
-def send(fd: int, obj) -> None:
+def frame(obj) -> bytes:
     data = json.dumps(obj).encode()
-    write_all(fd, HDR.pack(len(data)) + data)
+    return HDR.pack(len(data)) + data
 
+
+def send(fd: int, obj) -> None:
+    write_all(fd, frame(obj))
 
 
 def recv(fd: int, timeout: float | None = None):
@@ -66,13 +69,13 @@ def show(*args, **kwargs):
 """
 
 
-def _display_budget_left() -> int:
-    return MAX_DISPLAY_CHARS - sum(len(v) for d in _DISPLAYS for v in d.values() if isinstance(v, str))
+def _chars(bundle: dict) -> int:
+    return sum(len(v) for v in bundle.values() if isinstance(v, str))
 
 
 def _add_display(bundle: dict) -> None:
-    size = sum(len(v) for v in bundle.values() if isinstance(v, str))
-    if size <= _display_budget_left():
+    size = _chars(bundle)
+    if size <= MAX_DISPLAY_CHARS - sum(map(_chars, _DISPLAYS)):
         _DISPLAYS.append(bundle)
     else:
         _DISPLAYS.append({"text/plain": f"[display data of {size} characters over the cell's cap of "
@@ -243,16 +246,13 @@ class Host:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
         self._isolate_child()
-        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stdout, sys.stderr = (open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+                                  for fd in (1, 2))
         sys.stdin = open(0, "r", closefd=False)
         interpreter_main(3, 4, self.cfg["result_chars"])
 
     def start_interpreter(self) -> None:
-        cmd_r, cmd_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        (cmd_r, cmd_w), (rep_r, rep_w), (out_r, out_w), (err_r, err_w) = (os.pipe() for _ in range(4))
         pid = os.fork()
         if pid == 0:
             run_child(lambda: self._interpreter_child(out_w, err_w, cmd_r, rep_w))
@@ -301,19 +301,12 @@ class Host:
         """Reap zombies (we are pid 1); returns the wait status of ``block_for`` if given."""
         status = None
         if block_for:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 _, status, ru = os.wait4(block_for, 0)
                 self.reaped_cpu += ru.ru_utime + ru.ru_stime
-            except ChildProcessError:
-                pass
-        while True:
-            try:
-                pid, st, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            self.reaped_cpu += ru.ru_utime + ru.ru_stime
+        with contextlib.suppress(ChildProcessError):
+            while (got := os.wait4(-1, os.WNOHANG))[0]:
+                self.reaped_cpu += got[2].ru_utime + got[2].ru_stime
         return status
 
     def cpu_s(self) -> float:
@@ -344,8 +337,7 @@ class Host:
         out = {"out": bytearray(), "err": bytearray()}
         total = {"out": 0, "err": 0}
         reply = bytearray()
-        data = json.dumps({"code": code}).encode()
-        pending = memoryview(HDR.pack(len(data)) + data)
+        pending = memoryview(frame({"code": code}))
         os.set_blocking(self.pipes["cmd"], False)
         oom0 = self.slot.oom_kills() if self.slot else 0
         c0, t0 = self.cpu_s(), time.monotonic()
@@ -418,12 +410,9 @@ class Host:
                 error = f"MemoryError: the session went over its memory limit of {self.cfg['memory_mb']} MB; {lost}"
             else:
                 error = f"InterpreterDied: the interpreter process died during the cell (os._exit, a crash); {lost}"
-        text = {}
-        for key in ("out", "err"):
-            s = bytes(out[key]).decode("utf-8", "replace")
-            if total[key] > cap:
-                s += f"\n[output truncated: {total[key]} bytes written, {cap} kept]\n"
-            text[key] = s
+        text = {key: bytes(out[key]).decode("utf-8", "replace")
+                + (f"\n[output truncated: {total[key]} bytes written, {cap} kept]\n" if total[key] > cap else "")
+                for key in ("out", "err")}
         return {"stdout": text["out"], "stderr": text["err"], "result": result, "error": error, "status": status,
                 "cpu_s": round(cpu, 6), "wall_s": round(wall, 6), "restarted": restarted, "display": display}
 
@@ -537,6 +526,5 @@ def forkserver_main(sock_fd: int) -> None:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        data = json.dumps({"pid": pid}).encode()
-        sock.sendall(HDR.pack(len(data)) + data)
+        sock.sendall(frame({"pid": pid}))
 
