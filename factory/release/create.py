@@ -246,19 +246,14 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
     try:
         with connect(lake_dir, snapshot=snap) as con:
             written = write_views(con, views, tmp, shard_rows, catalog, row_filters)
-            licenses = _source_licenses(con)
-            revisions = _source_revisions(con)
-            runs = _stage_runs(con)
-            curation = _curation(con)
-            reward = release_reward(con, recipe, views)
-            decontamination = decontamination_figures(con)
-        manifest = {
-            "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
-            "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
-            "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
-            "source_licenses": licenses, "source_revisions": revisions, "stage_runs": runs, "curation": curation,
-            "reward": reward, "decontamination": decontamination,
-        }
+            manifest = {
+                "format": FORMAT, "name": name, "created_at": utcnow().isoformat(timespec="seconds"),
+                "snapshot_id": snap, "lake": str(lake_dir), "views": written, "config": config,
+                "config_hash": config_hash(config), "git_sha": git_sha(), "packages": package_versions(),
+                "source_licenses": _source_licenses(con), "source_revisions": _source_revisions(con),
+                "stage_runs": _stage_runs(con), "curation": _curation(con),
+                "reward": release_reward(con, recipe, views), "decontamination": decontamination_figures(con),
+            }
         if recipe is not None:
             manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))
@@ -267,9 +262,8 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
         (tmp / MANIFEST).write_bytes(data)
         freeze(tmp)
         row = {"name": name, "snapshot_id": snap, "views": json.dumps(views), "path": str(final),
-               "manifest_sha256": hashlib.sha256(data).hexdigest(), "row_counts": json.dumps({v: w["rows"] for v, w in
-                                                                                written.items()}),
-               "created_at": utcnow()}
+               "manifest_sha256": hashlib.sha256(data).hexdigest(),
+               "row_counts": json.dumps({v: w["rows"] for v, w in written.items()}), "created_at": utcnow()}
         with stage_run("release", {**config, "name": name, "snapshot_id": snap}, lake=lake_dir,
                        catalog=catalog) as run:
             run.write("ops.releases", [row])
