@@ -137,8 +137,7 @@ def write_csv(path: Path, fields: tuple[str, ...], rows: list[dict]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(fields), lineterminator="\n")
         w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in fields})
+        w.writerows({k: r.get(k, "") for k in fields} for r in rows)
 
 
 # -- scoring -------------------------------------------------------------------------------------------------

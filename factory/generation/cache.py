@@ -5,6 +5,7 @@ Cache protocol: ``get(request_hash) -> GenerationResult | None`` and
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -52,11 +53,9 @@ class JsonlCache(MemoryCache):
         if self.path.exists():
             with self.path.open(encoding="utf-8") as f:
                 for line in f:
-                    try:
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
                         rec = json.loads(line)
                         self._data[rec["hash"]] = rec["result"]
-                    except (ValueError, KeyError, TypeError):
-                        continue
 
     def put(self, request_hash: str, request: ChatRequest, result: GenerationResult) -> None:
         if result.error is not None:

@@ -89,8 +89,7 @@ def headline_html(head: dict) -> str:
     training, contamination removed; then the releases."""
     rows = head["sources"]
     out = ["<table id='headline'><tr>" + "".join(f"<th>{html.escape(t)}</th>" for t, _ in HEADLINE) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{_cell(r, k)}</td>" for _, k in HEADLINE) + "</tr>")
+    out += ["<tr>" + "".join(f"<td>{_cell(r, k)}</td>" for _, k in HEADLINE) + "</tr>" for r in rows]
     if len(rows) > 1:
         executed = sum(1 for r in rows if r["references"])
         total = {"source": f"total ({len(rows)} sources; pass rates over the {executed} executed)",
