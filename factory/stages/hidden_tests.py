@@ -31,6 +31,8 @@ import json
 
 SUBSET = "hidden"
 ORIGIN_ANY_ORDER = "any_order"      # silver.checkers origin of the order-insensitive comparison this stage attaches
+REJECTIONS = ("outside_examples_contract", "outside_constraints", "reference_failed", "reference_returned_none",
+              "ambiguous_answer", "answer_out_of_range", "visible_rejected", "cross_check_failed", "not_writable")
 
 
 def register(sub, add_lake) -> None:
@@ -515,20 +517,19 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
                                         preamble=t.preamble))
                 merged = merge_verdicts(list(pool.run(jobs))) if jobs else {}
             now = utcnow()
-            source_of = {t.problem_id: t.source for t in targets}
-            ref_of = {t.problem_id: t.ref_id for t in targets}
+            target = {t.problem_id: t for t in targets}
             for test_id, row in new.items():
-                got = merged.get((ref_of[row["problem_id"]], test_id))
+                t = target[row["problem_id"]]
+                got = merged.get((t.ref_id, test_id))
                 if got is None or got[0].status != "pass":
-                    stats[source_of[row["problem_id"]]]["cross_check_failed"] += 1
+                    stats[t.source]["cross_check_failed"] += 1
                     continue
                 test_rows.append(row)
-                exec_rows.append(verdict_row(ref_of[row["problem_id"]], test_id, got[0], got[1],
-                                             key[row["problem_id"]], now))
-                stats[source_of[row["problem_id"]]]["tests_added"] += 1
+                exec_rows.append(verdict_row(t.ref_id, test_id, got[0], got[1], key[t.problem_id], now))
+                stats[t.source]["tests_added"] += 1
             with_tests = {r["problem_id"] for r in test_rows}
             for pid in with_tests:
-                stats[source_of[pid]]["problems_with_tests"] += 1
+                stats[target[pid].source]["problems_with_tests"] += 1
             run.write("silver.tests", test_rows)
             if exec_rows:
                 run.write("silver.executions", executions_table(exec_rows))
@@ -536,12 +537,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
             if rows:
                 run.delete("silver.checkers", "list_contains(?, problem_id)", [[r["problem_id"] for r in rows]])
                 run.write("silver.checkers", rows)
-        rejected = defaultdict(int)
-        for st in stats.values():
-            for k in ("outside_examples_contract", "outside_constraints", "reference_failed",
-                      "reference_returned_none", "ambiguous_answer", "answer_out_of_range", "visible_rejected", "cross_check_failed",
-                      "not_writable"):
-                rejected[k] += st.get(k, 0)
+        rejected = {k: sum(st.get(k, 0) for st in stats.values()) for k in REJECTIONS} if stats else {}
         report = {"problems": len(targets) + no_seed + sum(skipped.values()), "no_seed": no_seed,
                   "skipped": sum(skipped.values()), "skipped_by_reason": dict(skipped),
                   "tests_added": len(test_rows), "problems_with_tests": len({r["problem_id"] for r in test_rows}),
