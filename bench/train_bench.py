@@ -49,11 +49,7 @@ def _arch(arch_dir: str, head: str):
 
 def _load_rm(name: str, device: str, arch_dir: str | None = None):
     t = time.perf_counter()
-    if arch_dir:
-        model, tok = _arch(arch_dir, "rm")
-        model, tok = load_reward_model(model, tokenizer=tok, device=device)
-    else:
-        model, tok = load_reward_model(name, device=device)
+    model, tok = load_reward_model(*(_arch(arch_dir, "rm") if arch_dir else (name, None)), device=device)
     return model, tok, time.perf_counter() - t
 
 
@@ -169,12 +165,9 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--rm-model", default="tiny", help="tiny | smollm2 | HF dir | .gguf")
     ap.add_argument("--rl-model", default="tiny", choices=["tiny", "smollm2"])
-    ap.add_argument("--rm-steps", type=int, default=6)
-    ap.add_argument("--rm-batch", type=int, default=4)
-    ap.add_argument("--rm-max-length", type=int, default=256)
-    ap.add_argument("--rl-steps", type=int, default=3)
-    ap.add_argument("--rl-n", type=int, default=4)
-    ap.add_argument("--rl-max-new-tokens", type=int, default=32)
+    for flag, default in (("--rm-steps", 6), ("--rm-batch", 4), ("--rm-max-length", 256), ("--rl-steps", 3),
+                          ("--rl-n", 4), ("--rl-max-new-tokens", 32)):
+        ap.add_argument(flag, type=int, default=default)
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (use 1 on a shared/oversubscribed box for stable timings)")
     ap.add_argument("--no-trl", action="store_true")
