@@ -126,12 +126,8 @@ def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, l
     for r in results:
         by_id.setdefault(r["id"], []).append(r)
     flips, verdicts, examples, timing = 0, 0, [], 0
-    seen: dict[str, int] = {}
-    for ro in rollouts:
-        k = seen.get(ro["program_id"], 0)
-        seen[ro["program_id"]] = k + 1
-        res = by_id[ro["program_id"]][k]
-        for row in res["rows"]:
+    for ro in rollouts:   # a program's k-th rollout takes its k-th result
+        for row in by_id[ro["program_id"]].pop(0)["rows"]:
             verdicts += 1
             before = ro["offline"].get(row["test_id"])
             if row["status"] != before:
@@ -270,11 +266,8 @@ def main() -> None:
     if not a.lake:
         build_lake(lake, a.time_limits)
     programs = load_programs(lake)
-    offline_mix: dict[str, int] = {}
-    for p in programs:
-        worst = "pass" if all(s == "pass" for s in p["offline"].values()) else sorted(
-            {s for s in p["offline"].values() if s != "pass"})[0]
-        offline_mix[worst] = offline_mix.get(worst, 0) + 1
+    offline_mix = dict(Counter(min((s for s in p["offline"].values() if s != "pass"), default="pass")
+                               for p in programs))
     out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
            "workers": a.workers, "cpu_count": os.cpu_count(), "batch": a.batch, "concurrency": a.concurrency,
            "time_limits": a.time_limits,
