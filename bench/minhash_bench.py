@@ -132,14 +132,14 @@ def main() -> None:
     k = args.datasketch_docs
     sub = [h32[offsets[i]:offsets[i + 1]] for i in range(k)]
 
-    def ds_hashes():
+    def ds_update(docs, hashfunc):   # datasketch signatures, one update_batch per document
         out = []
-        for hs in sub:
-            m = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=int)
-            m.update_batch(hs.tolist())
+        for d in docs:
+            m = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=hashfunc)
+            m.update_batch(d)
             out.append(m.hashvalues)
         return out
-    ds, w, c = timed(ds_hashes, repeat=1)
+    ds, w, c = timed(lambda: ds_update((hs.tolist() for hs in sub), int), repeat=1)
     row(f"datasketch {version('datasketch')}", "hashes", k, int(offsets[k]), w, c, "reference")
     identical_hashes = sum(bool(np.array_equal(ds[i].astype(np.uint32), ours[i])) for i in range(k))
     rensa_rows = np.asarray(rensa_sig.to_rows()[:k], dtype=np.uint64)
@@ -160,29 +160,15 @@ def main() -> None:
     rm, w, c = timed(rensa_text, repeat=2)
     row(f"rensa {version('rensa')}", "text", args.docs, n_sh, w, c, "same tokeniser/shingles, RMinHash.update")
     grams = [[s.encode() for s in shingle_strings(tokenize(t), params.ngram)] for t in texts[:k]]
-
-    def ds_text():
-        return MinHash.bulk(grams, num_perm=params.num_perm, seed=params.seed)
-    _, w, c = timed(ds_text, repeat=1)
+    _, w, c = timed(lambda: MinHash.bulk(grams, num_perm=params.num_perm, seed=params.seed), repeat=1)
     row(f"datasketch {version('datasketch')}", "text", k, int(offsets[k]), w, c, "MinHash.bulk, sha1_hash32")
-
-    def ds_same():
-        out = []
-        for g in grams:
-            m = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=shingle_hash32)
-            m.update_batch(g)
-            out.append(m.hashvalues)
-        return out
-    ds_same_sigs = ds_same()
+    ds_same_sigs = ds_update(grams, shingle_hash32)
     identical_text = sum(bool(np.array_equal(ds_same_sigs[i].astype(np.uint32), sig[i])) for i in range(k))
 
     # -- estimates on near-duplicate pairs ------------------------------------------------------------------
     sets = [set(shingle_strings(tokenize(t), params.ngram)) for t in texts]
-    pairs = []
     rng = np.random.default_rng(1)
-    for i in rng.permutation(len(texts))[:3000]:
-        j = int(rng.integers(len(texts)))
-        pairs.append((int(i), j))
+    pairs = [(int(i), int(rng.integers(len(texts)))) for i in rng.permutation(len(texts))[:3000]]
     # planted duplicates: nearest by exact Jaccard among a few candidates is too slow; use LSH-free pairs of
     # documents sharing their first shingle-hash band instead
     band = {}
