@@ -277,10 +277,10 @@ def _tree(v, depth=0, stack=None, fallback=None):
             items = sorted((_tree(x, depth + 1, stack, fallback) for x in it), key=_dumps)
             return {("$s" if isinstance(v, set) else "$fs"): items}
         if isinstance(v, dict):
-            pairs = [(k, x) for k, x in dict.items(v)]
+            pairs = list(dict.items(v))
             if all(type(k) is str and not k.startswith("$") for k, _ in pairs):
                 return {k: _tree(x, depth + 1, stack, fallback) for k, x in pairs}
-            return {"$d": [[_tree(k, depth + 1, stack, fallback), _tree(x, depth + 1, stack, fallback)] for k, x in pairs]}
+            return {"$d": _pairs(pairs, depth, stack, fallback)}
         if t is MatchValue:  # a match that crossed the RPC stays a match (truthy, compared by span + text)
             return {"$m": [v.span[0], v.span[1], _tree(v.text, depth + 1, stack)]}
         if t is Opaque:
@@ -461,6 +461,20 @@ def _library_value(k: str, x, hook, numpy: bool):
 
 _LIBRARY_TAGS = frozenset({"$nda", "$npv", "$dec", "$fr", "$dtm", "$date", "$time", "$td", "$rg", "$od", "$ctr",
                            "$dd", "$dq"})
+_TAGS = {   # the builtin tags: (payload, hook, numpy) -> value
+    "$f": lambda x, h, n: _FLOATS[x],
+    "$ih": lambda x, h, n: int(x, 16),
+    "$t": lambda x, h, n: tuple(_untree(e, h, n) for e in x),
+    "$s": lambda x, h, n: {_hashable(_untree(e, h, n)) for e in x},
+    "$fs": lambda x, h, n: frozenset(_hashable(_untree(e, h, n)) for e in x),
+    "$b": lambda x, h, n: base64.b64decode(x),
+    "$ba": lambda x, h, n: bytearray(base64.b64decode(x)),
+    "$c": lambda x, h, n: complex(_untree(x[0], h, n), _untree(x[1], h, n)),
+    "$d": lambda x, h, n: {_hashable(_untree(a, h, n)): _untree(b, h, n) for a, b in x},
+    "$nd": lambda x, h, n: _untree(x, h, n),
+    "$m": lambda x, h, n: MatchValue(x[:2], _untree(x[2], h, n)),
+    "$o": lambda x, h, n: Opaque(str(x)),
+}
 
 
 def _untree(t, hook=None, numpy: bool = True):
@@ -475,29 +489,8 @@ def _untree(t, hook=None, numpy: bool = True):
     if len(t) == 1:
         (k, x), = t.items()
         if k.startswith("$"):
-            if k == "$f":
-                return _FLOATS[x]
-            if k == "$ih":
-                return int(x, 16)
-            if k == "$t":
-                return tuple(_untree(e, hook, numpy) for e in x)
-            if k == "$s":
-                return {_hashable(_untree(e, hook, numpy)) for e in x}
-            if k == "$fs":
-                return frozenset(_hashable(_untree(e, hook, numpy)) for e in x)
-            if k in ("$b", "$ba"):
-                raw = base64.b64decode(x)
-                return raw if k == "$b" else bytearray(raw)
-            if k == "$c":
-                return complex(_untree(x[0], hook, numpy), _untree(x[1], hook, numpy))
-            if k == "$d":
-                return {_hashable(_untree(a, hook, numpy)): _untree(b, hook, numpy) for a, b in x}
-            if k == "$nd":
-                return _untree(x, hook, numpy)
-            if k == "$m":
-                return MatchValue(x[:2], _untree(x[2], hook, numpy))
-            if k == "$o":
-                return Opaque(str(x))
+            if k in _TAGS:
+                return _TAGS[k](x, hook, numpy)
             if k in _LIBRARY_TAGS:
                 try:
                     return _library_value(k, x, hook, numpy)
