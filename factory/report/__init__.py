@@ -1,11 +1,10 @@
 """`factory report`: one HTML page with PNG plots (matplotlib, Agg) of what the lake holds.
 
-The page opens with the headline table (per source: problems, tests, reference and sample pass rates, problems
-in RL training, contamination removed; then the releases), then the figures.
-Figures: problems/tests per source, pass-rate histograms per source and model, test validity (tests every
-reference passes), difficulty vs potential (when gold.difficulty has rows), the stage funnel from
-ops.runs, the recipe comparison (gold.recipe_*), and the latest RM / GRPO curves and best-of-N table from ops.train_metrics. A figure whose data is
-absent is replaced by a note saying what to run.
+The page opens with the headline table (per source: problems, tests, reference and sample pass rates, problems in RL
+training, contamination removed; then the releases), then the figures: problems/tests per source, pass-rate
+histograms per source and model, test validity (tests every reference passes), difficulty vs potential (when
+gold.difficulty has rows), the stage funnel (ops.runs), the recipe comparison (gold.recipe_*), the latest RM / GRPO
+curves and best-of-N table (ops.train_metrics). A figure without data is replaced by a note saying what to run.
 """
 from __future__ import annotations
 
