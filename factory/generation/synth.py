@@ -234,23 +234,19 @@ def _extract(text: str):
         yield ("json_repaired" if repaired else "json"), (q if isinstance(q, str) else ""), tests, cut_off
     m = _JSONISH_Q.search(text)
     if m:
-        tests, cut = split_asserts(text[m.end():])
-        yield "jsonish", m.group(1).replace("\\n", "\n").replace('\\"', '"'), tests, cut
+        yield "jsonish", m.group(1).replace("\\n", "\n").replace('\\"', '"'), *split_asserts(text[m.end():])
     qh, th = _Q_HDR.search(text), _T_HDR.search(text)
     if qh and th and th.start() > qh.end():
-        q_text = text[qh.end():th.start()]
         rest = text[th.end():]
         code = "\n".join(b for _, b in _FENCE.findall(rest)) or rest
-        tests, cut = split_asserts(code)
-        yield "sections", q_text, tests, cut
+        yield "sections", text[qh.end():th.start()], *split_asserts(code)
     fences = _FENCE.findall(text)
     if fences:
         found = [split_asserts(block) for _, block in fences]
         tests, cut = [t for ts, _ in found for t in ts], any(c for _, c in found)
         prose = _FENCE.sub("\n", text)
         yield "fenced", _question_from_prose(prose), tests, cut or text.count("```") % 2 == 1
-    tests, cut = split_asserts("\n".join(ln for ln in text.splitlines()))
-    yield "loose", _question_from_prose(text), tests, cut
+    yield "loose", _question_from_prose(text), *split_asserts("\n".join(text.splitlines()))
 
 
 def _question_from_prose(text: str) -> str:
