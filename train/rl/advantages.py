@@ -25,10 +25,7 @@ def group_normalize(scores: torch.Tensor, index: Sequence, epsilon: float = 1e-6
     out = torch.empty_like(scores)
     for rows in _groups(index).values():
         s = scores[rows]
-        if len(rows) == 1:
-            mean, std = torch.zeros(()), torch.ones(())
-        else:
-            mean, std = s.mean(), s.std()
+        mean, std = (torch.zeros(()), torch.ones(())) if len(rows) == 1 else (s.mean(), s.std())
         out[rows] = (s - mean) / (std + epsilon) if norm_by_std else s - mean
     return out
 

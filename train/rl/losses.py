@@ -140,10 +140,8 @@ def cispo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode=
     """
     cfg = as_config(config)
     ratio, neg_kl = _ratio(old_log_prob, log_prob)
-    if cfg.cispo_cap is not None:
-        clipped = torch.clamp(ratio, max=cfg.cispo_cap)
-    else:
-        clipped = torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high)
+    clipped = (torch.clamp(ratio, max=cfg.cispo_cap) if cfg.cispo_cap is not None
+               else torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high))
     pg = -clipped.detach() * advantages * log_prob
     metrics = {"pg_clipfrac": masked_mean((clipped != ratio).float(), response_mask),
                "ppo_kl": masked_mean(-neg_kl, response_mask).detach()}

@@ -261,14 +261,12 @@ def _run_batch(policy, trajs: list[Trajectory], session_factory, max_calls: int,
             jobs, still = [], []
             for i, (ids, text, finish) in zip(active, outs):
                 t = trajs[i]
-                blocks = code_blocks(text)
-                wants_code = finish == "step" and blocks and extract_final_answer(text) is None
-                t.turns.append(Turn("assistant", text, ids, finish="code" if wants_code else
-                                    "answer" if extract_final_answer(text) is not None else
-                                    "length" if finish == "length" else "stop"))
+                blocks, answered = code_blocks(text), extract_final_answer(text) is not None
+                wants_code = finish == "step" and blocks and not answered
+                t.turns.append(Turn("assistant", text, ids, finish="code" if wants_code else "answer" if answered
+                                    else "length" if finish == "length" else "stop"))
                 if not wants_code:
-                    t.end = ("answer" if extract_final_answer(text) is not None else
-                             "length" if finish == "length" else "no_code")
+                    t.end = "answer" if answered else "length" if finish == "length" else "no_code"
                 elif t.calls >= max_calls:
                     t.end = "max_calls"
                 elif len(t.response_ids) >= max_response_tokens:

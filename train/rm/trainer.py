@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from functools import reduce
 from pathlib import Path
 
 import torch
@@ -105,14 +106,9 @@ def evaluate_pairs(model, tokenized: list[dict], tokenizer, batch_size: int = 8,
 def freeze_below(model, top_layers: int) -> int:
     """Train only the top `top_layers` transformer blocks, the final norm and the score head (a small-budget RM
     on CPU: no gradients, optimizer state or saved activations for the frozen blocks). Returns trainable params."""
-    blocks = None
-    for name in ("model.layers", "transformer.h", "gpt_neox.layers"):
-        obj = model
-        for part in name.split("."):
-            obj = getattr(obj, part, None)
-        if obj is not None:
-            blocks = obj
-            break
+    found = (reduce(lambda obj, part: getattr(obj, part, None), name.split("."), model)
+             for name in ("model.layers", "transformer.h", "gpt_neox.layers"))
+    blocks = next((b for b in found if b is not None), None)
     if blocks is None:
         raise ValueError(f"train_top_layers: cannot find the transformer blocks of {type(model).__name__}")
     for p in model.parameters():
