@@ -76,14 +76,11 @@ def _which(tool: str, extra: tuple[str, ...] = ()) -> str | None:
 
 
 def _homes() -> list[str]:
-    return list(dict.fromkeys(h for h in (os.environ.get("HOME"), _pw_home()) if h))
-
-
-def _pw_home() -> str | None:
     try:
-        return pwd.getpwuid(os.getuid()).pw_dir
+        pw_home = pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
-        return None
+        pw_home = None
+    return list(dict.fromkeys(h for h in (os.environ.get("HOME"), pw_home) if h))
 
 
 def _rustc() -> tuple[str, list[str]] | None:
@@ -108,8 +105,7 @@ def _rustc() -> tuple[str, list[str]] | None:
             pick = [p for p in found if default and os.path.basename(os.path.dirname(os.path.dirname(p)))
                     .startswith(default)] or found
             if pick:
-                tc = os.path.dirname(os.path.dirname(pick[0]))
-                return pick[0], [tc]
+                return pick[0], [os.path.dirname(os.path.dirname(pick[0]))]
         return None
     return real, [os.path.dirname(os.path.dirname(real))]
 
@@ -208,9 +204,7 @@ def java_code_only(source: str) -> str:
         else:
             i += 1
             continue
-        for k in range(i, j):   # the comment or literal blanked, its newlines kept
-            if out[k] != "\n":
-                out[k] = " "
+        out[i:j] = [ch if ch == "\n" else " " for ch in out[i:j]]   # blanked, its newlines kept
         i = j
     return "".join(out)
 
