@@ -16,13 +16,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from harness import DATA, factory, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, factory, parser, run, table, write  # noqa: I001  (first: the repository on sys.path)
 
 
 def factory_verdicts(lake: Path, mutants: int) -> list[dict]:
@@ -44,13 +43,11 @@ def evalplus_verdicts(rows: list[dict], work: Path) -> dict[str, dict]:
     plus = work / "HumanEvalPlus.jsonl"
     plus.write_bytes(gzip.decompress((DATA / "humanevalplus" / "HumanEvalPlus.jsonl.gz").read_bytes()))
     samples = work / "samples.jsonl"
-    with samples.open("w") as f:
-        for r in rows:
-            f.write(json.dumps({"task_id": r["task_id"], "solution": r["code"], "_id": r["program_id"]}) + "\n")
+    samples.write_text("".join(json.dumps({"task_id": r["task_id"], "solution": r["code"], "_id": r["program_id"]})
+                               + "\n" for r in rows))
     env = {**os.environ, "HUMANEVAL_OVERRIDE_PATH": str(plus), "XDG_CACHE_HOME": str(work / "cache")}
-    subprocess.run([sys.executable, "-m", "evalplus.evaluate", "--dataset", "humaneval", "--samples",
-                    str(samples), "--base_only", "--parallel", str(os.cpu_count() or 2), "--i_just_wanna_run", "--test_details"],
-                   check=True, env=env, capture_output=True, text=True)
+    run([sys.executable, "-m", "evalplus.evaluate", "--dataset", "humaneval", "--samples", samples, "--base_only",
+         "--parallel", os.cpu_count() or 2, "--i_just_wanna_run", "--test_details"], env=env)
     result = json.loads((work / "samples_eval_results.json").read_text())
     out: dict[str, dict] = {}
     # evalplus keeps the samples of a task in file order; pair them back with our program ids

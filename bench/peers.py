@@ -65,9 +65,7 @@ def main() -> None:
     ap.add_argument("--table", action="store_true", help="only assemble the table from the JSONs already written")
     a = ap.parse_args()
     start, failed = machine(), []
-    for name in a.only:
-        if a.table:
-            break
+    for name in [] if a.table else a.only:
         cmd, _ = PARTS[name]
         print(f"== {name}: python {' '.join(map(str, cmd))}", flush=True)
         if subprocess.run([sys.executable, *map(str, cmd)]).returncode:
