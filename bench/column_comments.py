@@ -14,7 +14,6 @@ manifest's per-view column descriptions, read with ``read_text`` + ``json_each``
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,8 +27,7 @@ RELEASE = "comments-v1"
 
 
 def plain(lake: Path, env: dict) -> duckdb.DuckDBPyConnection:
-    init = subprocess.run([sys.executable, "-m", "factory.cli", "shell", "--print-init", "--lake", str(lake)],
-                          capture_output=True, text=True, check=True, env=env).stdout
+    init = run([sys.executable, "-m", "factory.cli", "shell", "--print-init", "--lake", lake], env=env)[1]
     con = duckdb.connect()
     con.execute(init)
     return con
