@@ -72,22 +72,19 @@ def _child(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, bo
         body(data)
 
 
-def judge_body(start: int, limits: dict):
+def judge_body(start: int | None, limits: dict):
+    """A judge's body: :func:`.judge.main` on its part of the job; ``start`` None: a kept judge's loop."""
     def body(data: bytes):
         from . import judge
-        judge.main(data, start, limits)
+        if start is None:
+            judge.serve_kept(limits)
+        else:
+            judge.main(data, start, limits)
     return body
 
 
 KEPT_JUDGE_PROGRAMS = 500   # a kept judge is replaced after this many programs (bounds what test code can pile up)
 KEPT_JUDGE_TESTS = 4096     # its RLIMIT_CPU budget in tests (a backstop; the zygote meters every test itself)
-
-
-def kept_judge_body(limits: dict):
-    def body(_data: bytes):
-        from . import judge
-        judge.serve_kept(limits)
-    return body
 
 
 class KeptJudge:
@@ -97,9 +94,8 @@ class KeptJudge:
 
     def __init__(self, z):
         import socket
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock = ours
-        self.pid = spawn(z, "judge-files", {6: theirs.fileno()}, None, -1, kept_judge_body(z.limits), z.plan,
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid = spawn(z, "judge-files", {6: theirs.fileno()}, None, -1, judge_body(None, z.limits), z.plan,
                           KEPT_JUDGE_TESTS)
         theirs.close()
         self.pidfd = os.pidfd_open(self.pid)
@@ -174,9 +170,8 @@ def kill_candidates(z, plan: dict, statuses: dict) -> None:
     else:
         os.setresuid(uid, uid, 0)
         try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
         finally:
             os.setresuid(0, 0, 0)
     reap(plan, statuses, z)
@@ -211,11 +206,8 @@ def reap(plan: dict, statuses: dict, z=None) -> None:
     deadline = time.monotonic() + 2.0
     pending = [p for p, st in statuses.items() if st is None]
     for p in pending:
-        try:
-            _, st = os.waitpid(p, 0)
-            statuses[p] = st
-        except ChildProcessError:
-            pass
+        with contextlib.suppress(ChildProcessError):
+            statuses[p] = os.waitpid(p, 0)[1]
     while time.monotonic() < deadline:
         try:
             pid, st = os.waitpid(-1, os.WNOHANG)

@@ -40,8 +40,7 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
                                                   "own), which are not available here (degraded sandbox)",
                       "cpu_ms": 0.0, "wall_ms": 0.0, "peak_kb": None}
         return pos + 1
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
     if plan.get("worker_ns"):
         z.isolate.program_scratch(z.limits["tmpfs_mb"], True, mnt=bool(plan.get("own_net")))
     if prog is not None:
@@ -65,9 +64,7 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
     lim = z.limits
     st = {"keep": lim["max_output_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
     reason, status, meter = watch(z, pid, [(out_r, idx, i, "out"), (err_r, idx, i, "err")], st, lim)
-    info = meter.numbers()
-    oom = meter.oom()
-    statuses = {pid: status}
+    info, oom, statuses = meter.numbers(), meter.oom(), {pid: status}
     kill_candidates(z, plan, statuses)
     for fd in (out_r, err_r):
         os.close(fd)
@@ -124,10 +121,8 @@ class Run:
     def start(self) -> None:
         z, hdr, plan = self.z, self.hdr, self.plan
         n_tests = len(hdr["tests"]) - self.start_pos
-        self.res_r, res_w = os.pipe()
-        self.out_r, out_w = os.pipe()
-        self.err_r, err_w = os.pipe()
-        self.jerr_r, jerr_w = os.pipe()
+        (self.res_r, res_w), (self.out_r, out_w), (self.err_r, err_w), (self.jerr_r, jerr_w) = (
+            os.pipe() for _ in range(4))
         if plan.get("worker_ns"):
             z.isolate.program_scratch(z.limits["tmpfs_mb"], True, mnt=bool(plan.get("own_net")))
         if hdr["mode"] == "unittest":  # judged in-process: one process, program and tests together
@@ -135,8 +130,7 @@ class Run:
                                 inproc_body(self.start_pos), plan, n_tests)
             opened = [res_w, out_w, err_w, jerr_w]
         else:
-            req_r, req_w = os.pipe()
-            rep_r, rep_w = os.pipe()
+            (req_r, req_w), (rep_r, rep_w) = os.pipe(), os.pipe()
             kj = kept_judge(z) if hdr["mode"] == "func" else None
             self.cand = spawn(z, "candidate", {1: out_w, 2: err_w, 3: req_r, 4: rep_w}, tuple(hdr["cand"]),
                                self.memfd, candidate_body, plan, n_tests)
@@ -177,14 +171,12 @@ class Run:
         remaining = [t["i"] for t in tests[self.start_pos:]]
         self.start()
         router = router_of(z)
-        keep = lim["capture_bytes"]
-        st = {"keep": keep, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
+        st = {"keep": lim["capture_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
         jst = {"keep": 8192, "kept": {}, "total": 0, "limit": 1 << 62}
         meter = Meter(z, [p for p in (self.judge, self.cand) if p])
         cpu_budget, wall_budget, speed = budgets(z)
-        phase, cur = "init", None
-        hbuf = bytearray()
-        reason, died_in = None, None
+        phase, cur, hbuf = "init", None, bytearray()
+        reason = died_in = None
         done = False
 
         def tag():  # output outside a test belongs to the next one
@@ -271,8 +263,7 @@ class Run:
         # ---- wind down
         for fd, stream, caps in streams:
             router.pump(fd, self.idx, -1 if stream == "jerr" else tag(), stream, caps)
-        oom = meter.oom()
-        numbers = meter.numbers()
+        oom, numbers = meter.oom(), meter.numbers()
         statuses = {p: None for p in (self.judge, self.cand) if p}
         if reason == "candidate":  # give the candidate a moment to finish dying (its status tells why)
             deadline = time.monotonic() + 0.2
