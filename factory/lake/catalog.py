@@ -89,10 +89,8 @@ class Catalog:
         try:
             return self.tables[name]
         except KeyError:
-            raise FactoryError(
-                f"table {name!r} is not declared in data_catalog.yaml "
-                f"(declared: {', '.join(sorted(self.tables))})"
-            ) from None
+            raise FactoryError(f"table {name!r} is not declared in data_catalog.yaml "
+                               f"(declared: {', '.join(sorted(self.tables))})") from None
 
     def stored_tables(self) -> list[TableSpec]:
         """Tables the stages write rows into (not views, not tables materialized from a SQL file)."""
@@ -214,10 +212,8 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
             deps = tuple(sorted(sql_references(sql_path.read_text()) - {name}))
         elif entry["kind"] == "view":
             raise FactoryError(f"{path}: view {name!r} needs a sql file")
-        tables[name] = TableSpec(
-            name=name, layer=entry["layer"], kind=entry["kind"], description=entry["description"],
-            producer=entry["producer"], primary_key=pk, columns=cols, sql=sql, depends_on=deps,
-        )
+        tables[name] = TableSpec(name=name, layer=entry["layer"], kind=entry["kind"], description=entry["description"],
+                                 producer=entry["producer"], primary_key=pk, columns=cols, sql=sql, depends_on=deps)
     catalog = Catalog(schemas=schemas, tables=tables, fingerprint=hashlib.sha256(text.encode()).hexdigest()[:16])
     for spec in tables.values():
         unknown = [d for d in spec.depends_on if d not in tables]

@@ -49,8 +49,7 @@ def git_sha() -> str | None:
     if checkout() is None:   # an installed factory: no checkout, and never the git repository around the venv
         return None
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout(), capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout(), capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None

@@ -442,10 +442,8 @@ def existing_columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]
     """{schema.table: {column: type}} as the lake has them now."""
     # duckdb_columns(), not information_schema.columns (same rows; the view costs ~10x more on a DuckLake); the
     # alias inlined (a parameterised query makes DuckDB 1.5.5 import pandas: ~0.5 s of a CLI call)
-    rows = con.execute(
-        "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
-        f"WHERE database_name = '{LAKE_ALIAS}' ORDER BY column_index"
-    ).fetchall()
+    rows = con.execute("SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
+                       f"WHERE database_name = '{LAKE_ALIAS}' ORDER BY column_index").fetchall()
     out: dict[str, dict[str, str]] = {}
     for schema, table, column, dtype in rows:
         out.setdefault(f"{schema}.{table}", {})[column] = dtype

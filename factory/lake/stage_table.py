@@ -34,8 +34,7 @@ def stage_io(catalog: Catalog) -> dict[str, dict[str, list[str]]]:
             rank = (LAYERS.index(spec.layer) if spec.layer in LAYERS else len(LAYERS), pos)
             first[stage] = min(first.get(stage, rank), rank)
     order = sorted(io, key=lambda s: (s == EVERY_STAGE, first[s]))
-    return {s: {"writes": sorted(io[s]["writes"]), "reads": sorted(io[s]["reads"] - io[s]["writes"])}
-            for s in order}
+    return {s: {"writes": sorted(io[s]["writes"]), "reads": sorted(io[s]["reads"] - io[s]["writes"])} for s in order}
 
 
 def _names(names: list[str]) -> str:

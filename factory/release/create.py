@@ -121,8 +121,7 @@ def _stage_runs(con: duckdb.DuckDBPyConnection) -> list[dict]:
     rows = con.execute("SELECT run_id, stage, config_hash, git_sha, finished_at, row_counts::VARCHAR "
                        "FROM ops.runs WHERE status = 'success' ORDER BY started_at, run_id").fetchall()
     return [{"run_id": r[0], "stage": r[1], "config_hash": r[2], "git_sha": r[3],
-             "finished_at": r[4].isoformat() if r[4] else None, "row_counts": json.loads(r[5] or "{}")}
-            for r in rows]
+             "finished_at": r[4].isoformat() if r[4] else None, "row_counts": json.loads(r[5] or "{}")} for r in rows]
 
 
 def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, shard_rows: int,
@@ -135,8 +134,7 @@ def write_views(con: duckdb.DuckDBPyConnection, views: list[str], root: Path, sh
     for view in views:
         spec = catalog[view]
         folder = root / "data" / view_dirname(view)
-        columns, shards, splits = _write_view(con, spec, (row_filters or {}).get(view), folder, shard_rows,
-                                              catalog)
+        columns, shards, splits = _write_view(con, spec, (row_filters or {}).get(view), folder, shard_rows, catalog)
         files = [{"path": s["path"].relative_to(root).as_posix(), "rows": s["rows"],
                   "bytes": s["path"].stat().st_size, "sha256": sha256_file(s["path"])} for s in shards]
         out[view] = {"config_name": view_dirname(view), "primary_key": list(spec.primary_key),

@@ -47,8 +47,7 @@ def select_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, where: str | Non
     order = ", ".join(f'"{k}"' for k in spec.primary_key) or "ALL"
     if first:
         cols += f', {first[1]} AS "{first[0]}"'
-        order = f'"{first[0]}", ' + (order if spec.primary_key else
-                                     ", ".join(f'"{c}"' for c, _ in columns))
+        order = f'"{first[0]}", ' + (order if spec.primary_key else ", ".join(f'"{c}"' for c, _ in columns))
     filtered = f" WHERE {where}" if where else ""
     return f"SELECT {cols} FROM {spec.name}{filtered} ORDER BY {order}", columns
 

@@ -73,8 +73,7 @@ def diff_releases(a: str, b: str, *, releases_dir=None) -> dict:
         for view in sorted(set(ma["views"]) | set(mb["views"])):
             ia, ib = ma["views"].get(view), mb["views"].get(view)
             if ia is None or ib is None:
-                out[view] = {"status": "only in " + (b if ia is None else a),
-                             "rows": (ib or ia)["rows"]}
+                out[view] = {"status": "only in " + (b if ia is None else a), "rows": (ib or ia)["rows"]}
                 continue
             out[view] = _diff_view(con, _glob(pa_, ia), _glob(pb_, ib), ia, ib)
     return out
