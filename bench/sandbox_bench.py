@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, jsonl, oversubscribed, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, oversubscribed, parser, run, table, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
@@ -119,11 +119,10 @@ print(json.dumps([t, sum(s == "pass" for s in res.values())]))
 
 def baseline_round(checkout: str, a) -> tuple[float, int]:
     """One timed round of another checkout's sandbox (its own package, in a subprocess) on the same programs."""
-    import subprocess
-    cmd = [sys.executable, "-c", _BASELINE, checkout, str(Path(checkout) / "bench"), str(a.programs), "1" if a.cross else "0",
-           str(a.workers), str(a.cpu_s)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": "", "FACTORY_SHARED_DATA": str(DATA)})
-    t, npass = json.loads(res.stdout.strip().splitlines()[-1])
+    cmd = [sys.executable, "-c", _BASELINE, checkout, Path(checkout) / "bench", a.programs, "1" if a.cross else "0",
+           a.workers, a.cpu_s]
+    out = run(cmd, env={**os.environ, "PYTHONPATH": "", "FACTORY_SHARED_DATA": str(DATA)})[1]
+    t, npass = json.loads(out.strip().splitlines()[-1])
     return t, npass
 
 
