@@ -158,12 +158,11 @@ def _hidden_tests(ctx, step):
 
 
 def _judge(ctx, step):
-    p = dict(step.params)
-    if not p.get("judges"):
+    if not step.params.get("judges"):
         return {"status": "idle", "summary": "no judges configured: the quality rule reads the votes already stored"}
     from factory.stages.judge_quality import run_quality_votes
 
-    return {"summary": _short(run_quality_votes(ctx.lake, **p))}
+    return {"summary": _short(run_quality_votes(ctx.lake, **step.params))}
 
 
 SAMPLE_KEYS = ("backend", "model", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "base_url",
@@ -275,9 +274,8 @@ def _export(ctx, step):
     for name in ctx.releases:
         out = root / name / fmt
         meta_path = out / "export.json"
-        if meta_path.is_file() and json.loads(meta_path.read_text()).get("release") == name:
-            meta = json.loads(meta_path.read_text())
-        else:
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        if meta.get("release") != name:   # not exported yet (or another release's export there)
             meta = export_release(name, fmt, out, releases_dir=ctx.releases_dir)
             ran = True
         ctx.exports.append({"release": name, "format": fmt, "path": str(out), "reward": meta.get("reward"),
