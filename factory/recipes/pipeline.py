@@ -209,14 +209,12 @@ def graph_dot(steps: list[Step], name: str) -> str:
     lines = [f"digraph {q(name)} {{", "  rankdir=LR;", "  node [shape=box];"]
     for s in steps:
         lines.append(f"  {q(s.name)} [label={q(s.name + chr(10) + '(' + s.stage + ')')}];")
-    prev = None
     linked = {(a, b) for a, b, _ in edges(steps)}
     for a, b, t in edges(steps):
         lines.append(f"  {q(a)} -> {q(b)} [label={q(t)}];")
-    for s in steps:   # order edges where no table links consecutive steps (dashed)
-        if prev is not None and (prev, s.name) not in linked:
-            lines.append(f"  {q(prev)} -> {q(s.name)} [style=dashed];")
-        prev = s.name
+    for prev, s in zip(steps, steps[1:]):   # order edges where no table links consecutive steps (dashed)
+        if (prev.name, s.name) not in linked:
+            lines.append(f"  {q(prev.name)} -> {q(s.name)} [style=dashed];")
     lines.append("}")
     return "\n".join(lines)
 
@@ -233,11 +231,10 @@ def base_tables(names, catalog) -> list[str]:
         spec = catalog.tables.get(n)
         if spec is None:
             return
-        if spec.kind == "table" and not spec.sql:
+        if spec.kind == "table":   # a table, or a materialised transform: its own writes count, and what it reads
             out.append(n)
-            return
-        if spec.kind == "table":   # a materialised transform: its own writes count, and what it reads
-            out.append(n)
+            if not spec.sql:
+                return
         for d in spec.depends_on:
             visit(d)
 

@@ -78,8 +78,7 @@ class _TokenMeter:
     progress lines: problems done, tokens/s and an ETA from the token budget left."""
 
     def __init__(self):
-        self.tokens = 0
-        self.calls = 0
+        self.tokens = self.calls = 0
 
     def wrap(self, model):
         from transformers import StoppingCriteria, StoppingCriteriaList
