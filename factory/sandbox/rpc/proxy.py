@@ -4,6 +4,7 @@ answered by the program's object)."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import sys
 
 from ..serialize import Opaque, _untree
@@ -17,9 +18,7 @@ _EXIT_LIKE = {"SystemExit", "KeyboardInterrupt", "GeneratorExit"}
 
 def _builtin_exception(name: str):
     cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, BaseException) and name not in _EXIT_LIKE:
-        return cls
-    return None
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) and name not in _EXIT_LIKE else None
 
 
 class Client:
@@ -53,10 +52,8 @@ class Client:
 
     def new_struct(self, name: str):
         cls = self.classes.get(name)
-        if cls is None:
-            return Opaque(name)
         try:
-            return object.__new__(cls)
+            return Opaque(name) if cls is None else object.__new__(cls)
         except TypeError:
             return Opaque(name)
 
@@ -85,7 +82,6 @@ class Client:
     @staticmethod
     def _import(name: str):
         """The judge's own copy of a module the program imported (never the program's object)."""
-        import sys
         if not all(part.isidentifier() for part in name.split(".")):
             return None
         mod = sys.modules.get(name)
@@ -115,7 +111,7 @@ class Client:
         return cls
 
     # -- transport
-    def request(self, msg: dict, known: list | None = None, args=None):
+    def request(self, msg: dict):
         if msg.get("op") != "snapshot":
             self.epoch += 1
         try:
@@ -139,11 +135,8 @@ class Client:
             raise CandidateProtocolError("undecodable reply from the program") from None
         out = reply.get("out")
         if out and type(out) is str:  # what the program printed during the call: capsys / redirect_stdout see it
-            try:
-                import sys
+            with contextlib.suppress(Exception):
                 sys.stdout.write(out)
-            except Exception:  # noqa: BLE001
-                pass
         if not reply.get("ok"):
             exc = reply.get("exc") if isinstance(reply.get("exc"), dict) else {}
             mro = exc.get("mro") if isinstance(exc.get("mro"), list) else [str(exc.get("type", "Exception"))]
@@ -210,14 +203,11 @@ class CandidateProtocolError(Exception):
 
 def _apply_copy_back(client, mut: dict, args, kwargs, insts) -> None:
     hook = tag_hook(client, insts)
-
     targets = [(args[int(k)] if str(k).isdigit() and int(k) < len(args) else kwargs.get(str(k)[1:]), t)
                for k, t in mut.items() if isinstance(k, str)]
     for target, tree in targets:
-        try:
+        with contextlib.suppress(ValueError, RecursionError, TypeError, KeyError, MemoryError):
             _copy_into(target, _untree(tree, hook))
-        except (ValueError, RecursionError, TypeError, KeyError, MemoryError):
-            continue
 
 
 def _copy_into(target, new) -> None:
@@ -252,8 +242,7 @@ class RemoteRef:
         return object.__getattribute__(self, "_c").op(name, object.__getattribute__(self, "_h"), *args)
 
     def __call__(self, *args, **kwargs):
-        c = object.__getattribute__(self, "_c")
-        return c.call(object.__getattribute__(self, "_h"), args, kwargs)
+        return object.__getattribute__(self, "_c").call(object.__getattribute__(self, "_h"), args, kwargs)
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
