@@ -128,8 +128,7 @@ _LEAD = re.compile(r"^(?:(?:write|implement|create|given) )?(?:an? )?(?:python )
 def _strip_lead(tokens: list[str]) -> list[str]:
     """Drop the MBPP-style lead ("write a python function to find the") before comparing statements: it is the
     template every short task shares, not its content."""
-    text = " ".join(tokens)
-    return _LEAD.sub("", text).split()
+    return _LEAD.sub("", " ".join(tokens)).split()
 
 
 def _shared_share(a: list[str], b: list[str]) -> float:
