@@ -36,11 +36,9 @@ def bon_at_k(scores: Sequence[float], passed: Sequence[float], k: int, ties: str
     s, y = s[order], y[order]
     if ties == "average":
         y = y.copy()
-        start = 0
-        for i in range(1, n + 1):
-            if i == n or s[i] != s[start]:
-                y[start:i] = y[start:i].mean()
-                start = i
+        cuts = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True])   # the tie blocks of the sorted scores
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            y[a:b] = y[a:b].mean()
     elif ties != "first":
         raise ValueError("ties must be 'average' or 'first'")
     return float(_top_weights(n, k) @ y)
@@ -60,8 +58,7 @@ def bon_table(samples: Iterable, ks: Sequence[int] | None = None, ties: str = "a
     Greedy samples form the ``greedy`` row only; sampled ones give ``average`` (= pass@1), ``bon`` (RM
     best-of-k) and ``oracle`` (= pass@k) rows per k. A k is reported only when every problem has ≥ k samples
     (default ks: powers of two up to that minimum, plus the minimum itself). Rows: {method, k, value, n_problems}.
-    Every row is on the same problems: when any problem has a greedy sample, only the problems with both a
-    greedy and sampled ones count (#43: the demo's greedy row covered 3 problems, the others 12).
+    Every row is on the same problems: with any greedy sample, only problems with greedy and sampled ones count.
     """
     pool: dict = defaultdict(list)
     greedy: dict = {}

@@ -31,13 +31,9 @@ def as_config(config: Any = None, **overrides) -> PolicyLossConfig:
     """Coerce ``None`` / dict / dataclass / attribute object into :class:`PolicyLossConfig`."""
     if isinstance(config, PolicyLossConfig) and not overrides:
         return config
-    names = [f.name for f in fields(PolicyLossConfig)]
-    if config is None:
-        values = {}
-    elif isinstance(config, dict):
-        values = {k: v for k, v in config.items() if k in names}
-    else:
-        values = {k: getattr(config, k) for k in names if hasattr(config, k)}
+    missing = object()
+    get = config.get if isinstance(config, dict) else lambda k, default: getattr(config, k, default)
+    values = {f.name: v for f in fields(PolicyLossConfig) if (v := get(f.name, missing)) is not missing}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return PolicyLossConfig(**values)
 
