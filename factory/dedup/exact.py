@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import io
@@ -46,13 +47,11 @@ def normalize_code(code: str | None) -> str:
     with single spaces; text after a tokenizer error is kept whitespace-collapsed."""
     if not code:
         return ""
-    try:
+    with contextlib.suppress(SyntaxError, ValueError, RecursionError):
         with warnings.catch_warnings():  # invalid escape sequences in user code
             warnings.simplefilter("ignore")
             tree = ast.parse(code)
         return ast.unparse(_StripDocstrings().visit(tree))
-    except (SyntaxError, ValueError, RecursionError):
-        pass
     skip = {pytokenize.COMMENT, pytokenize.NL, pytokenize.NEWLINE, pytokenize.INDENT,
             pytokenize.DEDENT, pytokenize.ENDMARKER}
     out, end = [], (1, 0)
