@@ -55,11 +55,9 @@ def synthetic(n: int, dup_rate: float, seed: int = 0) -> list[str]:
     docs: list[np.ndarray] = []
     for i in range(n):
         if i > 0 and rng.random() < dup_rate:
-            src = docs[int(rng.integers(i))]
-            frac = rng.uniform(0.01, 0.04)
+            src, frac = docs[int(rng.integers(i))], rng.uniform(0.01, 0.04)
         else:
-            src = pool[int(rng.integers(len(pool)))]
-            frac = 0.5
+            src, frac = pool[int(rng.integers(len(pool)))], 0.5
         d = src.copy()
         m = rng.random(d.size) < frac
         d[m] = rng.integers(0, len(vocab), int(m.sum()))
