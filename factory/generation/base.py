@@ -63,8 +63,7 @@ class Backend:
         if pending:
             for i, res in zip(pending, self._run_many([requests[i] for i in pending], Gate(self, hashes))):
                 results[i] = res
-        if any(r is None for r in results):
-            missing = sum(r is None for r in results)
+        if missing := sum(r is None for r in results):
             raise BudgetExhausted(f"budget exhausted ({self.budget}); {missing} request(s) not run", results)
         return results  # type: ignore[return-value]
 
