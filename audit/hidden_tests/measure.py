@@ -45,11 +45,6 @@ def _h(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _code_block(text: str) -> str | None:
-    blocks = re.findall(r"```python\n(.*?)```", text or "", re.S)
-    return blocks[-1] if blocks else None
-
-
 def build(work: Path, data: Path) -> Path:
     from factory.sandbox import Limits
     from factory.stages.curate import curate
@@ -68,9 +63,7 @@ def build(work: Path, data: Path) -> Path:
              "any_order" if any_order_phrase(r["meta"]["question_title"]) else "plain")
         classes[c].append(r)
     chosen = {r["task_id"]: r for c, n in PER_CLASS_PROBLEMS.items() for r in classes[c][:n]}
-    for r in rows:
-        if r["task_id"] in ("two-sum", "3sum"):
-            chosen[r["task_id"]] = r
+    chosen.update({r["task_id"]: r for r in rows if r["task_id"] in ("two-sum", "3sum")})
     work.mkdir(parents=True, exist_ok=True)
     path = work / "LeetCodeDataset-v0.2.0-train.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in chosen.values()))
@@ -88,7 +81,7 @@ def second_solutions(data: Path) -> dict[str, str]:
     """source_id -> a second solution's code (LeetCode ``response``; KodCode: another passing trial)."""
     out = {}
     for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"):
-        code = _code_block(r.get("response"))
+        code = (re.findall(r"```python\n(.*?)```", r.get("response") or "", re.S) or [None])[-1]   # its last block
         if code:
             out[r["task_id"]] = code
     for f in sorted((data / "kodcode_demo").glob("Verified_KodCode_*_Complete.json")):
@@ -139,10 +132,8 @@ def main() -> None:
         t["rule"] = rule
         t["cls"] = ("pytest" if t["kind"] == "pytest" else "node" if t["kind"] == "check" else
                     "any_order" if rule.policy == "program" else "plain")
-    sample = []
-    for cls, n in PER_CLASS_TESTS.items():
-        pool_ = sorted((t for t in tests if t["cls"] == cls), key=lambda t: _h(t["test_id"]))
-        sample += pool_[:n]
+    sample = [t for cls, n in PER_CLASS_TESTS.items()
+              for t in sorted((t for t in tests if t["cls"] == cls), key=lambda t: _h(t["test_id"]))[:n]]
     seconds = second_solutions(args.data)
 
     def spec(t, test_id, kind, code, inp, exp):
