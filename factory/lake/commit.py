@@ -178,9 +178,7 @@ class StageRun:
         done = []
         views = {r[0] for r in self.con.execute(
             "SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE database_name = ?", [LAKE_ALIAS]).fetchall()}
-        for spec in self.catalog.transforms():
-            if names is not None and spec.name not in names:
-                continue
+        for spec in (s for s in self.catalog.transforms() if names is None or s.name in names):
             body = render_sql(spec.sql_text(), values, spec.sql).strip().rstrip(";")
             verb = "VIEW" if spec.kind == "view" else "TABLE"
             if (spec.name in views) != (verb == "VIEW"):   # the catalog changed its kind (e.g. a view now materialized)
@@ -234,9 +232,7 @@ def check_columns(spec: TableSpec, arrow: pa.Table) -> None:
     unknown = [c for c in arrow.column_names if c not in declared]
     if unknown:
         raise FactoryError(f"{spec.name}: columns {unknown} are not declared in data_catalog.yaml")
-    for col in spec.columns:
-        if not col.not_null:
-            continue
+    for col in (c for c in spec.columns if c.not_null):
         if col.name not in arrow.column_names:
             raise FactoryError(f"{spec.name}: required column {col.name!r} is missing")
         if arrow.column(col.name).null_count:
@@ -311,9 +307,7 @@ def describe(con: duckdb.DuckDBPyConnection, specs: list[TableSpec]) -> int:
         "SELECT schema_name, view_name, comment FROM duckdb_views() WHERE database_name = ?",
         [LAKE_ALIAS, LAKE_ALIAS]).fetchall()}
     done = 0
-    for spec in specs:
-        if spec.name not in live_objs:
-            continue
+    for spec in (s for s in specs if s.name in live_objs):
         kind = "VIEW" if spec.kind == "view" else "TABLE"
         if spec.comment and live_objs[spec.name] != spec.comment:
             con.execute(f"COMMENT ON {kind} {LAKE_ALIAS}.{spec.name} IS {sql_string(spec.comment)}")

@@ -221,9 +221,8 @@ def _write_hf(path: Path, manifest: dict, staging: Path) -> tuple[dict[str, int]
     from factory.release.card import dataset_card
 
     files, configs = {}, {}
-    for view, info in manifest["views"].items():
-        if not info["rows"]:
-            continue
+    kept = {v: i for v, i in manifest["views"].items() if i["rows"]}
+    for info in kept.values():
         for f in info["files"]:
             target = staging / f["path"]
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +231,6 @@ def _write_hf(path: Path, manifest: dict, staging: Path) -> tuple[dict[str, int]
         configs[info["config_name"]] = dict(info.get("splits") or {"train": info["rows"]})
     if not files:
         raise FactoryError(f"release {manifest['name']!r} has no rows (nothing to export)")
-    kept = {v: i for v, i in manifest["views"].items() if i["rows"]}
     (staging / "README.md").write_text(dataset_card({**manifest, "views": kept}))
     return files, configs
 

@@ -29,20 +29,16 @@ def show_release(name: str, *, releases_dir=None) -> str:
 def verify_release(name: str, *, releases_dir=None) -> dict:
     """Recompute sha256 and row counts of every file; raise FactoryError naming each problem file."""
     path, m = load_manifest(name, releases_dir)
-    problems = []
     expected = {f["path"]: f for f in m["files"]}
     present = set(listed_files(path)) - {MANIFEST}
-    for extra in sorted(present - expected.keys()):
-        problems.append(f"{extra}: not in the manifest")
+    problems = [f"{extra}: not in the manifest" for extra in sorted(present - expected.keys())]
     for rel, entry in sorted(expected.items()):
         f = path / rel
         if rel not in present:
             problems.append(f"{rel}: missing")
-            continue
-        if f.stat().st_size != entry["bytes"] or sha256_file(f) != entry["sha256"]:
+        elif f.stat().st_size != entry["bytes"] or sha256_file(f) != entry["sha256"]:
             problems.append(f"{rel}: sha256 differs from the manifest")
-            continue
-        if entry["rows"] is not None and pq.ParquetFile(f).metadata.num_rows != entry["rows"]:
+        elif entry["rows"] is not None and pq.ParquetFile(f).metadata.num_rows != entry["rows"]:
             problems.append(f"{rel}: {pq.ParquetFile(f).metadata.num_rows} rows, manifest says {entry['rows']}")
     if problems:
         raise FactoryError(f"release {name!r} failed verification:\n  " + "\n  ".join(problems))
