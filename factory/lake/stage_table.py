@@ -46,10 +46,8 @@ def stage_table_markdown(catalog: Catalog | None = None) -> str:
     lines = ["| stage | writes | reads (from its SQL files) |", "|---|---|---|"]
     for stage, t in io.items():
         name = f"`factory {stage}`" if stage != EVERY_STAGE else "every stage (the commit path)"
-        if t["reads"]:
-            reads = _names(t["reads"])
-        else:
-            reads = "—" if stage == EVERY_STAGE else "— (Python: see the stage module)"
+        reads = (_names(t["reads"]) if t["reads"] else
+                 "—" if stage == EVERY_STAGE else "— (Python: see the stage module)")
         lines.append(f"| {name} | {_names(t['writes'])} | {reads} |")
     return "\n".join(lines)
 
