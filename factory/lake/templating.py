@@ -92,8 +92,7 @@ def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict
         p["oracle_filter"], p["oracle_label"] = "p.origin = 'reference'", "reference programs"
     elif oracle.startswith("model:"):
         model = _quote(oracle.split(":", 1)[1])
-        p["oracle_filter"] = f"p.origin = 'sample' AND p.model = '{model}'"
-        p["oracle_label"] = f"samples of {model}"
+        p["oracle_filter"], p["oracle_label"] = f"p.origin = 'sample' AND p.model = '{model}'", f"samples of {model}"
     else:
         raise FactoryError(f"oracle must be 'reference' or 'model:NAME', got {oracle!r}")
     if p["oracle_rule"] not in ("all", "any"):
