@@ -93,8 +93,7 @@ def _sorted_pieces(table: pa.Table, key: list[str], limit: int, max_rows: int) -
     order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_end") for k in key])
     sizes = row_bytes(table).take(order.to_numpy())
     for start, stop in _cuts(sizes, limit, max_rows):
-        for b in table.take(order.slice(start, stop - start)).to_batches():
-            yield b
+        yield from table.take(order.slice(start, stop - start)).to_batches()
 
 
 def _run_rows(path: Path, key: list[str]) -> Iterator[tuple[tuple, pa.RecordBatch, int, object]]:
