@@ -232,8 +232,7 @@ def _extract(text: str):
         q = _pick(obj, "question", "problem", "prompt", "instruction")
         tests = _tests_from_value(_pick(obj, "tests", "test_cases", "testcases", "asserts", "test"))
         yield ("json_repaired" if repaired else "json"), (q if isinstance(q, str) else ""), tests, cut_off
-    m = _JSONISH_Q.search(text)
-    if m:
+    if m := _JSONISH_Q.search(text):
         yield "jsonish", m.group(1).replace("\\n", "\n").replace('\\"', '"'), *split_asserts(text[m.end():])
     qh, th = _Q_HDR.search(text), _T_HDR.search(text)
     if qh and th and th.start() > qh.end():

@@ -224,8 +224,7 @@ _CHARSETS = (("lowercase english letters", "abcdefghijklmnopqrstuvwxyz"),
 
 
 def _charset(line: str) -> Constraint | None:
-    m = _CONSISTS.match(line.rstrip("."))
-    if not m:
+    if not (m := _CONSISTS.match(line.rstrip("."))):
         return None
     subject, what = m.group(1).strip().strip("`'\""), m.group(2).lower()
     if not _SUBJECT.match(subject) or m.group(0).lower().startswith(("the ", "each ", "all ")):
@@ -278,8 +277,7 @@ def _unique(line: str) -> Constraint | None:
                 return None
             return all(len(set(_nodes(env[n]))) == len(_nodes(env[n])) for n in names)
         return Constraint(line, holds_nodes)
-    m = _UNIQUE.search(line)
-    if not m:
+    if not (m := _UNIQUE.search(line)):
         return None
     subject = m.group(1)
 
@@ -310,8 +308,7 @@ def _unique(line: str) -> Constraint | None:
 
 
 def _sorted(line: str) -> Constraint | None:
-    m = _SORTED.match(line)
-    if not m:
+    if not (m := _SORTED.match(line)):
         return None
     subject, strict = m.group(1), bool(m.group(2))
 
@@ -326,8 +323,7 @@ def _sorted(line: str) -> Constraint | None:
 
 
 def _node_count(line: str) -> Constraint | None:
-    m = _NODES_RANGE.search(line)
-    if not m:
+    if not (m := _NODES_RANGE.search(line)):
         return None
     lo_t, hi_t = m.group(1), m.group(2)
 
@@ -351,8 +347,7 @@ _MEMBER = re.compile(r"^([A-Za-z_]\w*)\s+is\s+(?:guaranteed\s+to\s+be\s+|always\
 
 
 def _parity(line: str) -> Constraint | None:
-    m = _PARITY.match(line)
-    if not m:
+    if not (m := _PARITY.match(line)):
         return None
     name, want = m.group(1), 1 if m.group(2).lower() == "odd" else 0
 
@@ -363,8 +358,7 @@ def _parity(line: str) -> Constraint | None:
 
 
 def _member(line: str) -> Constraint | None:
-    m = _MEMBER.match(line)
-    if not m:
+    if not (m := _MEMBER.match(line)):
         return None
     item, coll = m.group(1), m.group(2)
 
@@ -409,8 +403,7 @@ def definitions(question: str | None) -> list[tuple[str, str]]:
         if m and not _CMP.search(m.group(2)):
             out.append((m.group(1), m.group(2)))
             continue
-        m = _NODES_NAMED.search(line)
-        if m:
+        if m := _NODES_NAMED.search(line):
             out.append((m.group(1), "__nodes__"))
     return out
 
