@@ -128,8 +128,7 @@ def run_gentests(lake=None, *, backend: str = "transformers", model: str | None 
     params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
     engine = make_backend(backend, model, **backend_kw)
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
-    cache = LakeCallCache(lake, backend, model_name, "gentests")
-    engine.cache = cache
+    engine.cache = cache = LakeCallCache(lake, backend, model_name, "gentests")
     t0 = time.perf_counter()
     try:
         requests = []

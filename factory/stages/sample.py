@@ -56,8 +56,7 @@ def run_sample(lake=None, *, backend: str = "transformers", model: str | None = 
     budget = Budget(max_tokens=budget_tokens, max_calls=budget_calls) if (budget_tokens or budget_calls) else None
     engine = make_backend(backend, model, budget=budget, **backend_kw)
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
-    cache = LakeCallCache(lake, backend, model_name, "sample")
-    engine.cache = cache
+    engine.cache = cache = LakeCallCache(lake, backend, model_name, "sample")
     chunk = chunk or max(4, engine.parallel_requests)  # problems per commit: enough to keep every server busy
     report = {"problems": 0, "programs": 0, "cached_calls": 0, "new_calls": 0, "statuses": {}, "stopped": None}
     t0 = time.perf_counter()

@@ -44,8 +44,7 @@ def run_synth(lake=None, *, backend: str = "transformers", model: str | None = N
     params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
     engine = make_backend(backend, model, **backend_kw)
     model_name = engine.model if isinstance(engine.model, str) else str(engine.model)
-    cache = LakeCallCache(lake, backend, model_name, "synth")
-    engine.cache = cache
+    engine.cache = cache = LakeCallCache(lake, backend, model_name, "synth")
     chunk = chunk or max(4, engine.parallel_requests)  # seeds per commit: enough to keep every server busy
     report = {"seeds": 0, "ok": 0, "tests": 0, "failures": {}, "cached_calls": 0, "new_calls": 0}
     t0 = time.perf_counter()
