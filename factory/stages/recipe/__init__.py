@@ -95,9 +95,7 @@ def cmd_list(args) -> None:
 
 
 def cmd_show(args) -> None:
-    from factory.recipes import load_recipe, parse_overrides
-
-    from factory.recipes.spec import steps_text
+    from factory.recipes.spec import load_recipe, parse_overrides, steps_text
 
     r = load_recipe(args.name, parse_overrides(args.set))
     if args.dot:
