@@ -51,10 +51,8 @@ class SubJob:
         cap = limits.max_output_bytes if limits is not None else 16 << 20
         lang = languages.normalize(job.language)
         python = lang == languages.PYTHON
-        if not python:   # the source itself (compiled in the sandbox); no Python preamble
-            cand = source.encode("utf-8", "surrogateescape")
-        else:
-            cand = _pickle({"program": program})
+        # another language: the source itself (compiled in the sandbox), no Python preamble
+        cand = _pickle({"program": program}) if python else source.encode("utf-8", "surrogateescape")
         if self.mode == "unittest":
             judge = _pickle({"program": program, "tests": self.payload_tests})
         elif stdio:
@@ -85,24 +83,22 @@ class SubJob:
         return hdr, b"".join(parts)
 
 
-def _invalid(job: Job, spec: TestSpec | None, why: str, meta: str, limits: str) -> Verdict:
-    return Verdict(job.program_id, spec.test_id if spec else None, "infra_error", error_type="InvalidTest",
+def _invalid(job: Job, spec: TestSpec | None, why: str, meta: str, limits: str, etype: str = "InvalidTest") -> Verdict:
+    return Verdict(job.program_id, spec.test_id if spec else None, "infra_error", error_type=etype,
                    error_message=why, sandbox_meta=meta, limits=limits)
 
 
 def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verdict]]:
     """Group tests by mode; tests that cannot run become immediate 'invalid' verdicts."""
     if not job.tests:
-        return [], [Verdict(job.program_id, None, "infra_error", error_type="InvalidJob",
-                            error_message="job has zero tests (never a pass)", sandbox_meta=meta, limits=limits)]
+        return [], [_invalid(job, None, "job has zero tests (never a pass)", meta, limits, "InvalidJob")]
     try:
         lang = languages.normalize(job.language)
         if lang != languages.PYTHON:
             languages.require(lang)
     except (languages.UnknownLanguage, languages.ToolchainMissing) as exc:
         etype = "UnknownLanguage" if isinstance(exc, languages.UnknownLanguage) else "ToolchainMissing"
-        return [], [Verdict(job.program_id, spec.test_id, "infra_error", error_type=etype, error_message=str(exc),
-                            sandbox_meta=meta, limits=limits) for spec in job.tests]
+        return [], [_invalid(job, spec, str(exc), meta, limits, etype) for spec in job.tests]
     subs: dict[str, SubJob] = {}
     bad = []
     for spec in job.tests:
@@ -197,10 +193,8 @@ def assemble(sub: SubJob, reply) -> list[dict]:
     jerr = bytes(segs.get((-1, "jerr"), b""))
     raws = []
     for t, info in zip(sub.payload_tests, infos):
-        raw = dict(info)
         i = t["i"]
-        raw["stdout"] = bytes(segs.get((i, "out"), b""))
-        raw["stderr"] = bytes(segs.get((i, "err"), b""))
+        raw = dict(info, stdout=bytes(segs.get((i, "out"), b"")), stderr=bytes(segs.get((i, "err"), b"")))
         outcome = raw.get("outcome")
         if outcome == "msg":
             msg = _loads_guarded(segs.get((i, "res")))
