@@ -35,15 +35,12 @@ def plain(lake: Path, env: dict) -> duckdb.DuckDBPyConnection:
 
 def counts(lake: Path, env: dict, declared: dict) -> dict:
     """{layer: {columns, column, shown}} and the training view's, over the catalog's columns in the lake."""
-    con = plain(lake, env)
-    try:
+    with plain(lake, env) as con:
         cols = {(f"{s}.{t}", c): cm for s, t, c, cm in con.execute(
             "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() WHERE database_name = 'lake'"
         ).fetchall()}
         views = dict(con.execute("SELECT schema_name || '.' || view_name, comment FROM duckdb_views() "
                                  "WHERE database_name = 'lake'").fetchall())
-    finally:
-        con.close()
     out: dict = {}
     for (name, column), layer in declared.items():
         if (name, column) not in cols:
@@ -61,8 +58,7 @@ def counts(lake: Path, env: dict, declared: dict) -> dict:
 def release_counts(releases: Path) -> dict:
     """{view: [described columns, columns]} from the release's manifest, in plain DuckDB."""
     manifest = releases / RELEASE / "manifest.json"
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         views = [r[0] for r in con.execute("SELECT key FROM read_text(?), json_each(content, '$.views')",
                                            [str(manifest)]).fetchall()]
         out = {}
@@ -74,8 +70,6 @@ def release_counts(releases: Path) -> dict:
                 f"json_each(content, '$.views.\"{v}\".column_comments')", [str(manifest)]).fetchone()[0]
             out[v] = [described, total]
         return out
-    finally:
-        con.close()
 
 
 def main() -> None:
