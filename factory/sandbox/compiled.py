@@ -196,7 +196,4 @@ def _supervise(z, idx: int, pid: int, r: int, lim: dict) -> tuple[dict, int | No
     """Wait for the compiler within its budget, forwarding (capped) output as the job's 'compile' stream."""
     st = {"keep": 4 * L.COMPILE_MESSAGE_CAP, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
     reason, status, meter = watch(z, pid, [(r, idx, -1, "compile")], st, lim)
-    info = meter.numbers()
-    info["oom"] = meter.oom()
-    info["reason"] = reason
-    return info, status
+    return dict(meter.numbers(), oom=meter.oom(), reason=reason), status

@@ -31,10 +31,8 @@ class Meter:
         return total
 
     def peak_kb(self):
-        if self.z.slot:
-            v = self.z.slot.peak_bytes()
-            return None if v is None else v // 1024
-        return None
+        v = self.z.slot.peak_bytes() if self.z.slot else None
+        return None if v is None else v // 1024
 
     def reset(self):
         self.t0, self.c0 = time.monotonic(), self.cpu_s()

@@ -121,11 +121,9 @@ class Worker:
         self.aborted = True
         proc = self.proc
         if proc is not None and proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
             from . import cgroup
             with contextlib.suppress(OSError):
                 cgroup.remove_slot(self.name)

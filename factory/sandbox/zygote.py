@@ -64,16 +64,13 @@ class Zygote:
         self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
         return self.ns_error is None
 
-    def _uid(self):
-        return 100000 + self.outer_pid if self.root else None
-
     # ------------------------------------------------------------------ isolation probe
     def _full_plan(self) -> dict:
         plan = dict(worker_ns=self.worker_ns, drop_caps=not self.root, nproc_rlimit=True,
                     as_rlimit=self.slot is None, env_is_safe=dict(os.environ) == self.isolate.SAFE_ENV,
                     seccomp=True)
         if self.root:
-            plan["sandbox_uid"] = self._uid()
+            plan["sandbox_uid"] = 100000 + self.outer_pid
             plan["judge_uid"] = 5_000_000 + self.outer_pid
         else:
             plan["nproc_base"] = 4096
@@ -123,8 +120,7 @@ class Zygote:
 
     def _probe_one(self, plan: dict):
         """Start one sandboxed child with the full plan; it must report ``I`` on fd 3."""
-        r, w = os.pipe()
-        er, ew = os.pipe()
+        (r, w), (er, ew) = os.pipe(), os.pipe()
         try:
             pid = spawn(self, "probe", {2: ew, 3: w}, None, -1, None, plan, 1)
         except OSError as exc:
