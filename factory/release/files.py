@@ -156,21 +156,6 @@ class ShardWriter:
             self._writer = None
 
 
-def write_shards(con: duckdb.DuckDBPyConnection, sql: str, out_dir: Path, shard_rows: int,
-                 prefix: str = "part", batch_rows: int = READ_ROWS) -> list[dict]:
-    """Stream a query into PREFIX-00000.parquet, ... of at most shard_rows rows each (always >= 1 file), through
-    a :class:`ShardWriter`."""
-    reader = con.execute(sql).to_arrow_reader(max(1, min(shard_rows, batch_rows)))
-    writer = ShardWriter(out_dir, reader.schema, shard_rows, prefix)
-    try:
-        for batch in reader:
-            writer.write(batch)
-    except BaseException:
-        writer.abort()
-        raise
-    return writer.close()
-
-
 def freeze(root: Path) -> None:
     """Make every file read-only (0444) and every folder non-writable (0555)."""
     for dirpath, _dirs, names in os.walk(root):

@@ -3,7 +3,7 @@
 `factory release create` used to hold a whole shard (50,000 rows: every row of gold.rl_problems at DeepCoder's
 size, 6.5 GB peak at 1/32) before writing it, and `factory export` read every released row into a list of dicts,
 built the output rows as another list and wrote one table (7.7 GB at 1/32). Now the release writes byte-bounded
-row groups as they fill (factory.release.files.write_shards) and the verl / trl-grpo / openrlhf / trl exports
+row groups as they fill (factory.release.files.ShardWriter) and the verl / trl-grpo / openrlhf / trl exports
 read the release a batch at a time in primary-key order (a merge of the sorted train and test shards) and write
 a row group at a time (factory.release.export_stream), with the same rows in the same order.
 """
