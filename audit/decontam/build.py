@@ -90,19 +90,15 @@ def checked_sources(data: dict) -> list[str]:
 
 
 def lineage_pairs(data: dict) -> list[dict]:
-    rows = []
     by_lineage = defaultdict(list)
     for b in AUDIT_BENCHMARKS:
         for sid, rec in data[b].items():
             if rec["lineage"]:
                 by_lineage[rec["lineage"]].append((b, sid))
-    for s in checked_sources(data):
-        for sid, rec in data[s].items():
-            for b, bid in by_lineage.get(rec["lineage"] or "", ()):
-                rows.append({"kind": "lineage", "label": "true", "source": s, "source_id": sid, "benchmark": b,
-                             "benchmark_id": bid, "methods": "lineage,text,test",
-                             "basis": f"same task id in the files: {rec['lineage']}"})
-    return rows
+    return [{"kind": "lineage", "label": "true", "source": s, "source_id": sid, "benchmark": b, "benchmark_id": bid,
+             "methods": "lineage,text,test", "basis": f"same task id in the files: {rec['lineage']}"}
+            for s in checked_sources(data) for sid, rec in data[s].items()
+            for b, bid in by_lineage.get(rec["lineage"] or "", ())]
 
 
 _SIBLING = re.compile(r"-(i|ii|iii|iv|easy|hard)$")

@@ -197,12 +197,10 @@ class BackendPolicy:
     def step_text(self, conversations: list[tuple[list[dict], str]], seeds: list[int | None]):
         from factory.generation.types import ChatRequest, SamplingParams
 
-        reqs = []
-        for (messages, partial), seed in zip(conversations, seeds):
-            msgs = list(messages) + ([{"role": "assistant", "content": partial}] if partial else [])
-            reqs.append(ChatRequest(msgs, SamplingParams(n=1, temperature=self.temperature, top_p=self.top_p,
-                                                         max_tokens=self.max_new_tokens, seed=seed,
-                                                         stop=("```\n",))))
+        reqs = [ChatRequest(list(messages) + ([{"role": "assistant", "content": partial}] if partial else []),
+                            SamplingParams(n=1, temperature=self.temperature, top_p=self.top_p,
+                                           max_tokens=self.max_new_tokens, seed=seed, stop=("```\n",)))
+                for (messages, partial), seed in zip(conversations, seeds)]
         out = []
         for res in self.backend.generate(reqs):
             if res.error:
