@@ -125,8 +125,7 @@ def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem:
     ingest_source("leetcode", [src], lake=lake)
     execute(lake, selection="reference", limits=Limits(cpu_s=4.0))
     report = run_hidden_tests(lake, per_problem=per_problem, rounds=rounds, per_round=per_round)
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         judging = load_judging(con, time_limits=False)
         tests = defaultdict(list)
         for sid, pid, tid, kind, code, inp, exp, ep, pre, ref in con.execute("""
@@ -139,8 +138,6 @@ def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem:
         checkers = {sid: code for sid, code in con.execute(
             "SELECT p.source_id, c.code FROM silver.checkers c JOIN silver.problems p USING (problem_id) "
             f"WHERE c.origin = '{ORIGIN_ANY_ORDER}'").fetchall()}
-    finally:
-        con.close()
     jobs, hows = [], ("reference", "reversed", "shuffled", "wrong")
     for sid, ts in tests.items():
         pid, ep, pre, ref = ts[0][0], ts[0][6], ts[0][7], ts[0][8]
