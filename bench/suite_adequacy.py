@@ -51,13 +51,10 @@ def source_file(name: str, data_dir: Path, work: Path, max_problems: int | None)
 
 
 def rows(lake: Path, sql: str, params=None) -> list[dict]:
-    con = connect(lake, read_only=True)
-    try:
+    with connect(lake, read_only=True) as con:
         cur = con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
 
 
 ADEQUACY = "SELECT * FROM gold.suite_adequacy ORDER BY source"
