@@ -77,11 +77,8 @@ def read_back(router, idx: int, i: int, paths: list[str], worker_ns: bool) -> di
             continue
         try:
             f = _open_below(*check_path(path))
-        except ValueError as exc:
-            errors[k] = str(exc)
-            continue
-        except OSError as exc:
-            errors[k] = _why(exc)
+        except (ValueError, OSError) as exc:
+            errors[k] = _why(exc) if isinstance(exc, OSError) else str(exc)
             continue
         try:
             size = os.fstat(f).st_size

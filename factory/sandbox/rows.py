@@ -25,14 +25,11 @@ def merge_verdicts(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdi
         if v.test_id is None:
             continue
         key = (v.program_id, v.test_id.split("::", 1)[0])
-        in_process = v.judged_in_process
         old = merged.get(key)
-        if old is None:
-            merged[key] = (v, in_process)
-        elif SEVERITY.index(row_status(v)) > SEVERITY.index(row_status(old[0])):
-            merged[key] = (v, in_process or old[1])
+        if old is None or SEVERITY.index(row_status(v)) > SEVERITY.index(row_status(old[0])):
+            merged[key] = (v, v.judged_in_process or bool(old and old[1]))
         else:
-            merged[key] = (old[0], in_process or old[1])
+            merged[key] = (old[0], v.judged_in_process or old[1])
     return merged
 
 

@@ -12,6 +12,7 @@ RL runs the same tests against many sampled programs.
 from __future__ import annotations
 
 import ast
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -95,10 +96,7 @@ def _rewrite_cached(source: str) -> tuple[str, tuple[Expect, ...]]:
         return source, ()
     found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))  # try: handlers follow else: in the AST
     raw = source.encode("utf-8")
-    starts, pos = [0], 0
-    for line in raw.splitlines(keepends=True):
-        pos += len(line)
-        starts.append(pos)
+    starts = [0, *itertools.accumulate(map(len, raw.splitlines(keepends=True)))]
 
     def off(lineno, col):
         return starts[lineno - 1] + col
