@@ -72,11 +72,8 @@ def main() -> None:
     ap.add_argument("--max-problems", type=int, help="first N problems of each source")
     ap.add_argument("--mutants", type=int, default=10, help="mutants per reference (factory mutate)")
     ap.add_argument("--cpu-s", type=float, default=0.5, help="CPU seconds per test for mutants and augmentation")
-    ap.add_argument("--budget", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--per-round", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--k", type=int, default=15)
+    for flag, default in (("--budget", 10), ("--rounds", 4), ("--per-round", 20), ("--seed", 0), ("--k", 15)):
+        ap.add_argument(flag, type=int, default=default)
     ap.add_argument("--workers", type=int)
     ap.add_argument("--lake", type=Path, help="lake folder (default: a temporary one)")
     args = ap.parse_args()
