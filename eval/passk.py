@@ -1,7 +1,7 @@
 """Unbiased pass@k (Chen et al. 2021): 1 − C(n−c, k)/C(n, k) in the stable product form."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -27,14 +27,12 @@ def estimate_pass_at_k(num_samples: int | Sequence[int], num_correct: Sequence[i
 
 def pass_at_k_table(results: Iterable[tuple], ks: Sequence[int] = (1, 10, 100)) -> dict[str, float]:
     """Dataset pass@k from ``(problem_id, passed)`` rows; a k is reported only if every problem has n ≥ k."""
-    n: dict = defaultdict(int)
-    c: dict = defaultdict(int)
+    n, c = Counter(), Counter()
     for pid, passed in results:
         n[pid] += 1
         c[pid] += bool(passed)
     if not n:
         return {}
-    pids = list(n)
-    totals, correct = [n[p] for p in pids], [c[p] for p in pids]
+    totals, correct = list(n.values()), [c[p] for p in n]
     return {f"pass@{k}": float(estimate_pass_at_k(totals, correct, k).mean())
             for k in ks if min(totals) >= k}
