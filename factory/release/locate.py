@@ -96,3 +96,34 @@ def load_manifest(name: str, releases_dir=None, lake=None) -> tuple[Path, dict]:
         raise FactoryError(f"release {name!r} has no {MANIFEST} at {path}") from None
     except json.JSONDecodeError as exc:
         raise FactoryError(f"release {name!r}: {MANIFEST} is not valid JSON ({exc})") from None
+
+
+def today() -> str:
+    """The UTC date as YYYYMMDD, the date part of a cut release's name."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y%m%d")
+
+
+def same_release(root: Path, base: str, content_hash: str, stage: str | None) -> str | None:
+    """The release BASE or BASE.N under ``root`` cut from the same recipe content and stage, if any."""
+    for path in sorted(root.glob(f"{base}*")):
+        if path.name != base and not path.name.startswith(base + "."):
+            continue
+        try:
+            recipe = json.loads((path / "manifest.json").read_text()).get("recipe") or {}
+        except (OSError, ValueError):
+            continue
+        if recipe.get("content_hash") == content_hash and recipe.get("stage") == stage:
+            return path.name
+    return None
+
+
+def free_name(root: Path, base: str) -> str:
+    """BASE, or the first BASE.N (N >= 2) not yet under ``root``."""
+    if not (root / base).exists():
+        return base
+    n = 2
+    while (root / f"{base}.{n}").exists():
+        n += 1
+    return f"{base}.{n}"

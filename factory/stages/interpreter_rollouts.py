@@ -246,9 +246,9 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
     from factory.lake import connect
     from factory.release.create import create_release
     from factory.release.locate import resolve_releases_dir
-    from factory.stages.recipe.decide import _free_name, _same_release, _today
+    from factory.release.locate import free_name, same_release, today
 
-    date = date or _today()
+    date = date or today()
     with connect(lake, read_only=True) as con:
         stage_rows = _rows(con, f"SELECT s.stage, count(*) FROM {TASKS}, unnest(CAST(json_extract_string(stages, "
                            "'$[*]') AS VARCHAR[])) AS s(stage) WHERE recipe = ? GROUP BY 1 ORDER BY 1", [recipe])
@@ -262,7 +262,7 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
     out = []
     for stage, n in stage_rows:
         base = f"{recipe}-tasks-{stage}-{date}"
-        name = _same_release(root, base, content, stage) or _free_name(root, base)
+        name = same_release(root, base, content, stage) or free_name(root, base)
         if not (root / name).exists():
             where = f"recipe = '{recipe}' AND list_contains(CAST(json_extract_string(stages, '$[*]') AS VARCHAR[]), '{stage}')"
             create_release(name, [TASKS, ROLLOUTS], lake=lake, releases_dir=releases_dir, row_filters={

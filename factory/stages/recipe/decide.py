@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
 
 from factory.errors import FactoryError
 from factory.recipes.rules import rule_sql
+from factory.release.locate import free_name, same_release, today
 from factory.recipes.spec import Recipe
 from factory.lake.commit import config_hash, run_stage
 
@@ -200,10 +200,6 @@ def rules_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _today() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d")
-
-
 def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None, date: str | None = None,
                  log=print) -> list[str]:
     """Release NAME-<date> (problems, decisions, rules) and NAME-<stage>-<date> per stage. A release of the same
@@ -211,7 +207,7 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
     from factory.release.create import create_release
     from factory.release.locate import resolve_releases_dir
 
-    date = date or _today()
+    date = date or today()
     root = resolve_releases_dir(releases_dir, lake)
     info = {"name": recipe.name, "title": recipe.title, "paper": recipe.paper, "file": recipe.file,
             "recipe_hash": decided["recipe_hash"], "content_hash": decided["content_hash"],
@@ -233,12 +229,12 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
             log(f"release {base}: not cut - the recipe keeps no problems{' in stage ' + stage if stage else ''} "
                 "(`datasets` cannot load an empty split); gold.recipe_decisions says which rule removed them")
             continue
-        existing = _same_release(root, base, decided["content_hash"], stage)
+        existing = same_release(root, base, decided["content_hash"], stage)
         if existing:
             log(f"release {existing}: unchanged (same recipe and rows), not cut again")
             names.append(existing)
             continue
-        name = _free_name(root, base)
+        name = free_name(root, base)
         create_release(name, views, lake=lake, releases_dir=releases_dir, row_filters=filters,
                        recipe={**info, "stage": stage})
         log(f"release {name}: cut ({'stage ' + stage if stage else 'all stages'})")
@@ -246,23 +242,3 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
     return names
 
 
-def _same_release(root, base: str, content_hash: str, stage: str | None) -> str | None:
-    for path in sorted(root.glob(f"{base}*")):
-        if path.name != base and not path.name.startswith(base + "."):
-            continue
-        try:
-            recipe = json.loads((path / "manifest.json").read_text()).get("recipe") or {}
-        except (OSError, ValueError):
-            continue
-        if recipe.get("content_hash") == content_hash and recipe.get("stage") == stage:
-            return path.name
-    return None
-
-
-def _free_name(root, base: str) -> str:
-    if not (root / base).exists():
-        return base
-    n = 2
-    while (root / f"{base}.{n}").exists():
-        n += 1
-    return f"{base}.{n}"
