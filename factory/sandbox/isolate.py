@@ -101,12 +101,9 @@ def drop_capabilities() -> None:
 
 
 def ns_flags(plan: dict) -> int:
-    flags = 0
-    for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
-                     ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS)):
-        if plan.get(key):
-            flags |= bit
-    return flags
+    return sum(bit for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
+                                    ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS))
+               if plan.get(key))   # distinct bits: the sum is their OR
 
 
 def enter_namespaces(plan: dict) -> None:
@@ -184,11 +181,8 @@ def minimal_root(needed: list[str]) -> None:
     paths = [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
     held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths}   # reachable after /tmp is covered
     held_moved = {dst: os.open(src, os.O_PATH | os.O_DIRECTORY) for src, dst in moved if os.path.isdir(src)}
-    etc = {}
-    for name in _ETC_FILES:
-        src = os.path.join("/etc", name)
-        if os.path.exists(src):
-            etc[src] = os.open(os.path.realpath(src), os.O_PATH)
+    etc = {src: os.open(os.path.realpath(src), os.O_PATH)
+           for src in (os.path.join("/etc", name) for name in _ETC_FILES) if os.path.exists(src)}
     # the new root is built on a tmpfs over /tmp of this (private) mount namespace: nothing on the host changes
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     new = "/tmp/.sbxroot"

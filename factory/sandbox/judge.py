@@ -224,12 +224,11 @@ def _run_func(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None
                 msg["value"] = _call_value(client, reply)
                 if len(msg["value"]) > job["cap"]:
                     raise OutputTooLarge("returned value too large")
-            elif t["kind"] == "assert":
+            else:   # assert, or check
                 exec(compile(t["code"], "<test>", "exec"), ns)
-            else:  # check
-                exec(compile(t["code"], "<test>", "exec"), ns)
-                _register_classes(client, ns)
-                ns["check"](client.entry(job["entry_point"]))
+                if t["kind"] != "assert":
+                    _register_classes(client, ns)
+                    ns["check"](client.entry(job["entry_point"]))
         except CandidateGone:
             report(b"D", i)
             os._exit(0)
@@ -309,12 +308,9 @@ def _functions_with_asserts(source: str) -> set[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            if any(isinstance(n, ast.Assert) for n in ast.walk(node)):
-                out.add(node.name)
-    return out
+    return {node.name for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+            and any(isinstance(n, ast.Assert) for n in ast.walk(node))}
 
 
 def _bind_free_names(source: str) -> str:

@@ -70,7 +70,6 @@ def prepare() -> bool:
 def install() -> bool:
     if not prepare():
         return False
-    rc = _CACHE["prctl"](_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _CACHE["ref"], 0, 0)
-    if rc != 0:
+    if _CACHE["prctl"](_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, _CACHE["ref"], 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "seccomp filter")
     return True
