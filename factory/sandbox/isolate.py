@@ -252,12 +252,11 @@ _SCRATCH: dict = {}   # each scratch directory mounted now -> its state when mou
 
 def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], needed: list[str],
                          loopback: bool = False) -> str | None:
-    """Move this process into a sandbox of its own: new mount/pid/net/ipc/uts namespaces (a user namespace when
-    not root), a forked pid 1 inside them whose outer parent only waits, mirrors its exit status and then removes
-    the cgroup ``slot`` (the inside has no /sys), signals ignored, the slot joined, hostname ``sandbox``, the
-    minimal read-only root with ``needed`` bound in, not dumpable; ``loopback``: ``lo`` brought up (a session's
-    namespace; a zygote's stays without network: programs that need a loopback get their own). Used by the
-    zygote (programs) and the interpreter-session host. Returns None, or why the sandbox could not be entered (the caller degrades)."""
+    """Move this process (a zygote, a session host) into a sandbox of its own: new mount/pid/net/ipc/uts
+    namespaces (+user when not root), a forked pid 1 inside whose outer parent only waits, mirrors its exit status
+    and removes the cgroup ``slot``; signals ignored, the slot joined, hostname ``sandbox``, the minimal read-only
+    root with ``needed`` bound in, not dumpable; ``loopback``: ``lo`` up (a session's; a zygote's programs get
+    their own). Returns None, or why the sandbox could not be entered (the caller degrades)."""
     import signal
 
     try:
@@ -343,12 +342,9 @@ def loopback_up() -> bool:
 
 
 def own_network() -> None:
-    """A program's own IPC namespace and its own network namespace whose only interface is a working
-    loopback: it can serve and connect on 127.0.0.1/localhost, and nothing outside (no other program, no
-    other test of its own, the judge or the host) can reach it or be reached; the namespace ends with its last
-    process. Costs a few ms per program process, so only jobs that ask (``Job.own_network``: SandboxFusion's
-    /run_code and /submit) get it. Where a network namespace cannot be made, the program stays in its worker's
-    namespace (no network at all)."""
+    """A program's own IPC namespace and a network namespace whose only interface is a working loopback (it
+    serves and connects on 127.0.0.1; nothing outside reaches it or is reached). A few ms per process, so only
+    for ``Job.own_network``; where no network namespace can be made it stays in its worker's (no network)."""
     try:
         unshare(CLONE_NEWIPC | CLONE_NEWNET)
     except OSError:

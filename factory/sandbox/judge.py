@@ -126,15 +126,12 @@ def main(judge_blob: bytes, start: int, limits: dict, tidy=None) -> None:
 
 
 def serve_kept(limits: dict) -> None:
-    """A judge kept across programs of one worker (function-style tests only), so a program costs one fork,
-    not two.  Per program the zygote sends, on the control socket, where the judge's part of the job lies in
-    the batch memfd plus that memfd and the program's fresh channels (stderr, report, RPC write, RPC read);
-    the judge runs :func:`main` on them exactly as a forked judge would, then closes them.  Between programs
-    it restores what test code may have changed (builtins, std streams, recursion limit); it exits -- and
-    the zygote starts a fresh one -- when test code left a thread behind, when the program made it import a
-    module, on any error, or when the zygote closes the socket (after any abnormal program end the zygote
-    kills it instead).  Its /tmp is a tmpfs of its own; a program whose tests left files there also retires
-    it, so each program's tests start clean."""
+    """A judge kept across programs of one worker (function-style tests only): one fork per program, not two.
+    Per program the control socket brings where the judge's part lies in the batch memfd, that memfd and the
+    program's fresh channels (stderr, report, RPC write, RPC read); :func:`main` runs on them as in a forked
+    judge, then they are closed.  Between programs builtins, std streams and the recursion limit are restored;
+    it exits (the zygote starts a fresh one) when test code left a thread or files in its own /tmp, when the
+    program made it import a module, on any error, or when the socket closes."""
     import socket
     import threading
     os.chdir("/tmp")   # its own tmpfs (role judge-files): test code may write files, no program sees them
@@ -278,10 +275,8 @@ class _Collector:
 
 
 def _local_tests_only():
-    """pytest plugin: in a test file, only functions and classes the file itself defines are collected. A name the
-    file imports (``from heapq import merge as test_merge``, ``from solution import TestData``) is not a test of
-    the file -- pytest would run it, or fail the whole file at collection (a generator function "test") -- and
-    nothing a program defines is ever run as a test."""
+    """pytest plugin: only functions and classes the test file itself defines are collected; an imported name
+    (``from heapq import merge as test_merge``, ``from solution import TestData``) is never a test item."""
     import inspect
 
     import pytest
@@ -314,10 +309,9 @@ def _functions_with_asserts(source: str) -> set[str]:
 
 
 def _bind_free_names(source: str) -> str:
-    """Test code that uses the program's names without importing them (KodCode writes bare `is_even(2)`,
-    as if the tests sat in the program's module) gets them bound from `solution` on one added line: only
-    names the test code reads and never binds itself, and none of Python's builtins. A name the program
-    lacks stays unbound (a NameError in that test, as before)."""
+    """Test code that uses the program's names unimported (KodCode's bare `is_even(2)`) gets them bound from
+    `solution` on one added line: names it reads and never binds, no builtins; one the program lacks stays
+    unbound (a NameError in that test)."""
     import ast
     try:
         tree = ast.parse(source)
@@ -349,9 +343,8 @@ def _bind_free_names(source: str) -> str:
 
 
 def warm_pytest() -> bool:
-    """Import pytest and its built-in plugins (the zygote calls this before its first pytest job, so every judge it
-    forks starts warm). Importing loads no third-party plugin; :func:`_run_pytest` turns their autoload off. The
-    zygote's environment is left as it is: it is what the programs it forks inherit."""
+    """Import pytest and its built-in plugins in the zygote (before its first pytest job: every judge it forks
+    starts warm); no third-party plugin is loaded and the zygote's environment is left as it is."""
     try:
         import importlib
 
@@ -366,10 +359,8 @@ def warm_pytest() -> bool:
 
 
 def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> None:
-    """pytest in the judge's private /tmp (the program cannot plant a conftest.py or an ini file there), with only
-    pytest's built-in plugins: autoload would import every pytest plugin the host has installed into each judge
-    (~1.2 CPU s charged to the test's budget with a dozen plugins, and plugins such as pytest-randomly reseed the
-    tests' random data) - a verdict must not depend on the host's plugins."""
+    """pytest in the judge's private /tmp (no conftest.py or ini file of the program's) with only pytest's
+    built-in plugins: a verdict must not depend on the host's plugins (their cost, pytest-randomly's reseeding)."""
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     sys.dont_write_bytecode = True
     mod = _SolutionModule(PROGRAM_MODULE)

@@ -54,12 +54,8 @@ class Zygote:
         self.meta["judge_kept"] = self.keep_judge
 
     def _enter_worker_ns(self) -> bool:
-        """Put the zygote itself into fresh mount/pid/net/ipc/uts (+user when not root) namespaces.
-
-        The original process stays outside as a waiter; the zygote continues as pid 1 of the new
-        pid namespace with a read-only filesystem and a fresh /proc.  Per program only a fork, a
-        fresh tmpfs /tmp and /dev/shm and a new IPC namespace are needed, and ``kill(-1)`` from
-        pid 1 removes every process the program left behind.  Degrades (recorded) on failure."""
+        """The zygote into its own namespaces (:func:`.isolate.enter_worker_sandbox`), as pid 1 (``kill(-1)``
+        removes whatever a program left behind); degrades (recorded) on failure."""
         needed = self.isolate.interpreter_paths() + languages.toolchain_paths()
         self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
         return self.ns_error is None
