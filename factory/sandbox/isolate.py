@@ -167,11 +167,10 @@ MS_RDONLY_ATTR, MS_NOSUID_ATTR, MS_NODEV_ATTR = 0x1, 0x2, 0x4
 
 
 def minimal_root(needed: list[str]) -> None:
-    """Pivot into a root that holds only what programs need: the system's /usr, /bin, /lib*, the interpreter
-    and its package paths (``needed``, bound at their own paths), a few /etc files, /dev nodes, and empty
-    /tmp and /dev/shm (a fresh tmpfs per program).  Everything else -- the project, data sets, the lake,
-    home directories, /run and /var (host sockets), /sys, the host's /mnt -- does not exist inside (/mnt is an empty
-    directory, a program's own tmpfs while it runs: :func:`program_scratch`)."""
+    """Pivot into a root that holds only what programs need: the system's /usr, /bin, /lib*, the interpreter and
+    its package paths (``needed``: a path, or (host dir, its path inside)), a few /etc files, /dev nodes, empty
+    /tmp, /dev/shm and /mnt (fresh tmpfs per program: :func:`program_scratch`).  The project, data sets, the
+    lake, home directories, /run and /var (host sockets) and /sys do not exist inside."""
     moved = [(os.path.realpath(x[0]), x[1]) for x in needed if isinstance(x, tuple)]   # (host dir, its path inside)
     needed = [x for x in needed if x and not isinstance(x, tuple)]
     paths = list(dict.fromkeys(p for p in list(_ROOT_DIRS) + [os.path.realpath(x) for x in needed if x]
@@ -305,12 +304,10 @@ def _bind_tmp_keep() -> None:
 
 
 def program_scratch(tmpfs_mb: int, mount_it: bool, reuse: bool = False, mnt: bool = False) -> None:
-    """Fresh private /tmp and /dev/shm (and ``mnt``: /mnt, SandboxFusion's programs write there) for the next
-    program.
-
-    ``mount_it=False`` discards them after a program, except, with ``reuse``, each one the program left exactly as
-    mounted (same free inode and block counts, same mode/owner: nothing was created or kept), which the next
-    program gets again, still empty.  Only used where the sandbox uid owns nothing there."""
+    """Fresh private /tmp and /dev/shm (``mnt``: and /mnt, where SandboxFusion's programs write) for the next
+    program.  ``mount_it=False`` discards them after it, except, with ``reuse``, each one left exactly as mounted
+    (same free inode/block counts, mode, owner), which the next program gets again, still empty (only used where
+    the sandbox uid owns nothing there)."""
     if mount_it:
         for d in ("/tmp", "/dev/shm") + (("/mnt",) if mnt else ()):
             if d in _SCRATCH or not os.path.isdir(d):

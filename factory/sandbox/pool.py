@@ -145,13 +145,11 @@ class Worker:
 class SandboxPool:
     """A reusable pool of warm zygotes.  Use as a context manager; :meth:`run` yields Verdicts.
 
-    ``preload``: extra modules imported once in every zygote (e.g. ``("numpy",)``); the default
-    warm set is a stdlib list (see :data:`.zygote.WARM_MODULES`).  ``max_batch``: sub-jobs a worker takes
-    per round trip when the queue is long (each program still gets its own fresh sandboxed process).
-    ``pin_cpus``: each worker runs on one of the CPUs this process may use (round robin from an offset
-    taken from the pid, so several pools on one host spread out).  A worker's judge and
-    program call each other many times per test; on one core those calls cost no cross-core wake-ups
-    (HumanEval: ~1.3x throughput).  Each worker is capped at one core's time anyway (cgroup cpu quota).
+    ``preload``: extra modules imported once in every zygote (e.g. ``("numpy",)``; the default warm set is
+    :data:`.zygote.WARM_MODULES`).  ``max_batch``: sub-jobs a worker takes per round trip when the queue is long
+    (each program still gets its own fresh sandboxed process).  ``pin_cpus``: each worker on one of this
+    process's CPUs (round robin from a pid-derived offset, so several pools spread out): judge <-> program calls
+    then cost no cross-core wake-ups (HumanEval: ~1.3x throughput).
     """
 
     def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),

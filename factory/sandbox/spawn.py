@@ -160,10 +160,9 @@ def inproc_body(start: int):
 
 
 def kill_candidates(z, plan: dict, statuses: dict) -> None:
-    """Kill and reap every process running under the program's uid -- whatever it forked, daemonized or
-    re-parented -- and nothing else: the kept judge (another uid) survives.  ``kill(-1)`` with the real and
-    effective uid switched to the program's reaches exactly the processes of that uid.  Without a kept judge
-    this is :func:`kill_everything`."""
+    """Kill and reap every process under the program's uid (whatever it forked, daemonized or re-parented) and
+    nothing else: ``kill(-1)`` with the real and effective uid switched to the program's; the kept judge (another
+    uid) survives.  Without a kept judge this is :func:`kill_everything`."""
     uid = plan.get("sandbox_uid")
     if z.kept is None or not (plan.get("worker_ns") and uid):
         kill_everything(z, plan, list(statuses))
@@ -200,9 +199,8 @@ def kill_processes(worker_ns: bool, pids, slot) -> None:
 
 
 def reap(plan: dict, statuses: dict, z=None) -> None:
-    """Reap everything (we are pid 1 / subreaper) but ``z``'s live kept judge; wait statuses of the pids in
-    ``statuses`` are kept.  Orphans were re-parented to us: with a kept judge alive, done when ``/proc``
-    shows no process but ourselves and the judge."""
+    """Reap everything (we are pid 1 / subreaper) but ``z``'s live kept judge, keeping the wait statuses of the
+    pids in ``statuses``; with a kept judge alive, done when ``/proc`` shows no process but us and the judge."""
     deadline = time.monotonic() + 2.0
     pending = [p for p, st in statuses.items() if st is None]
     for p in pending:
