@@ -1,15 +1,11 @@
--- Final-answer tasks ready for RL without local rollouts (R1-Code-Interpreter's no-rollout path, #43): every
--- problem with a test of kind `answer` (ReasoningGym tasks of `factory ingest reasoning-gym`, SymBench/BBH-style
--- rows of `factory ingest jsonl --test-format answer`), one row each, with the answer check the reward applies
--- (factory.answers.checks format: {"rule", "answer"[, "atol"]}, plus "task" and the generated "entry" for the
--- reasoning_gym rule, whose verifier reads them). `factory export --format verl | trl-grpo | openrlhf` turns
--- a release of this view into RL rows whose ground truth factory.reward.compute_score scores (1.0 for a right
--- final answer, 0.0 otherwise). The question never carries the answer: it stays in ground_truth.
--- Kept out, as in the code views: contaminated and non-keeper duplicate problems when the curation's `exclude`
--- setting ({{ exclude_label }}) applies those reasons. The other exclusion reasons are about code tests (other_task
--- is every final-answer problem by definition).
--- The rollout path's columns (policy pass rate, potential 4p(1-p), curriculum stage) come from gold.r1ci_tasks
--- (`factory interpreter-rollouts curriculum`, its latest run per problem) and stay NULL until rollouts exist.
+-- Final-answer tasks ready for RL without local rollouts (#43): one row per problem with a test of kind `answer`
+-- (`factory ingest reasoning-gym`, `factory ingest jsonl --test-format answer`) and the answer check the reward
+-- applies (factory.answers.checks format: {"rule", "answer"[, "atol"]}, plus "task" and "entry" for the
+-- reasoning_gym rule). factory.reward.compute_score scores the exported rows (1.0 right answer, 0.0 otherwise);
+-- the question never carries the answer. Kept out when `exclude` ({{ exclude_label }}) applies those reasons:
+-- contaminated and non-keeper duplicate problems (the other reasons are about code tests).
+-- Policy pass rate, potential 4p(1-p) and curriculum stage come from gold.r1ci_tasks (latest run per problem;
+-- NULL until `factory interpreter-rollouts curriculum` has run).
 WITH answer_tests AS (
     SELECT problem_id, expected, comparison, atol
     FROM silver.tests

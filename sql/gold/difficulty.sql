@@ -1,9 +1,8 @@
 -- Difficulty and potential per problem from the difficulty model ({{ difficulty_model }}): mean pass rate p,
 -- Skywork model_difficulty (# full passes of n), potential 4p(1-p) (R1-Code-Interpreter), curriculum stage
--- by potential quartile (1 = highest potential, trained first). Paper filters on these (AceReason's epoch filter,
--- Skywork's 1..n-1) are recipe rules with their thresholds in recipes/*.yaml, not columns here.
--- The quartiles are cut over the train split only (problems of neither a benchmark source nor a test split): a
--- test problem gets the stage its potential falls in by the train cut points, so test rows never move them.
+-- by potential quartile (1 = highest potential, trained first; paper filters on these are recipe rules).
+-- The quartiles are cut over the train split only (no benchmark source, no test split): a test problem gets the
+-- stage of its potential by the train cut points, so test rows never move them.
 WITH benchmarks AS (
     SELECT unnest({{ benchmarks }}) AS source
 ), m AS (

@@ -2,9 +2,8 @@
 -- ImportError / ModuleNotFoundError (a package the problem needs is not installed). Their pass rates measure
 -- the environment, not the problem, so curation marks them (gold.training_exclusions, reason 'environment')
 -- instead of calling them hard.
--- The latest verdict of each (program, test) is gold.latest_executions' (same order), taken only for the
--- reference verdicts that ever raised an import error: this view is read by every view downstream of
--- gold.clean_problems, and ranking every verdict each time was most of curate's time outside gold.rl_problems.
+-- The latest verdict of each (program, test) is ranked as in gold.latest_executions, but only for reference
+-- verdicts that ever raised an import error: every view downstream of gold.clean_problems reads this one.
 WITH candidates AS (
     SELECT DISTINCT e.program_id, e.test_id
     FROM silver.executions AS e

@@ -3,8 +3,7 @@
 -- the I/O contract (stdin/stdout, the function to define, or - for a harness problem such as MultiPL-E, whose
 -- question is the function's signature - the function to complete) and the answer format, in the problem's own
 -- language (silver.problems.language: the language the reward judges it in; its code fence is the tag the
--- reward's extraction looks for: cpp, java, javascript, rust). A Python problem's text is the same as before
--- languages were named.
+-- reward's extraction looks for: cpp, java, javascript, rust).
 WITH p AS (
     SELECT problem_id, test_format, nullif(entry_point, '') AS entry_point,
            trim(question, chr(32) || chr(9) || chr(10) || chr(13)) AS question,

@@ -1,14 +1,11 @@
 -- Pass rate per program. Denominator: the problem's valid tests when it was validated, else all its tests.
 -- pass_rate_original is AceCoder's variant: passes on valid tests / the ORIGINAL test count.
 -- complete = every denominator test has a verdict (programs with missing verdicts are not scored).
--- exclude_in_process_judged = {{ exclude_in_process_judged }}: when true, tests with a verdict judged inside the
--- candidate's own process (forgeable, e.g. BigCodeBench unittest) leave numerator and denominator alike; a problem
--- with only such tests gets no pass rates.
--- Visibility is a training concept: on a train-split problem only hidden tests count ({{ reward_tests_label }};
--- silver.tests.visibility), so a program that prints the statement's examples scores nothing for them and pass
--- rates, difficulty and pairs measure what the RL reward measures (a train problem whose every test is public gets
--- no pass rates). A benchmark or test-split problem ({{ benchmarks_label }}, or split 'test') counts every
--- test: HumanEval/34's only test is its docstring example, and the benchmark still scores it.
+-- exclude_in_process_judged = {{ exclude_in_process_judged }}: when true, tests judged inside the candidate's own
+-- process (forgeable, e.g. BigCodeBench unittest) leave numerator and denominator alike.
+-- On a train-split problem only hidden tests count ({{ reward_tests_label }}; silver.tests.visibility), so pass
+-- rates measure what the RL reward measures; a benchmark ({{ benchmarks_label }}) or test-split problem counts
+-- every test (HumanEval/34's only test is its docstring example).
 WITH benchmarks AS (
     SELECT unnest({{ benchmarks }}) AS source
 ), in_process_tests AS (

@@ -6,12 +6,10 @@
 -- contamination, duplicate, other-task, environment or validation exclusion applied; gold.training_exclusions
 -- says why the others are out), with the split training sees (benchmarks are always 'test'). Exports (verl, TRL,
 -- OpenRLHF) read this table.
--- Memory: each test is serialized on its own row and the rows are joined as text per problem, so curate holds
--- about the size of the tests once (HumanEval+ expected outputs are ~340 MB, one of them 11 MB), not a nested
--- list of structs per problem; materialized as a table, so every reader (test_leakage, filter, release, funnel)
--- reads it instead of packing it again. On a lake whose tests pass ~256 MB, curate does not run this aggregate
--- (the ordered string_agg keeps every test's JSON in memory): it runs the query once with the marked subquery's
--- JSON nulled (counts, other columns), streams that subquery once and packs each problem as its tests arrive.
+-- Memory: each test is serialized on its own row and joined as text per problem (not a nested list of structs),
+-- and the table is materialized so its readers do not pack it again. Past ~256 MB of tests curate does not run
+-- this aggregate: it runs the query with the marked subquery's JSON nulled, streams that subquery and packs each
+-- problem as its tests arrive.
 WITH packed AS (
     SELECT
         problem_id,

@@ -1,11 +1,9 @@
--- The tests of gold.rl_problems, one row each (no JSON): which tests of a clean problem are usable and which of
--- them are reward tests. A usable test: validated when the problem was validated, with a known expected output
--- for call / stdio tests; a train-split problem keeps only tests a reference (or the generate-and-cross-check
--- oracle of `factory gentests`) validated. Reward tests are the hidden ones ({{ reward_tests_label }}): a test
--- whose input and expected output appear in the prompt (silver.tests.visibility = 'public') would pay a policy
--- that pattern-matches the statement's examples. Visibility is a training concept: a test-split row (benchmarks)
--- rewards every test, as an evaluation counts them all. The problem's own rule (silver.checkers: a stated
--- tolerance or case rule) replaces a test's comparison.
+-- The tests of gold.rl_problems, one row each (no JSON): the usable tests of a clean problem and which of them
+-- reward. Usable: validated when the problem was validated, with a known expected output for call / stdio tests;
+-- a train-split problem keeps only tests a reference (or `factory gentests`' cross-check) validated. Reward tests
+-- are the hidden ones ({{ reward_tests_label }}): a public test (its input and output in the prompt) would pay a
+-- policy that copies the statement's examples; a test-split row rewards every test. The problem's own rule
+-- (silver.checkers: a stated tolerance or case rule) replaces a test's comparison.
 -- gold.rl_problems packs these rows per problem; gold.test_leakage counts them without parsing that JSON.
 WITH usable_tests AS (
     -- ids and flags only: the test content (code, input, expected) joins in once, at the end
