@@ -2,6 +2,7 @@
 limit check that turns them (and the output cap) into a timeout/output reason."""
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -22,12 +23,10 @@ class Meter:
             return self.z.slot.cpu_ns() / 1e9
         total = 0.0
         for pid in self.pids:
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-            except (OSError, IndexError, ValueError):
-                pass
         return total
 
     def peak_kb(self):

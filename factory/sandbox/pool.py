@@ -320,11 +320,9 @@ class SandboxPool:
             while finished < len(self.workers):  # let workers finish their current sub-job
                 with contextlib.suppress(queue.Empty):
                     tasks.get_nowait()
-                try:
+                with contextlib.suppress(queue.Empty):
                     if results.get(timeout=0.05) is None:
                         finished += 1
-                except queue.Empty:
-                    pass
             if bar is not None:
                 bar.close()
 

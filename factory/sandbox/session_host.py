@@ -112,12 +112,10 @@ def _value_bundle(value) -> dict:
     bundle = {"text/plain": repr(value)}
     html = getattr(value, "_repr_html_", None)
     if callable(html) and not isinstance(value, type):
-        try:
+        with contextlib.suppress(Exception):
             got = html()
             if isinstance(got, str):
                 bundle["text/html"] = got
-        except Exception:  # noqa: BLE001
-            pass
     return bundle
 
 
@@ -316,12 +314,10 @@ class Host:
         total = self.reaped_cpu
         for name in os.listdir("/proc"):
             if name.isdigit() and int(name) != os.getpid():
-                try:
+                with contextlib.suppress(OSError, IndexError, ValueError):
                     with open(f"/proc/{name}/stat") as f:
                         fields = f.read().rsplit(")", 1)[1].split()
                     total += (int(fields[11]) + int(fields[12])) / tck
-                except (OSError, IndexError, ValueError):
-                    pass
         return total
 
     # ---- one cell

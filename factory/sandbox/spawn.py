@@ -236,11 +236,9 @@ def _left_by_the_judge(pids: list[int], plan: dict) -> bool:
     """Whether a process other than the program's own (another uid: the judge's) is left in the namespace."""
     uid = plan.get("sandbox_uid")
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):   # gone meanwhile
             if os.stat(f"/proc/{pid}").st_uid != uid:
                 return True
-        except OSError:   # gone meanwhile
-            pass
     return False
 
 
