@@ -47,8 +47,7 @@ Pair = tuple[tuple[str, ...], tuple[str, ...]]   # (argument parts, accepted ren
 
 
 def _render(node: ast.AST) -> str:
-    node = _unwrap(node)
-    return normalise(ast.unparse(node))
+    return normalise(ast.unparse(_unwrap(node)))
 
 
 def _unwrap(node: ast.AST) -> ast.AST:
@@ -105,13 +104,8 @@ def _code_pairs(code: str, keep_names: bool) -> tuple[Pair, ...] | None:
     calls = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.With, ast.ClassDef))]
     if not asserts or calls:
         return None
-    pairs = []
-    for a in asserts:
-        pair = _pair_of(a.test, keep_names)
-        if pair is None:
-            return None
-        pairs.append(pair)
-    return tuple(pairs)
+    pairs = tuple(_pair_of(a.test, keep_names) for a in asserts)
+    return None if None in pairs else pairs
 
 
 def _value_text(value) -> str:
@@ -166,7 +160,6 @@ def _find_all(haystack: str, needle: str, start: int, stop: int) -> list[int]:
 def pair_visible(statement: str, pair: Pair) -> bool:
     """Every argument, then one rendering of the output, in order and within the windows, in the statement."""
     parts, outputs = pair
-    starts = [0]
     ends: list[int] = [0]
     for k, part in enumerate(parts):
         new_ends = []
@@ -176,7 +169,6 @@ def pair_visible(statement: str, pair: Pair) -> bool:
         ends = sorted(set(new_ends))
         if not ends:
             return False
-    del starts
     if not outputs:
         return bool(parts)
     if not parts:

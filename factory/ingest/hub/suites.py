@@ -74,17 +74,11 @@ def program_classes(con, source: str, origins=("reference", "incorrect"), proble
 
 def verdict(program: dict, classes) -> str | None:
     """'accept' / 'reject' for a program under a suite of test classes; None when a test of it has no verdict."""
-    judged_all, accepted = True, True
-    for cls in classes:
-        n, judged, passed = program["classes"].get(cls, (0, 0, 0))
-        if passed < n:
-            accepted = False
-        if judged < n:
-            judged_all = False
-    if not accepted and any(program["classes"].get(c, (0, 0, 0))[1] > program["classes"].get(c, (0, 0, 0))[2]
-                            for c in classes):
+    counts = [program["classes"].get(c, (0, 0, 0)) for c in classes]
+    accepted = all(passed >= n for n, _, passed in counts)
+    if not accepted and any(judged > passed for _, judged, passed in counts):
         return "reject"                       # one judged failure is a rejection even with other tests missing
-    return "accept" if judged_all and accepted else None
+    return "accept" if accepted and all(judged >= n for n, judged, _ in counts) else None
 
 
 def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = None,
@@ -120,11 +114,9 @@ def caught_only_by(con, source: str, base: tuple[str, ...], extra: tuple[str, ..
                    wrong: tuple[str, ...] = ("incorrect",), problems: list[str] | None = None) -> list[dict]:
     """Wrong programs the ``base`` suite accepts (every test judged) and the ``extra`` test classes reject: what
     the extra tests catch that the base suite misses (e.g. a mutant the dataset's full suite passes)."""
-    out = []
-    for pid, p in program_classes(con, source, wrong, problems).items():
-        if verdict(p, base) == "accept" and verdict(p, extra) == "reject":
-            out.append({"program_id": pid, "problem_id": p["problem_id"], "origin": p["origin"]})
-    return out
+    return [{"program_id": pid, "problem_id": p["problem_id"], "origin": p["origin"]}
+            for pid, p in program_classes(con, source, wrong, problems).items()
+            if verdict(p, base) == "accept" and verdict(p, extra) == "reject"]
 
 
 def _suite_tests(con, source: str, problems: list[str] | None) -> dict[str, int]:
