@@ -194,10 +194,9 @@ def sample_code(row: dict, rec: dict) -> str | None:
 
 def lake_rows(con, source: str | None = None) -> dict[str, dict]:
     """{problem_id: :func:`lake_row`} of the lake's harness problems (of ``source`` when given)."""
-    rows = con.execute("SELECT problem_id, source_id, test_format, language, starter_code, metadata "
-                       "FROM silver.problems WHERE test_format = 'harness'" + (" AND source = ?" if source else ""),
-                       [source] if source else []).fetchall()
     keys = ("problem_id", "source_id", "test_format", "language", "starter_code", "metadata")
+    rows = con.execute(f"SELECT {', '.join(keys)} FROM silver.problems WHERE test_format = 'harness'"
+                       + (" AND source = ?" if source else ""), [source] if source else []).fetchall()
     return {r[0]: lake_row(dict(zip(keys, r))) for r in rows}
 
 
