@@ -118,7 +118,7 @@ def io_tests(io_obj, ctx: Ctx, fieldname: str, starter: str | None, subset: str 
         raise InputError("expected an object with 'inputs' and 'outputs'", file=ctx[0], line=ctx[1], field=fieldname)
     inputs, outputs = io_obj["inputs"], io_obj["outputs"]
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
-        raise InputError(f"'inputs' and 'outputs' must be lists of equal length", file=ctx[0], line=ctx[1],
+        raise InputError("'inputs' and 'outputs' must be lists of equal length", file=ctx[0], line=ctx[1],
                          field=fieldname)
     if not inputs:
         raise SkipRecord(f"no tests in {fieldname}")
@@ -147,10 +147,6 @@ def python_solutions(solutions, ctx: Ctx, fieldname: str, limit: int) -> list[Pr
 
 def _limit(opts: dict) -> int:
     return int(opts.get("solutions_per_language") or 8)
-
-
-def _split_of(opts: dict) -> str | None:
-    return opts.get("file_split")
 
 
 # -- deepmind/code_contests ------------------------------------------------------------------------------
@@ -220,12 +216,11 @@ def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     difficulty = rec.get("difficulty")
     return Normalized(
         source_id=name, question=require(rec, "description", ctx), test_format="stdio", tests=tests,
-        programs=programs, split=_split_of(opts),
+        programs=programs, split=opts.get("file_split"),
         difficulty_label=str(rec["cf_rating"]) if rec.get("cf_rating") else CC_DIFFICULTIES.get(difficulty),
         metadata={"source": CC_SOURCES.get(rec.get("source"), rec.get("source")),
-                  "difficulty": CC_DIFFICULTIES.get(difficulty, difficulty), "cf_rating": rec.get("cf_rating"),
-                  "cf_contest_id": rec.get("cf_contest_id"), "cf_index": rec.get("cf_index"),
-                  "cf_points": rec.get("cf_points"), "cf_tags": rec.get("cf_tags"),
+                  "difficulty": CC_DIFFICULTIES.get(difficulty, difficulty),
+                  **{k: rec.get(k) for k in ("cf_rating", "cf_contest_id", "cf_index", "cf_points", "cf_tags")},
                   "time_limit_s": time_limit, "memory_limit_bytes": rec.get("memory_limit_bytes"),
                   "input_file": rec.get("input_file") or None, "output_file": rec.get("output_file") or None,
                   "is_description_translated": rec.get("is_description_translated"),
@@ -242,7 +237,7 @@ def _apps_like(rec: dict, ctx: Ctx, opts: dict, source_id: str, extra: dict) -> 
     programs = python_solutions(_json_field(rec, "solutions", ctx, allow_empty=True), ctx, "solutions", _limit(opts))
     return Normalized(source_id=source_id, question=require(rec, "question", ctx), starter_code=starter,
                       entry_point=entry, test_format="call" if entry else "stdio", tests=tests, programs=programs,
-                      difficulty_label=rec.get("difficulty") or None, split=_split_of(opts),
+                      difficulty_label=rec.get("difficulty") or None, split=opts.get("file_split"),
                       metadata={k: v for k, v in extra.items() if v not in (None, "")} or None)
 
 
@@ -303,8 +298,7 @@ def deepcoder_tests(raw, ctx: Ctx, starter: str | None, meta: dict) -> tuple[lis
             args = t["input"]
             tests.append(TestRow("call", input=json.dumps(args if isinstance(args, list) else [args]),
                                  expected=encode_value(_unwrap(t["output"]))))
-    kinds = {t.kind for t in tests}
-    if len(kinds) > 1:
+    if len({t.kind for t in tests}) > 1:
         raise InputError("mixes stdin and function tests", file=ctx[0], line=ctx[1], field="tests")
     return tests, entry
 
@@ -328,7 +322,7 @@ def deepcoder(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         f"{opts.get('config') or 'deepcoder'}/{opts.get('file_rel', ctx[0])}:{ctx[1]}"
     return Normalized(source_id=str(sid), question=require(rec, "problem", ctx), starter_code=starter,
                       entry_point=entry, test_format=tests[0].kind, tests=tests, programs=programs,
-                      split=_split_of(opts),
+                      split=opts.get("file_split"),
                       difficulty_label=str(meta["difficulty"]) if meta.get("difficulty") is not None else None,
                       metadata={"subset": opts.get("config"), "dataset_source": rec.get("source"),
                                 "dataset_metadata": {k: v for k, v in meta.items() if k != "func_name"} or None})
@@ -341,7 +335,7 @@ def deepcoder(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     "AceCode-87K: question, test_cases (assert strings), inferences (model samples with pass rates)")
 def acecode_hub(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     norm = ADAPTERS["acecode"].convert(rec, ctx, opts)
-    norm.split = _split_of(opts)
+    norm.split = opts.get("file_split")
     return norm
 
 
@@ -364,11 +358,9 @@ def kodcode_hub(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         source_id=str(require(rec, "question_id", ctx)), question=require(rec, "question", ctx), entry_point=entry,
         test_format="pytest", tests=[TestRow("pytest", code=t) for t in split_pytest(test)],
         programs=[ProgramRow(solution)] if isinstance(solution, str) and solution.strip() else [],
-        difficulty_label=rec.get("gpt_difficulty") or None, split=_split_of(opts),
-        metadata={"style": rec.get("style"), "subset": rec.get("subset"),
-                  "gpt_pass_percentage": rec.get("gpt_pass_percentage"),
-                  "gpt_pass_trial_num": rec.get("gpt_pass_trial_num"),
-                  "benchmark_similarity": rec.get("benchmark_similarity"),
+        difficulty_label=rec.get("gpt_difficulty") or None, split=opts.get("file_split"),
+        metadata={**{k: rec.get(k) for k in ("style", "subset", "gpt_pass_percentage", "gpt_pass_trial_num",
+                                             "benchmark_similarity")},
                   "use_with_caution": "use_with_caution" in str(opts.get("file_rel", "")) or None},
     )
 
@@ -398,7 +390,7 @@ def skywork(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     difficulty = extra.get("model_difficulty") if isinstance(extra, dict) else None
     return Normalized(
         source_id=str(extra.get("index", ctx[1]) if isinstance(extra, dict) else ctx[1]), question=prompt,
-        entry_point=entry, test_format=tests[0].kind, tests=tests, split=_split_of(opts),
+        entry_point=entry, test_format=tests[0].kind, tests=tests, split=opts.get("file_split"),
         metadata={"data_source": rec.get("data_source"), "ability": rec.get("ability"),
                   "model_difficulty": difficulty},
     )
@@ -547,15 +539,12 @@ def codeforces(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     checker = rec.get("generated_checker") or None
     return Normalized(
         source_id=str(pid), question=_cf_statement(rec), test_format="stdio", tests=tests,
-        difficulty_label=str(rec["rating"]) if rec.get("rating") is not None else None, split=_split_of(opts),
-        metadata={"title": rec.get("title"), "contest_id": rec.get("contest_id"), "index": rec.get("index"),
-                  "contest_name": rec.get("contest_name"), "contest_type": rec.get("contest_type"),
-                  "contest_start": rec.get("contest_start"), "contest_start_year": rec.get("contest_start_year"),
+        difficulty_label=str(rec["rating"]) if rec.get("rating") is not None else None, split=opts.get("file_split"),
+        metadata={**{k: rec.get(k) for k in ("title", "contest_id", "index", "contest_name", "contest_type",
+                                             "contest_start", "contest_start_year")},
                   "aliases": rec.get("aliases") or None, "rating": rec.get("rating"), "tags": rec.get("tags"),
                   "time_limit_s": rec.get("time_limit"), "memory_limit_mb": rec.get("memory_limit"),
-                  "testset_size": rec.get("testset_size"),
-                  "official_tests_complete": rec.get("official_tests_complete"),
-                  "generated_tests": rec.get("generated_tests"),
+                  **{k: rec.get(k) for k in ("testset_size", "official_tests_complete", "generated_tests")},
                   # several correct answers: token comparison rejects valid ones until the checker is applied
                   "generated_checker": checker, "needs_checker": bool(checker),
                   "prompt_language": rec.get("language"), "config": opts.get("config")},

@@ -93,10 +93,9 @@ def _test_ids(problem_id: str, digests: list[tuple]) -> list[str]:
 
 
 def _visibility(statement: str, t) -> str:
-    """factory.ingest.visibility's verdict, except that a test far larger than the statement cannot be shown in it:
-    'hidden' without normalising MBs of text (normalising a 20 MB input took ~10 copies of it at once), and a stdio
-    test whose input or output provably is not in the statement is 'hidden' without normalising it (normalising
-    was ~90 % of the ingest's CPU on CodeContests-layout tests of ~20 KiB, and ~half on tests of a few bytes)."""
+    """factory.ingest.visibility's verdict, but 'hidden' without normalising (most of the ingest's CPU, and ~10
+    copies of a 20 MB input) for a test far larger than the statement or a stdio test whose input or output
+    provably is not in it."""
     if len(t.input or "") + len(t.expected or "") + len(t.code or "") > 16 * len(statement) + 65536:
         return "hidden"
     if t.kind == "stdio" and t.input is not None and (_not_in(statement, t.expected) or _not_in(statement, t.input)):
@@ -116,12 +115,11 @@ def _not_in(statement: str, text: str | None) -> bool:
     if text is None or not text.isascii():
         return False
     first = _WORD.search(text, 0, 1024)   # most often decides alone (a tiny test's output is one word)
-    if first is None:
-        return len(text) > len(statement) and len(text) - sum(map(text.count, _DROPPED)) > len(statement)
-    if (word := first.group().lower()) != "none" and word not in statement:
-        return True
-    if any(w not in statement for w in map(str.lower, _WORD.findall(text, first.end(), 1024)) if w != "none"):
-        return True
+    if first is not None:
+        if (word := first.group().lower()) != "none" and word not in statement:
+            return True
+        if any(w not in statement for w in map(str.lower, _WORD.findall(text, first.end(), 1024)) if w != "none"):
+            return True
     return len(text) > len(statement) and len(text) - sum(map(text.count, _DROPPED)) > len(statement)
 
 
@@ -151,7 +149,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
     import pyarrow as pa
 
     from factory.lake.commit import stage_run
-    from factory.ingest.outcome import IngestResult, validate
+    from factory.ingest.outcome import IngestResult, file_splits as _file_splits, source_counts as _counts, validate
 
     if adapter_name not in HUB_DATASETS:
         repo = parse_url(str(paths[0])).repo_id if paths and is_hub_url(str(paths[0])) else None
@@ -183,7 +181,6 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                                        [source]).fetchall()
             if previous == [(sha,)]:
                 run.noop = True
-                from factory.ingest.outcome import file_splits as _file_splits, source_counts as _counts
                 return IngestResult(source, "unchanged", *_counts(run, source), run_id=None,
                                     file_splits=_file_splits(run, source))
             replacing = bool(previous)
@@ -339,8 +336,7 @@ def _write_behind():
 
 def _to_arrow(pa, rows: list, schema, slice_chars: int = 8 << 20):
     """``rows`` -> one Arrow table, converted ~``slice_chars`` of text at a time; each slice's Python rows are
-    released once converted (the list is emptied), so a write batch's text is held about once, not as Python
-    strings and Arrow buffers together (5 problems with a 20 MB input each: +333 -> +189 MB peak)."""
+    released once converted (the list is emptied), so a write batch's text is held about once, not twice."""
     parts, start, chars = [], 0, 0
     bulky = [c for c in schema.names if c in PAYLOAD_COLUMNS]   # the columns whose text counts
     texts = itemgetter(*bulky) if len(bulky) > 1 else lambda row: (row[bulky[0]],)
@@ -386,11 +382,10 @@ def _columns_to_arrow(pa, columns: dict, schema, run_id: str, slice_chars: int =
 
 
 class _DataFiles:
-    """Rows -> Parquet files in the lake's data path, added to the table with ``ducklake_add_data_files`` inside
-    the run's transaction. DuckLake keeps rows INSERTed in an open transaction in memory until COMMIT (measured:
-    +20 MB of COLUMN_DATA per 20 MB written, ~60 MB RSS), so a streamed ingest writes its own files instead: memory
-    stays flat whatever the dataset's size, and the commit is still one snapshot (files of a run that fails are
-    deleted). A lake whose data path is not a local folder falls back to ``run.write``."""
+    """Rows -> Parquet files in the lake's data path, added with ``ducklake_add_data_files`` inside the run's
+    transaction: DuckLake holds rows INSERTed in an open transaction in memory until COMMIT, so memory stays flat
+    and the commit is still one snapshot (a failed run's files are deleted). A data path that is not a local
+    folder falls back to ``run.write``."""
 
     def __init__(self, lake_dir: Path):
         self.lake_dir = lake_dir
@@ -419,10 +414,8 @@ class _DataFiles:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"hub-{run.run_id}-{len(self.written):05d}.parquet"
         self.written.append(path)
-        # no dictionary encoding: ids and MB-sized texts never repeat (building the dictionary cost ~1/4 of the
-        # ingest's CPU); zstd: the lake stays below the source's size
-        # no min/max statistics on payload columns: for a 20 MB value pyarrow kept ~6 copies of it to compute
-        # them (+120 MB measured), and nothing filters on a test's text
+        # no dictionary (ids and texts never repeat; it cost ~1/4 of the CPU); zstd keeps the lake below the source;
+        # no min/max statistics on payload columns (pyarrow kept ~6 copies of a 20 MB value; nothing filters on them)
         stats = [c for c in arrow.column_names if c not in PAYLOAD_COLUMNS]
         pq.write_table(arrow, path, compression="zstd", use_dictionary=False, write_statistics=stats)
         run.con.execute(f"CALL ducklake_add_data_files('{LAKE_ALIAS}', '{name}', ?, schema => '{schema}')",

@@ -28,13 +28,10 @@ def iter_records(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[i
 
 
 def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
-    """Rows of a Parquet file, a row group at a time (in byte-bounded batches for large row groups).
-
-    A 20 MB value costs what the Parquet reader needs to decode it (compressed page + decoded page + Arrow column)
-    and then one Python string: ``pre_buffer=False`` + ``buffer_size`` stream a column chunk instead of caching it
-    whole; a batch's columns are converted one at a time and each Arrow column is dropped (and the Arrow pool asked
-    to return it) before the next, so Arrow and Python copies of a big value overlap only inside one column. The
-    next batch is read on a thread meanwhile (one batch ahead)."""
+    """Rows of a Parquet file, a row group at a time (in byte-bounded batches for large row groups; the next batch
+    read on a thread meanwhile). ``pre_buffer=False`` + ``buffer_size`` stream a column chunk instead of caching it;
+    columns are converted one at a time, each Arrow column freed before the next, so the Arrow and Python copies of
+    a big value overlap only inside one column."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
