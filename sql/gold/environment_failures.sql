@@ -11,7 +11,8 @@ WITH candidates AS (
     WHERE pr.origin = 'reference' AND e.error_type IN ('ModuleNotFoundError', 'ImportError')
       AND e.status <> 'infra_error'
 ), latest AS (
-    SELECT e.program_id, e.error_type, e.error_message
+    SELECT e.program_id, e.error_type, e.error_message,
+           coalesce(regexp_extract(e.error_message, 'No module named ''([^''.]+)', 1), e.error_type) AS module
     FROM silver.executions AS e
     SEMI JOIN candidates AS c ON c.program_id = e.program_id AND c.test_id = e.test_id
     WHERE e.status <> 'infra_error'
@@ -20,9 +21,7 @@ WITH candidates AS (
 SELECT
     pr.problem_id,
     pb.source,
-    string_agg(DISTINCT coalesce(regexp_extract(e.error_message, 'No module named ''([^''.]+)', 1), e.error_type), ', '
-               ORDER BY coalesce(regexp_extract(e.error_message, 'No module named ''([^''.]+)', 1), e.error_type))
-        AS missing_modules,
+    string_agg(DISTINCT e.module, ', ' ORDER BY e.module) AS missing_modules,
     any_value(e.error_message) AS example_error
 FROM silver.programs AS pr
 JOIN silver.problems AS pb USING (problem_id)

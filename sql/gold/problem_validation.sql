@@ -43,9 +43,7 @@ SELECT
          WHEN c.synthesized AND c.kept_tests < {{ min_kept_tests }} THEN 'too few kept tests'
          WHEN NOT c.synthesized AND c.kept_tests < {{ dataset_min_kept_tests }} THEN 'oracle passed too few dataset tests'
     END AS exclude_reason,
-    (c.oracle_tested = 0
-        OR (c.synthesized AND (c.kept_tests <= {{ max_oracle_passed_excluded }} OR c.kept_tests < {{ min_kept_tests }}))
-        OR (NOT c.synthesized AND c.kept_tests < {{ dataset_min_kept_tests }})) AS excluded
+    exclude_reason IS NOT NULL AS excluded  -- the counts and silver.tests.origin are never NULL
 FROM silver.problems AS p
 JOIN per_problem AS c USING (problem_id)
 LEFT JOIN strength AS s USING (problem_id)
