@@ -116,13 +116,11 @@ def kept_judge(z):
     """The kept judge, started (or replaced after KEPT_JUDGE_PROGRAMS) when needed; None where not used."""
     if not z.keep_judge:
         return None
-    kj = z.kept
-    if kj is not None and kj.programs >= KEPT_JUDGE_PROGRAMS:
-        drop_kept_judge(z)
-        kj = None
-    if kj is None:
-        kj = z.kept = KeptJudge(z)
-    return kj
+    if z.kept is not None and z.kept.programs >= KEPT_JUDGE_PROGRAMS:
+        drop_kept_judge(z)   # z.kept is None then
+    if z.kept is None:
+        z.kept = KeptJudge(z)
+    return z.kept
 
 
 def drop_kept_judge(z) -> None:

@@ -164,10 +164,9 @@ class Client:
 
     def value(self, reply: dict, known: list | None = None):
         try:
-            value, insts = decode(self, reply.get("v"), reply.get("objs"), known)
+            return decode(self, reply.get("v"), reply.get("objs"), known)
         except (RecursionError, MemoryError, ValueError, TypeError, KeyError):
             return Opaque("undecodable"), []
-        return value, insts
 
     def op(self, name: str, h, *args):
         return self.value(self.request({"op": name, "h": h, "a": list(args)}))[0]
