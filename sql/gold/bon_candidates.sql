@@ -9,7 +9,6 @@ SELECT
     r.all_passed AS passed, r.pass_rate, c.split
 FROM gold.program_pass_rates AS r
 JOIN silver.programs AS pr USING (program_id)
-JOIN silver.problems AS pb ON pb.problem_id = r.problem_id
 JOIN gold.clean_problems AS c ON c.problem_id = r.problem_id
 JOIN gold.problem_prompts AS pp ON pp.problem_id = r.problem_id
 WHERE r.complete
