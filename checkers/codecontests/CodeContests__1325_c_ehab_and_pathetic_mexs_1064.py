@@ -2,6 +2,7 @@
 # If the tree is a path every labelling gives n-1.  Otherwise the optimum is 2, reached iff the
 # edges labelled 0, 1 and 2 do not all lie on one simple path (with 0 and 1 always on one, MEX >= 2).
 import re
+from itertools import combinations
 
 _INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 
@@ -49,16 +50,13 @@ def check(input, expected, actual):
         a, b = eu[where[x]], ev[where[x]]
         target.add(a if parent[a] == b else b)
         ends.update((a, b))
-    ends = sorted(ends)
-    for i in range(len(ends)):
-        for j in range(i + 1, len(ends)):
-            p, q = ends[i], ends[j]
-            path = set()
-            while p != q:
-                if depth[p] < depth[q]:
-                    p, q = q, p
-                path.add(p)
-                p = parent[p]
-            if target <= path:
-                return False, "labels 0, 1, 2 lie on one path: max MEX >= 3, optimum is 2"
+    for p, q in combinations(sorted(ends), 2):
+        path = set()
+        while p != q:
+            if depth[p] < depth[q]:
+                p, q = q, p
+            path.add(p)
+            p = parent[p]
+        if target <= path:
+            return False, "labels 0, 1, 2 lie on one path: max MEX >= 3, optimum is 2"
     return True

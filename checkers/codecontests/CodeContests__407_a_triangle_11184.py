@@ -1,5 +1,6 @@
 # CF 407A: integer right triangle with legs a, b and no side parallel to an axis, or NO.
 import re
+from itertools import combinations
 
 _INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 
@@ -29,10 +30,8 @@ def check(input, expected, actual):
     if any(abs(v) > 10 ** 9 for v in c):
         return False, "coordinate exceeds 10^9"
     p = [(c[0], c[1]), (c[2], c[3]), (c[4], c[5])]
-    for i in range(3):
-        for j in range(i + 1, 3):
-            if p[i][0] == p[j][0] or p[i][1] == p[j][1]:
-                return False, "a side is parallel to an axis"
+    if any(q[0] == r[0] or q[1] == r[1] for q, r in combinations(p, 2)):
+        return False, "a side is parallel to an axis"
     want = sorted((a * a, b * b))
     for i in range(3):
         o, u, v = p[i], p[(i + 1) % 3], p[(i + 2) % 3]
