@@ -99,5 +99,4 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, dict]]:
         raise InputError(f"unreadable Parquet file ({exc})", file=str(path)) from None
     if table.num_rows == 0:
         raise InputError("no rows", file=str(path))
-    for index, record in enumerate(table.to_pylist(), start=1):
-        yield index, record
+    yield from enumerate(table.to_pylist(), start=1)

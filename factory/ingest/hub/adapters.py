@@ -446,9 +446,7 @@ def livecodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     starter = rec.get("starter_code") or None
     meta = _json_field(rec, "metadata", ctx, allow_empty=True)
     meta = meta if isinstance(meta, dict) else {}
-    cases = []
-    public = _json_field(rec, "public_test_cases", ctx, allow_empty=True) or []
-    cases += [(c, "public") for c in public]
+    cases = [(c, "public") for c in _json_field(rec, "public_test_cases", ctx, allow_empty=True) or []]
     cases += [(c, "private") for c in lcb_private_tests(rec.get("private_test_cases") or "", ctx)]
     if not cases:
         raise SkipRecord("no public or private tests")

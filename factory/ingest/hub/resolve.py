@@ -133,9 +133,8 @@ def resolve_folder(folder: Path, patterns: list[str]) -> Resolved:
     if not files:
         raise InputError(f"folder holds no file matching {', '.join(patterns)} (the dataset's published layout)",
                          file=str(folder))
-    repo_id = None
+    repo_id = revision = None
     parts = folder.absolute().parts
-    revision = None
     if len(parts) >= 3 and parts[-2] == "snapshots" and _COMMIT.fullmatch(parts[-1]):
         revision = parts[-1]
         m = re.fullmatch(r"datasets--(.+?)--(.+)", parts[-3])

@@ -23,7 +23,7 @@ count; run ``factory execute --select all`` (and ``--select mutants``) first.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 
 DEFAULT_SUITES = {
     "public": ("public",),
@@ -92,15 +92,11 @@ def suite_rates(con, source: str, suites: dict[str, tuple[str, ...]] | None = No
     undecided = {pid for pid, p in programs.items() if p["origin"] == "mutant" and verdict(p, largest) != "reject"}
     out = []
     for name, classes in suites.items():
-        n = defaultdict(int)
+        n: Counter = Counter()
         for pid, p in programs.items():
-            if pid in undecided:
-                continue
-            v = verdict(p, classes)
-            kind = "correct" if p["origin"] == "reference" else "wrong"
-            if v is not None:
-                n[kind] += 1
-                n[f"{kind}_{v}"] += 1
+            if pid not in undecided and (v := verdict(p, classes)) is not None:
+                kind = "correct" if p["origin"] == "reference" else "wrong"
+                n.update((kind, f"{kind}_{v}"))
         row = {"suite": name, "tests": sum(tests.get(c, 0) for c in classes), "correct": n["correct"],
                "tpr": n["correct_accept"] / n["correct"] if n["correct"] else None,
                "incorrect": n["wrong"], "tnr": n["wrong_reject"] / n["wrong"] if n["wrong"] else None}
