@@ -1,15 +1,7 @@
 -- Leakage per source and split (the split training sees: benchmark sources ({{ benchmarks_label }}) are 'test'):
--- can a policy read its reward off the prompt, and what decontamination found.
---   rows                      problems
---   rows_with_hidden_tests    problems with at least one hidden test (silver.tests.visibility)
---   public_only_rows          problems whose every test's input and output appear in the prompt
---   rl_rows                   rows of gold.rl_problems
---   rl_rows_all_reward_public train rl rows whose reward tests are all public: must be 0 (from gold.rl_tests,
---                             the rows packed; a test-split row counts every test: visibility is for training)
---   rl_public_only_excluded   clean train problems left out of gold.rl_problems because no usable test is hidden
---   rl_rows_generated_hidden  rl rows whose hidden reward tests all come from generated tests (augment, gentests)
---   contaminated_ngram / _test / _lineage   problems flagged by each `factory decontam` method
---   unvalidated               train problems held out because no reference validated their tests
+-- can a policy read its reward off the prompt, and what decontamination found (columns: data_catalog.yaml).
+-- Reward tests are counted from gold.rl_tests (the rows packed); rl_rows_all_reward_public must be 0 (a
+-- test-split row is not counted: it rewards every test, visibility is for training).
 WITH benchmarks AS (
     SELECT unnest({{ benchmarks }}) AS source
 ), p AS (

@@ -4,14 +4,12 @@
 --   contaminated  shares word n-grams, a test or a task lineage with a benchmark item (silver.contamination,
 --                 `factory decontam`; the detail names the methods)
 --   duplicate     not the keeper of its duplicate cluster (silver.dedup_clusters, `factory dedup`); benchmark
---                 sources ({{ benchmarks_label }}) are exempt: they only reach test splits,
---                 and HumanEval next to HumanEval+ is two benchmarks, not a duplicate
+--                 sources ({{ benchmarks_label }}) are exempt: they only reach test splits (HumanEval+ is its own)
 --   other_task    the source is not code generation (CRUXEval: output prediction - the question is the answer;
 --                 final-answer tasks such as ReasoningGym: their RL rows are gold.answer_tasks)
 --   environment   the reference cannot run here: a module it imports is missing (gold.environment_failures)
---   forgeable     every test runs inside the candidate's own process (unittest files, BigCodeBench; MultiPL-E
---                 harnesses, compiled with the program and judged by its exit status): the program can forge
---                 those verdicts, and the reward leaves them out by default, so no test would reward it
+--   forgeable     every test runs inside the candidate's own process (BigCodeBench unittest files, MultiPL-E
+--                 harnesses judged by exit status): the reward leaves such forgeable verdicts out by default
 --   unvalidated   a problem that would reach a train split whose tests no reference validated (no oracle ran them,
 --                 e.g. APPS without solutions) and that has no cross-checked generated tests (`factory gentests`)
 --   validation    AceCoder test validation excluded it (gold.problem_validation; always applied), or the problem
