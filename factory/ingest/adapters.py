@@ -521,12 +521,10 @@ def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
     sid = str(norm.source_id)
     if adapter_name in ("mbpp", "mbpp-sanitized") and sid.isdigit():
         return f"mbpp:{int(sid)}"
-    if adapter_name == "mbppplus":
-        m = re.fullmatch(r"Mbpp/(\d+)", sid)
-        return f"mbpp:{int(m.group(1))}" if m else None
-    if adapter_name in ("humaneval", "humanevalplus"):
-        m = re.fullmatch(r"HumanEval/(\d+)", sid)
-        return f"humaneval:{int(m.group(1))}" if m else None
+    prefix = {"mbppplus": "Mbpp", "humaneval": "HumanEval", "humanevalplus": "HumanEval"}.get(adapter_name)
+    if prefix:
+        m = re.fullmatch(rf"{prefix}/(\d+)", sid)
+        return f"{prefix.lower()}:{int(m.group(1))}" if m else None
     if adapter_name == "leetcode":
         return f"leetcode:{sid.strip().lower()}"
     return None

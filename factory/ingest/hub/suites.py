@@ -42,8 +42,7 @@ AUGMENTED = ("augment_public", "augment", "gentests")
 
 FACTORY_ORIGINS = ("augment", "gentests")
 
-# a test's class: the factory's own tests first (`augment --public-only` runs apart: their tests extend the examples
-# alone), then the subset the dataset published, then what ingest saw of it in the statement
+# a test's class, in the module docstring's order
 _CLASS = f"""CASE WHEN t.origin = 'augment' AND t.run_id IN (SELECT run_id FROM ops.runs WHERE stage = 'augment'
                       AND coalesce(TRY_CAST(json_extract(config, '$.public_only') AS BOOLEAN), false))
                   THEN 'augment_public'
