@@ -195,7 +195,7 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
                 stream.flush()
         if error is not None and len(error) > result_cap:
             error = error[:result_cap // 2] + "\n...\n" + error[-result_cap // 2:]
-        send(reply_fd, {"result": result, "error": error, "display": list(_DISPLAYS)})
+        send(reply_fd, {"result": result, "error": error, "display": list(_DISPLAYS), "cell": msg.get("cell")})
 
 
 # --------------------------------------------------------------------------- the host (trusted, pid 1)
@@ -220,6 +220,7 @@ class Host:
         self.pipes: dict = {}
         self.reaped_cpu = 0.0      # CPU of processes reaped by us (no cgroup)
         self.note = ""             # told with the next cell (the interpreter was restarted while idle)
+        self.cell = 0              # the cell number sent with a cell and echoed in its reply
 
     def _enter_ns(self) -> bool:
         """The session's own sandbox (isolate.enter_worker_sandbox); the project checkout is never bound in."""
@@ -333,7 +334,8 @@ class Host:
         out = {"out": bytearray(), "err": bytearray()}
         total = {"out": 0, "err": 0}
         reply = bytearray()
-        pending = memoryview(frame({"code": code}))
+        self.cell += 1
+        pending = memoryview(frame({"code": code, "cell": self.cell}))
         os.set_blocking(self.pipes["cmd"], False)
         oom0 = self.slot.oom_kills() if self.slot else 0
         c0, t0 = self.cpu_s(), time.monotonic()
@@ -369,15 +371,23 @@ class Host:
                 if len(reply) > MAX_REPLY_BYTES:
                     status = "killed"
                     break
-                if len(reply) >= HDR.size and len(reply) >= HDR.size + HDR.unpack(reply[:HDR.size])[0]:
+                while len(reply) >= HDR.size and len(reply) >= HDR.size + HDR.unpack(reply[:HDR.size])[0]:
                     n = HDR.unpack(reply[:HDR.size])[0]
                     try:
                         parsed = json.loads(bytes(reply[HDR.size:HDR.size + n]).decode("utf-8", "replace"))
-                        if not isinstance(parsed, dict) or len(reply) != HDR.size + n:
+                        if not isinstance(parsed, dict):
                             raise ValueError
                     except ValueError:   # the cell wrote into the reply channel itself: the channel is not trusted
                         parsed = None    # to stay in step, so the interpreter is replaced
+                    cell = parsed.get("cell") if parsed else None
+                    if type(cell) is int and cell < self.cell:   # the real reply of an earlier cell that forged
+                        del reply[:HDR.size + n]                  # its own: skipped, the next frame is read
+                        parsed = None
+                        continue
+                    if cell != self.cell or len(reply) != HDR.size + n:
+                        parsed = None   # no cell number (forged), a later one, or more bytes after the frame
                     status = "done"
+                    break
         cpu, wall = self.cpu_s() - c0, time.monotonic() - t0
         error = result = None
         display = []

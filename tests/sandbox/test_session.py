@@ -170,8 +170,16 @@ def test_an_interpreter_that_exits_between_cells_is_replaced_before_the_next(ses
     time.sleep(1.0)
     r = sess.run("'kept' in globals()")
     assert (r.status, r.result) == ("ok", "False") and "restarted before this cell" in r.stderr
-    # a forged frame that parses: the next cell still runs in step
-    sess.run("import os, json\nd = json.dumps({'result': \"'forged'\", 'error': None}).encode()\n"
-             "os.write(4, len(d).to_bytes(4, 'big') + d)")
+    # a forged frame that parses but carries no cell number: refused, the interpreter is replaced, in step
+    r = sess.run("import os, json\nd = json.dumps({'result': \"'forged'\", 'error': None}).encode()\n"
+                 "os.write(4, len(d).to_bytes(4, 'big') + d)")
+    assert r.status == "error" and "ChannelError" in r.error
     assert sess.run("1 + 1").result == "2"
+    # one that carries this cell's number (read off the runner's frame) stands for the cell; the real reply that
+    # follows it is skipped, whenever it arrives, and the next cells still get their own results
+    r = sess.run("import os, json, sys\nn = sys._getframe(1).f_locals['msg']['cell']\n"
+                 "d = json.dumps({'result': \"'forged'\", 'error': None, 'cell': n}).encode()\n"
+                 "os.write(4, len(d).to_bytes(4, 'big') + d)\nimport time; time.sleep(0.2)")
+    assert (r.status, r.result) == ("ok", "'forged'")
     assert sess.run("3 + 3").result == "6"
+    assert sess.run("4 + 4").result == "8"
