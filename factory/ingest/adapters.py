@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -186,13 +187,12 @@ def codecontests_solutions(solutions, ctx: Ctx, per_language: int) -> list[Progr
     else:
         raise InputError(f"'solutions' must be an object or a list, got {type(solutions).__name__}", file=ctx[0],
                          line=ctx[1], field="solutions")
-    kept: dict[str, int] = {}
-    out = []
+    kept, out = Counter(), []
     for lang, code in pairs:
         name = CODECONTESTS_LANGUAGES.get(lang)
-        if name is None or not isinstance(code, str) or not code.strip() or kept.get(name, 0) >= per_language:
+        if name is None or not isinstance(code, str) or not code.strip() or kept[name] >= per_language:
             continue
-        kept[name] = kept.get(name, 0) + 1
+        kept[name] += 1
         out.append(ProgramRow(code, language=name, metadata={"solution_language": lang}))
     return out
 

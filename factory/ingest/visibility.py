@@ -141,15 +141,13 @@ def _find_all(haystack: str, needle: str, start: int, stop: int) -> list[int]:
     a value that normalises to nothing, such as an all-whitespace output, is not shown by any statement)."""
     if not needle:
         return []
+    word_start = needle[0].isalnum() or needle[0] in "_.-"
+    word_end = needle[-1].isalnum() or needle[-1] in "_"
     out = []
     i = haystack.find(needle, start)
     while i != -1 and i <= stop:
-        end = i + len(needle)
         before = haystack[i - 1] if i > 0 else " "
-        after = haystack[end] if end < len(haystack) else " "
-        after2 = haystack[end + 1] if end + 1 < len(haystack) else " "
-        word_start = needle[0].isalnum() or needle[0] in "_.-"
-        word_end = needle[-1].isalnum() or needle[-1] in "_"
+        after, after2 = (haystack[i + len(needle):i + len(needle) + 2] + "  ")[:2]
         if not (word_start and (before.isalnum() or before in "_.")) and \
                 not (word_end and (after.isalnum() or after == "_" or (after == "." and after2.isdigit()))):
             out.append(i)

@@ -17,6 +17,7 @@ import json
 import pickle
 import re
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 from factory.errors import InputError
@@ -159,7 +160,7 @@ CC_LANGUAGES = {0: "UNKNOWN_LANGUAGE", 1: "PYTHON", 2: "CPP", 3: "PYTHON3", 4: "
 CC_TEST_KINDS = ("public_tests", "private_tests", "generated_tests")
 
 
-def _cc_programs(rec: dict, key: str, origin: str, ctx: Ctx, per_language: int, skipped: dict) -> list[ProgramRow]:
+def _cc_programs(rec: dict, key: str, origin: str, ctx: Ctx, per_language: int, skipped: Counter) -> list[ProgramRow]:
     sol = rec.get(key)
     if sol is None:
         return []
@@ -167,17 +168,16 @@ def _cc_programs(rec: dict, key: str, origin: str, ctx: Ctx, per_language: int, 
             not isinstance(sol.get("solution"), list) or len(sol["language"]) != len(sol["solution"]):
         raise InputError("expected a struct of equal-length 'language' and 'solution' lists", file=ctx[0],
                          line=ctx[1], field=key)
-    kept: dict[str, int] = {}
-    out, seen = [], set()
+    kept, out, seen = Counter(), [], set()
     for i, (lang, code) in enumerate(zip(sol["language"], sol["solution"])):
         name = CODECONTESTS_LANGUAGES.get(lang)
         if name is None:   # Python 2 and unknown languages: the sandbox has no runtime for them
-            skipped[f"{key}:{CC_LANGUAGES.get(lang, lang)}"] = skipped.get(f"{key}:{CC_LANGUAGES.get(lang, lang)}", 0) + 1
+            skipped[f"{key}:{CC_LANGUAGES.get(lang, lang)}"] += 1
             continue
-        if not isinstance(code, str) or not code.strip() or code in seen or kept.get(name, 0) >= per_language:
+        if not isinstance(code, str) or not code.strip() or code in seen or kept[name] >= per_language:
             continue
         seen.add(code)
-        kept[name] = kept.get(name, 0) + 1
+        kept[name] += 1
         out.append(ProgramRow(code, origin=origin, language=name,
                               metadata={"solution_language": CC_LANGUAGES.get(lang, lang), "solution_index": i}))
     return out
@@ -207,7 +207,7 @@ def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                   for i, o in zip(block["input"], block["output"])]
     if not tests:
         raise SkipRecord("no public/private/generated tests")
-    skipped: dict = {}
+    skipped: Counter = Counter()
     per = _limit(opts)
     programs = _cc_programs(rec, "solutions", "reference", ctx, per, skipped)
     programs += _cc_programs(rec, "incorrect_solutions", "incorrect", ctx, per, skipped)
