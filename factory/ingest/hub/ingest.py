@@ -149,6 +149,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
     import pyarrow as pa
 
     from factory.lake.commit import stage_run
+    from factory.lake.connection import resolve_lake_dir
     from factory.ingest.outcome import IngestResult, file_splits as _file_splits, source_counts as _counts, validate
 
     if adapter_name not in HUB_DATASETS:
@@ -172,8 +173,6 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                   "files": rel_files, "sha256": sha, "files_sha256": sha}
     convert = ADAPTERS[adapter_name].convert
     license_ = ADAPTERS[adapter_name].license
-    from factory.lake.connection import resolve_lake_dir
-
     files = _DataFiles(resolve_lake_dir(lake))   # rows -> data files in the lake's data path (see _DataFiles)
     try:
         with stage_run("ingest", run_config, lake=lake) as run, _write_behind() as writer:
@@ -393,6 +392,7 @@ class _DataFiles:
         self.written: list[Path] = []
 
     def write(self, table: str, arrow) -> int:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         from factory.lake.commit import check_columns
@@ -403,8 +403,6 @@ class _DataFiles:
         if not data_path or "://" in data_path:
             return run.write(table, arrow)
         check_columns(run.catalog[table], arrow)
-        import pyarrow as pa
-
         for col in run.catalog[table].columns:   # JSON columns carry Parquet's JSON logical type, as DuckLake's own
             if str(col.type).upper() == "JSON" and col.name in arrow.column_names:
                 i = arrow.column_names.index(col.name)
