@@ -477,14 +477,11 @@ def _cf_statement(rec: dict) -> str:
     """The statement as Codeforces shows it: description, input / output (/ interaction) format, the examples
     and the note. The examples are in it, so they are the public tests (factory.ingest.visibility finds them)."""
     parts = [rec.get("title") or "", rec.get("description") or ""]
-    for key, head in (("input_format", "Input"), ("output_format", "Output"), ("interaction_format", "Interaction")):
-        if rec.get(key):
-            parts.append(f"{head}\n{rec[key]}")
-    for k, ex in enumerate(rec.get("examples") or []):
-        if isinstance(ex, dict):
-            parts.append(f"Example {k + 1}\nInput\n{ex.get('input') or ''}\nOutput\n{ex.get('output') or ''}")
-    if rec.get("note"):
-        parts.append(f"Note\n{rec['note']}")
+    parts += [f"{head}\n{rec[key]}" for key, head in (("input_format", "Input"), ("output_format", "Output"),
+                                                       ("interaction_format", "Interaction")) if rec.get(key)]
+    parts += [f"Example {k + 1}\nInput\n{ex.get('input') or ''}\nOutput\n{ex.get('output') or ''}"
+              for k, ex in enumerate(rec.get("examples") or []) if isinstance(ex, dict)]
+    parts += [f"Note\n{rec['note']}"] if rec.get("note") else []
     return "\n\n".join(p.strip("\n") for p in parts if p and p.strip())
 
 
