@@ -80,18 +80,13 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _match(rel: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel, p) for p in patterns)
-
-
 def _select(root: Path, patterns: list[str]) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if _match(path.relative_to(root).as_posix(), patterns):
-                found.append(path)
+        rel = Path(dirpath).relative_to(root)
+        found += [Path(dirpath) / name for name in filenames
+                  if any(fnmatch.fnmatchcase((rel / name).as_posix(), p) for p in patterns)]
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
