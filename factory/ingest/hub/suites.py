@@ -5,9 +5,8 @@ suite be scored: **TNR** = wrong programs the suite rejects (fails at least one 
 judged; **TPR** = correct programs (origin ``reference``) it accepts (passes every test) / correct programs judged.
 
 A suite is a set of test *classes*. A test's class is ``augment_public`` for the tests of a `factory augment
---public-only` run (they kill what the statement's examples miss: the factory's suite for a problem shipped with
-its examples alone), ``augment`` / ``gentests`` for the factory's other tests (`factory augment`, `factory
-gentests`), else the subset the dataset published it in (CodeContests on the Hub:
+--public-only` run (the factory's suite for a problem shipped with its examples alone), ``augment`` /
+``gentests`` for the factory's other tests, else the subset the dataset published it in (CodeContests on the Hub:
 ``public``, ``private``, ``generated``), else - for a dataset that ships its tests unlabelled, like the
 CodeContests subset in ``../shared/data`` - ``public`` when ingest found it in the statement (its examples) and
 ``private`` otherwise. :data:`DEFAULT_SUITES` are the Hub layout's suites, :data:`UNLABELLED_SUITES` those of an
