@@ -102,6 +102,13 @@ class _TextScans:
     def __getattr__(self, name):
         return getattr(self._con, name)
 
+    def __enter__(self):   # stage_run opens its connection in a with-block
+        self._con.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._con.__exit__(*exc)
+
     def execute(self, sql, *args):
         import duckdb
 
