@@ -193,7 +193,8 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
             schemas = {t: run.catalog[t].arrow_schema() for t in _TABLES}
             buffers: dict[str, list[dict]] = {t: [] for t in _TABLES}
-            tests = _test_columns()   # silver.tests is buffered column by column (600 k tiny tests: no dict each)
+            # silver.tests is buffered column by column (600 k tiny tests: no dict each)
+            tests: dict[str, list] = {k: [] for k in ("test_id", "problem_id", "ordinal", *_TEST_FIELDS, "visibility")}
             buffered = [0]
             counts = {t: 0 for t in _TABLES}
             stats = {"skipped": {}, "first_skip": None, "duplicates": 0, "flushes": 0, "bytes_read": 0}
@@ -347,10 +348,6 @@ def _to_arrow(pa, rows: list, schema, slice_chars: int = 8 << 20):
             start, chars = i + 1, 0
     rows.clear()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
-
-def _test_columns() -> dict[str, list]:
-    return {k: [] for k in ("test_id", "problem_id", "ordinal", *_TEST_FIELDS, "visibility")}
 
 
 def _columns_to_arrow(pa, columns: dict, schema, run_id: str, slice_chars: int = 8 << 20):
