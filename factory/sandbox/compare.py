@@ -164,11 +164,8 @@ def _tokens(data: bytes):
 def _canonical_tokens(data: bytes):
     """The token sequence as bytes chunks whose concatenation is ``b" ".join(data.split())`` (tokens hold no
     whitespace, so two outputs have the same tokens exactly when these streams are equal)."""
-    first = True
-    for tokens in _token_chunks(data):
-        piece = b" ".join(tokens)
-        yield piece if first else b" " + piece
-        first = False
+    for k, tokens in enumerate(_token_chunks(data)):
+        yield (b" " if k else b"") + b" ".join(tokens)
 
 
 def _canonical_lines(data: bytes, size: int = CHUNK):

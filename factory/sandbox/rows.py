@@ -26,10 +26,8 @@ def merge_verdicts(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdi
             continue
         key = (v.program_id, v.test_id.split("::", 1)[0])
         old = merged.get(key)
-        if old is None or SEVERITY.index(row_status(v)) > SEVERITY.index(row_status(old[0])):
-            merged[key] = (v, v.judged_in_process or bool(old and old[1]))
-        else:
-            merged[key] = (old[0], v.judged_in_process or old[1])
+        worse = old is None or SEVERITY.index(row_status(v)) > SEVERITY.index(row_status(old[0]))
+        merged[key] = (v if worse else old[0], v.judged_in_process or bool(old and old[1]))
     return merged
 
 

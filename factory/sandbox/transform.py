@@ -40,12 +40,10 @@ def _classify(t):
     if isinstance(t, ast.Compare) and len(t.ops) == 1:
         op, left, right = t.ops[0], t.left, t.comparators[0]
         if isinstance(op, ast.Eq):
-            ok, lit = _literal(right)
-            if ok:
-                return "eq", lit, left
-            ok, lit = _literal(left)
-            if ok:
-                return "eq", lit, right
+            for side, computed in ((right, left), (left, right)):
+                ok, lit = _literal(side)
+                if ok:
+                    return "eq", lit, computed
         if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (None, True, False):
             return "is", right.value, left
     if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
@@ -72,10 +70,7 @@ def _asserts(stmts, nest: int, out: list) -> None:
             continue
         for field in _BODIES:
             for child in getattr(s, field, None) or ():
-                if isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                    _asserts(child.body, inner, out)
-                else:
-                    _asserts([child], inner, out)
+                _asserts(child.body if isinstance(child, (ast.ExceptHandler, ast.match_case)) else [child], inner, out)
 
 
 def rewrite_asserts(source: str) -> tuple[str, list[Expect]]:

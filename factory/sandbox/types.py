@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields, field
+from dataclasses import asdict, dataclass, field, fields, replace
 
 SANDBOX_VERSION = "0.3.1"
 
@@ -45,8 +45,7 @@ class Limits:
         return asdict(self)
 
     def hash(self) -> str:
-        blob = json.dumps(self.as_dict(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -99,9 +98,7 @@ class Job:
 
     def limits_for(self, limits: "Limits") -> "Limits":
         """The limits this job's tests run under."""
-        if self.cpu_s is None:
-            return limits
-        return Limits(**{**limits.as_dict(), "cpu_s": self.cpu_s})
+        return limits if self.cpu_s is None else replace(limits, cpu_s=self.cpu_s)
 
 
 @dataclass
