@@ -12,15 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from factory.errors import InputError
 from factory.ingest.registry import Ctx, adapter, encode_value
 from factory.ingest import reasoning_gym
 from factory.ingest.evalplus_inputs import mbppplus_args
 from factory.sandbox.serialize import _dumps as tagged_json
-from factory.sandbox.serialize import serialize_value
 from factory.ingest.normalize import (
-    TEST_FORMATS, Normalized, ProgramRow, TestRow, called_function, function_params, literal_or_text, require, split_check,
-    split_pytest, unquote,
+    TEST_FORMATS, Normalized, ProgramRow, TestRow, called_function, function_params, input_error, literal_or_text,
+    require, split_check, split_pytest, unquote,
 )
 
 # -- HumanEval family ------------------------------------------------------------------------------------
@@ -49,13 +47,12 @@ def _evalplus_call_tests(rec: dict, ctx: Ctx, restore: Callable[[list], list] | 
                 try:
                     args = restore(args)
                 except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-                    raise InputError(f"cannot restore argument types: {exc}", file=ctx[0], line=ctx[1],
-                                     field=subset) from exc
-            tests.append(TestRow("call", input=serialize_value(args), expected=None,
+                    raise input_error(ctx, f"cannot restore argument types: {exc}", subset) from exc
+            tests.append(TestRow("call", input=encode_value(args), expected=None,
                                  comparison="float" if atol else "exact", atol=atol or None,
                                  subset=subset.removesuffix("_input")))
     if not tests:
-        raise InputError("no base_input/plus_input test inputs", file=ctx[0], line=ctx[1], field="base_input")
+        raise input_error(ctx, "no base_input/plus_input test inputs", "base_input")
     return tests
 
 
@@ -100,7 +97,7 @@ def mbpp(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     tests = [TestRow("assert", code=with_setup(a)) for a in asserts]
     tests += [TestRow("assert", code=with_setup(a), subset="challenge") for a in rec.get("challenge_test_list") or []]
     if not tests:
-        raise InputError("no tests", file=ctx[0], line=ctx[1], field="test_list")
+        raise input_error(ctx, "no tests", "test_list")
     return Normalized(
         source_id=str(task_id), question=require(rec, "text", ctx), entry_point=called_function(asserts, code),
         test_format="assert", tests=tests,
@@ -128,7 +125,7 @@ def leetcode(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     meta = rec.get("meta") or {}
     question = rec.get("problem_description") or unquote(meta.get("question_title"))
     if not question:
-        raise InputError("missing required field", file=ctx[0], line=ctx[1], field="problem_description")
+        raise input_error(ctx, "missing required field", "problem_description")
     starter = rec.get("starter_code") or unquote(meta.get("lang_code"))
     difficulty = rec.get("difficulty") or unquote(meta.get("difficulty"))
     test = require(rec, "test", ctx)
@@ -154,8 +151,8 @@ def codecontests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     programs = [ProgramRow(rec["reference_solution_python"])] if rec.get("reference_solution_python") else []
     programs += codecontests_solutions(rec.get("solutions"), ctx, opts.get("solutions_per_language", 5))
     if not programs:
-        raise InputError("record has neither 'reference_solution_python' nor 'solutions'", file=ctx[0], line=ctx[1],
-                         field="reference_solution_python")
+        raise input_error(ctx, "record has neither 'reference_solution_python' nor 'solutions'",
+                          "reference_solution_python")
     return Normalized(
         source_id=task_id, question=require(rec, "description", ctx), test_format="stdio", tests=tests,
         programs=programs,
@@ -179,14 +176,12 @@ def codecontests_solutions(solutions, ctx: Ctx, per_language: int) -> list[Progr
     if isinstance(solutions, dict):
         langs, codes = solutions.get("language"), solutions.get("solution")
         if not isinstance(langs, list) or not isinstance(codes, list) or len(langs) != len(codes):
-            raise InputError("'solutions' must hold equal-length 'language' and 'solution' lists", file=ctx[0],
-                             line=ctx[1], field="solutions")
+            raise input_error(ctx, "'solutions' must hold equal-length 'language' and 'solution' lists", "solutions")
         pairs = list(zip(langs, codes))
     elif isinstance(solutions, list):
         pairs = [(s.get("language"), s.get("solution")) for s in solutions if isinstance(s, dict)]
     else:
-        raise InputError(f"'solutions' must be an object or a list, got {type(solutions).__name__}", file=ctx[0],
-                         line=ctx[1], field="solutions")
+        raise input_error(ctx, f"'solutions' must be an object or a list, got {type(solutions).__name__}", "solutions")
     kept, out = Counter(), []
     for lang, code in pairs:
         name = CODECONTESTS_LANGUAGES.get(lang)
@@ -199,7 +194,7 @@ def codecontests_solutions(solutions, ctx: Ctx, per_language: int) -> list[Progr
 
 def _io(test: dict, key: str, ctx: Ctx) -> str:
     if not isinstance(test, dict) or key not in test:
-        raise InputError(f"test case lacks {key!r}", file=ctx[0], line=ctx[1], field="tests")
+        raise input_error(ctx, f"test case lacks {key!r}", "tests")
     value = test[key]
     if isinstance(value, list):  # APPS wraps outputs in a list
         value = "\n".join(str(v) for v in value) if len(value) != 1 else value[0]
@@ -218,7 +213,7 @@ def apps(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                           test_format="stdio", tests=tests, difficulty_label=rec.get("difficulty"))
     signature = function_params(starter)
     if signature is None:
-        raise InputError("cannot parse the function signature", file=ctx[0], line=ctx[1], field="starter_code")
+        raise input_error(ctx, "cannot parse the function signature", "starter_code")
     params, required = signature
     name = re.search(r"def\s+(\w+)", starter).group(1)
     tests = []
@@ -230,8 +225,8 @@ def apps(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             cut = len(lines) - (len(params) - 1)
             lines = ["\n".join(lines[:cut])] + lines[cut:]
         if not required <= len(lines) <= len(params):
-            raise InputError(f"input has {len(lines)} lines for {required}..{len(params)} parameters",
-                             file=ctx[0], line=ctx[1], field="test_list")
+            raise input_error(ctx, f"input has {len(lines)} lines for {required}..{len(params)} parameters",
+                              "test_list")
         args = [literal_or_text(x) if isinstance(x, str) else x for x in lines]
         out = case.get("output")
         expected = out[0] if isinstance(out, list) and len(out) == 1 else out
@@ -272,7 +267,7 @@ def bigcodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
 def cruxeval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     code = require(rec, "code", ctx)
     if not isinstance(rec.get("input"), str):  # "" is a valid input: f() takes no arguments
-        raise InputError("missing required field", file=ctx[0], line=ctx[1], field="input")
+        raise input_error(ctx, "missing required field", "input")
     assertion = f"assert f({rec['input']}) == {require(rec, 'output', ctx)}"
     # the "question" is the function itself: an output-prediction task, kept out of code-generation views
     return Normalized(source_id=require(rec, "id", ctx), question=code, entry_point="f", test_format="assert",
@@ -285,11 +280,11 @@ def cruxeval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
 def acecode(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     asserts = require(rec, "test_cases", ctx, list)
     if not asserts:
-        raise InputError("no test cases", file=ctx[0], line=ctx[1], field="test_cases")
+        raise input_error(ctx, "no test cases", "test_cases")
     programs = []
     for i, inf in enumerate(rec.get("inferences") or []):
         if not isinstance(inf, dict) or not inf.get("completion"):
-            raise InputError(f"inference {i} lacks a completion", file=ctx[0], line=ctx[1], field="inferences")
+            raise input_error(ctx, f"inference {i} lacks a completion", "inferences")
         programs.append(ProgramRow(
             inf["completion"], origin="sample", model=inf.get("model_name"),
             sample_index=int(inf.get("completion_id", i)), raw_completion=inf["completion"],
@@ -307,7 +302,7 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     if isinstance(prompt, list):
         users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
         if not users:
-            raise InputError("no user message in prompt", file=ctx[0], line=ctx[1], field="prompt")
+            raise input_error(ctx, "no user message in prompt", "prompt")
         prompt = users[-1]
     reward = require(rec, "reward_model", ctx, dict)
     truth = reward.get("ground_truth")
@@ -319,11 +314,10 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             return _verl_factory_tests(rec, prompt, truth, extra, ctx)
         inputs, outputs = truth["inputs"], truth["outputs"]
     except (json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise InputError(f"ground_truth is not JSON with inputs/outputs or the factory's tests ({exc})",
-                         file=ctx[0], line=ctx[1], field="reward_model.ground_truth") from None
+        raise input_error(ctx, f"ground_truth is not JSON with inputs/outputs or the factory's tests ({exc})",
+                          "reward_model.ground_truth") from None
     if len(inputs) != len(outputs) or not inputs:
-        raise InputError(f"{len(inputs)} inputs vs {len(outputs)} outputs", file=ctx[0], line=ctx[1],
-                         field="reward_model.ground_truth")
+        raise input_error(ctx, f"{len(inputs)} inputs vs {len(outputs)} outputs", "reward_model.ground_truth")
     fn = truth.get("fn_name")
     if fn and ours:   # our outputs are sandbox tagged JSON already: written back exactly as the sandbox writes them
         tests = [TestRow("call", input=json.dumps(i), expected=tagged_json(o)) for i, o in zip(inputs, outputs)]
@@ -358,8 +352,8 @@ def _verl_factory_tests(rec: dict, prompt: str, truth: dict, extra: dict, ctx: C
     tests = []
     for t in truth["tests"]:
         if not isinstance(t, dict) or t.get("kind") not in TEST_FORMATS:
-            raise InputError(f"ground_truth test is not a factory test row: {str(t)[:80]}", file=ctx[0], line=ctx[1],
-                             field="reward_model.ground_truth")
+            raise input_error(ctx, f"ground_truth test is not a factory test row: {str(t)[:80]}",
+                              "reward_model.ground_truth")
         tests.append(TestRow(t["kind"], code=t.get("code"), input=t.get("input"), expected=t.get("expected"),
                              comparison=t.get("comparison") or "exact", atol=t.get("atol")))
     fmt = truth.get("test_format") or extra.get("test_format") or tests[0].kind
@@ -379,8 +373,8 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         if column is None:
             return None
         if column not in rec:
-            raise InputError(f"column {column!r} (--map {field}={column}) is not in the record; its columns: "
-                             f"{', '.join(sorted(map(str, rec)))}", file=ctx[0], line=ctx[1], field=column)
+            raise input_error(ctx, f"column {column!r} (--map {field}={column}) is not in the record; its columns: "
+                              f"{', '.join(sorted(map(str, rec)))}", column)
         return require(rec, column, ctx, types) if required else rec.get(column)
 
     raw_tests = get("tests", types=(list, str, int, float) if fmt == "answer" else (list, str))
@@ -389,20 +383,18 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     for t in raw_tests:
         if fmt in ("assert", "check", "pytest", "unittest"):
             if not isinstance(t, str):
-                raise InputError(f"{fmt} tests must be strings", file=ctx[0], line=ctx[1], field=mapping["tests"])
+                raise input_error(ctx, f"{fmt} tests must be strings", mapping["tests"])
             pieces = split_check(t) if fmt == "check" else split_pytest(t) if fmt == "pytest" else [t]
             tests += [TestRow(fmt, code=p) for p in pieces]
         elif fmt == "stdio":
             tests.append(TestRow("stdio", input=_io(t, "input", ctx), expected=_io(t, "output", ctx), comparison="token"))
         elif fmt == "answer":   # SymBench / BBH style: the reference answer, checked by --answer-rule
             if isinstance(t, (dict, list)) or t is None or not str(t).strip():
-                raise InputError("answer tests must be a non-empty answer (text or number)", file=ctx[0],
-                                 line=ctx[1], field=mapping["tests"])
+                raise input_error(ctx, "answer tests must be a non-empty answer (text or number)", mapping["tests"])
             tests.append(TestRow("answer", expected=str(t), comparison=opts.get("answer_rule") or "exact"))
         else:
             if not isinstance(t, dict) or "input" not in t:
-                raise InputError("call tests must be objects with input (args list) and output", file=ctx[0],
-                                 line=ctx[1], field=mapping["tests"])
+                raise input_error(ctx, "call tests must be objects with input (args list) and output", mapping["tests"])
             tests.append(TestRow("call", input=json.dumps(t["input"]),
                                  expected=encode_value(t["output"]) if "output" in t else None))
     solution = get("solution", required=False)
@@ -412,10 +404,10 @@ def mapped(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         try:
             language = normalize(language)
         except UnknownLanguage as exc:
-            raise InputError(str(exc), file=ctx[0], line=ctx[1], field=mapping["language"]) from None
+            raise input_error(ctx, str(exc), mapping["language"]) from None
         if language != "python" and fmt != "stdio":
-            raise InputError(f"a {language} solution needs --test-format stdio (other languages run stdin/stdout "
-                             f"tests), not {fmt!r}", file=ctx[0], line=ctx[1], field=mapping["language"])
+            raise input_error(ctx, f"a {language} solution needs --test-format stdio (other languages run stdin/stdout "
+                              f"tests), not {fmt!r}", mapping["language"])
     return Normalized(
         source_id=str(get("id", types=(str, int))), question=get("question", types=str), test_format=fmt,
         tests=tests, starter_code=get("starter_code", required=False), entry_point=get("entry_point", required=False),

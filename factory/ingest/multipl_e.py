@@ -22,13 +22,11 @@ by default (docs/languages.md). Rows are a benchmark: split ``test``, lineage ``
 from __future__ import annotations
 
 import re
-
-from factory.errors import InputError
 from dataclasses import replace
 
 from factory.ingest.registry import Ctx, adapter
 from factory.ingest.hub.adapters import HUB_DATASETS, HubDataset, hub_dataset
-from factory.ingest.normalize import Normalized, TestRow, require
+from factory.ingest.normalize import Normalized, TestRow, input_error, require
 from factory.sandbox import multipl_e
 
 BENCHMARKS = ("humaneval", "mbpp")
@@ -58,17 +56,15 @@ def convert(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     try:
         lang = multipl_e.language_of(rec)
     except ValueError:
-        raise InputError(f"MultiPL-E language {published!r} has no runtime in this sandbox (it runs "
-                         f"{', '.join(RUNNABLE)}): ingest only those configs", file=ctx[0], line=ctx[1],
-                         field="language") from None
+        raise input_error(ctx, f"MultiPL-E language {published!r} has no runtime in this sandbox (it runs "
+                          f"{', '.join(RUNNABLE)}): ingest only those configs", "language") from None
     prompt = require(rec, "prompt", ctx)
     tests = require(rec, "tests", ctx)
     stops = rec.get("stop_tokens")
     if hasattr(stops, "tolist"):   # a parquet list read as an array
         stops = stops.tolist()
     if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise InputError(f"stop_tokens must be a list of non-empty strings, got {str(stops)[:80]}", file=ctx[0],
-                         line=ctx[1], field="stop_tokens")
+        raise input_error(ctx, f"stop_tokens must be a list of non-empty strings, got {str(stops)[:80]}", "stop_tokens")
     meta = {"multipl_e": {"language": published, "stop_tokens": stops,
                           **{k: rec.get(k) for k in ("doctests", "prompt_terminology", "original")}}}
     if lineage(name):

@@ -62,17 +62,21 @@ class Normalized:
     language: str = "python"
 
 
+def input_error(ctx: tuple[str, int], message: str, field: str) -> InputError:
+    """An InputError naming the (file, line) of ``ctx`` and ``field``."""
+    return InputError(message, file=ctx[0], line=ctx[1], field=field)
+
+
 def require(record: dict, key: str, ctx: tuple[str, int], types: type | tuple = str) -> Any:
     """record[key], or an InputError naming file, line and field."""
-    file, line = ctx
     if key not in record or record[key] is None:
-        raise InputError("missing required field", file=file, line=line, field=key)
+        raise input_error(ctx, "missing required field", key)
     value = record[key]
     if not isinstance(value, types):
         names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
-        raise InputError(f"expected {names}, got {type(value).__name__}", file=file, line=line, field=key)
+        raise input_error(ctx, f"expected {names}, got {type(value).__name__}", key)
     if isinstance(value, str) and not value.strip() and key not in ("test_setup_code",):
-        raise InputError("empty value", file=file, line=line, field=key)
+        raise input_error(ctx, "empty value", key)
     return value
 
 

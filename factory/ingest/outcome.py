@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from factory.answers.checks import ANSWER_RULES
-from factory.errors import InputError
-from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized
+from factory.ingest.normalize import COMPARISONS, TEST_FORMATS, Normalized, input_error
 
 if TYPE_CHECKING:
     from factory.lake.commit import StageRun
@@ -54,23 +53,21 @@ def benchmark_role(source: str, splits: dict) -> str:
 
 
 def validate(norm: Normalized, ctx: tuple[str, int]) -> None:
-    file, line = ctx
     if norm.test_format not in TEST_FORMATS:
-        raise InputError(f"unknown test format {norm.test_format!r} (known: {', '.join(TEST_FORMATS)})",
-                         file=file, line=line, field="test_format")
+        raise input_error(ctx, f"unknown test format {norm.test_format!r} (known: {', '.join(TEST_FORMATS)})",
+                          "test_format")
     if not norm.tests:
-        raise InputError("problem has no tests", file=file, line=line, field="tests")
+        raise input_error(ctx, "problem has no tests", "tests")
     for t in norm.tests:
         if t.kind not in TEST_FORMATS:
-            raise InputError(f"unknown test kind {t.kind!r}", file=file, line=line, field="tests")
+            raise input_error(ctx, f"unknown test kind {t.kind!r}", "tests")
         if t.comparison not in (ANSWER_RULES if t.kind == "answer" else COMPARISONS):
-            raise InputError(f"unknown {'answer rule' if t.kind == 'answer' else 'comparison'} {t.comparison!r}"
-                             + (f" (known: {', '.join(ANSWER_RULES)})" if t.kind == "answer" else ""),
-                             file=file, line=line, field="tests")
+            raise input_error(ctx, f"unknown {'answer rule' if t.kind == 'answer' else 'comparison'} {t.comparison!r}"
+                              + (f" (known: {', '.join(ANSWER_RULES)})" if t.kind == "answer" else ""), "tests")
         if t.kind == "answer" and not (t.expected and t.expected.strip()):
-            raise InputError("empty answer", file=file, line=line, field="tests")
+            raise input_error(ctx, "empty answer", "tests")
         if t.kind in ("assert", "check", "pytest", "unittest", "harness") and not (t.code and t.code.strip()):
-            raise InputError(f"empty {t.kind} test", file=file, line=line, field="tests")
+            raise input_error(ctx, f"empty {t.kind} test", "tests")
 
 
 def source_counts(run: "StageRun", source: str) -> tuple[int, int, int, int]:

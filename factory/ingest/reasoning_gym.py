@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factory.errors import FactoryError, InputError
-from factory.ingest.normalize import Normalized, TestRow, require
+from factory.errors import FactoryError
+from factory.ingest.normalize import Normalized, TestRow, input_error, require
 
 RG_LICENSE = "Apache-2.0 (reasoning-gym generators)"
 
@@ -77,7 +77,7 @@ def convert(rec: dict, ctx: tuple[str, int], opts: dict) -> Normalized:
     entry = require(rec, "entry", ctx, dict)
     answer = require(rec, "answer", ctx)
     if not isinstance(entry.get("metadata", {}), dict):
-        raise InputError("entry.metadata must be an object", file=ctx[0], line=ctx[1], field="entry")
+        raise input_error(ctx, "entry.metadata must be an object", "entry")
     return Normalized(
         source_id=str(require(rec, "id", ctx)), question=require(rec, "question", ctx), test_format="answer",
         tests=[TestRow("answer", expected=answer, comparison="reasoning_gym")],
