@@ -28,8 +28,7 @@ _FDS: dict[tuple[str, int], int] = {}
 
 
 def _fd(path: str, flags: int) -> int:
-    """A cached descriptor for a cgroup file polled per test (a fresh ``open()`` costs ~25 us).
-    Forked programs never see them: the sandboxed child closes every descriptor above 5."""
+    """A cached descriptor for a cgroup file polled per test (a forked child closes every descriptor above 5)."""
     fd = _FDS.get((path, flags))
     if fd is None:
         fd = _FDS[(path, flags)] = os.open(path, flags | os.O_CLOEXEC)
@@ -207,7 +206,6 @@ class V2Slot(Slot):
         if os.path.exists(self._p("cpu.max")):
             _write(self._p("cpu.max"), "100000 100000")
         self.controllers = tuple(sorted(avail))
-        self._peak_base = 0
 
     def _p(self, fname):
         return os.path.join(self.dir, fname)

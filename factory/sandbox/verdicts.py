@@ -234,15 +234,11 @@ def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str)
             raise reply
         out = build_verdicts(sub, assemble(sub, reply), limits, meta, limits_json)
     except Exception as exc:  # noqa: BLE001
-        out = [Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
-                       error_message=str(exc)[:2000], sandbox_meta=meta, limits=limits_json) for s in sub.specs]
+        out = [_invalid(sub.job, s, str(exc)[:2000], meta, limits_json, "InfraError") for s in sub.specs]
     seen = {(v.test_id or "").split("::", 1)[0] for v in out}
     harness = {s.test_id for s in sub.specs if s.kind == "harness"}
-    for s in sub.specs:
-        if s.test_id not in seen:
-            out.append(Verdict(sub.job.program_id, s.test_id, "infra_error", error_type="InfraError",
-                               error_message="no verdict was produced for this test", sandbox_meta=meta,
-                               limits=limits_json))
+    out += [_invalid(sub.job, s, "no verdict was produced for this test", meta, limits_json, "InfraError")
+            for s in sub.specs if s.test_id not in seen]
     for v in out:
         for f in _TEXT_FIELDS:
             setattr(v, f, clean_text(getattr(v, f)))
@@ -399,9 +395,7 @@ def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
         v.status, v.actual = PENDING, stdout_b.decode("utf-8", "replace")
         return v
     good = stdio_equal(stdout_b, spec.expected, spec.comparison, spec.atol, spec.rtol)   # the bytes written
-    v.status = "pass" if good else "fail"
-    if not good:
-        v.error_type = "WrongAnswer"
+    v.status, v.error_type = ("pass", v.error_type) if good else ("fail", "WrongAnswer")
     return v
 
 
