@@ -188,11 +188,10 @@ def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamPara
     p_fams, b_fams = _families(problems, "problem_id", "p"), _families(benchmarks, "benchmark_id", "b")
     p_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in p_fams] or [], dtype=np.int64)
     b_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in b_fams] or [], dtype=np.int64)
-    take = lambda a, idx: a[idx] if idx.size else a[:0]
-    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": take(p_src, p_doc),
-                                    "fam": take(p_fam, p_doc), "content": p_content}), "prob")
-    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": take(b_src, b_doc),
-                                     "fam": take(b_fam, b_doc), "content": b_content}), "bench")
+    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": p_src[p_doc],
+                                    "fam": p_fam[p_doc], "content": p_content}), "prob")
+    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": b_src[b_doc],
+                                     "fam": b_fam[b_doc], "content": b_content}), "bench")
     stock = [f"""SELECT h FROM (SELECT h, fam FROM {prob} UNION SELECT h, fam FROM {bench})
                  GROUP BY h HAVING count(*) > {int(params.stock_df)}"""]
     if params.max_benchmark_df is not None:

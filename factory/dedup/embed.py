@@ -34,8 +34,7 @@ _EXAMPLE_LINE = re.compile(r"^\s*(assert\b|>>>)")
 def statement_text(question: str) -> str:
     """The problem statement without docstring quotes and example lines (``assert ...``, ``>>> ...``).
 
-    MBPP+ wraps MBPP's sentence in a docstring with one example assert; the example's code dominates a short
-    sentence's embedding (MBPP vs MBPP+ median cosine 0.78 on raw questions, 0.997 on statements).
+    MBPP+ wraps MBPP's sentence in a docstring with an example assert, whose code would dominate its embedding.
     """
     text = question.strip()
     for q in _QUOTES:

@@ -36,11 +36,9 @@ HASHFUNCS = ("words64-low32", "sha1_32")
 class MinHashParams:
     """Everything that determines a signature or a band hash; persist ``as_dict()`` with them.
 
-    Defaults: 128 permutations, 18 bands x 7 rows (126 of 128 hashes used), word 3-grams, threshold 0.8 (exact
-    Jaccard of shingle sets). P(candidate | J) = 1 - (1 - J**7)**18 gives 0.985 at J=0.8, 0.9998 at 0.9, 0.40 at 0.6
-    (S-curve midpoint ~0.66), so >= 95 % of pairs at the threshold become candidates; lower-J candidates are removed
-    by exact verification. Word 3-grams because code-RL statements are short (MBPP median ~15 words): with 5-grams
-    one word edit in 15 words already removes ~1/3 of the shingles.
+    Defaults: 128 permutations, 18 bands x 7 rows (126 of 128 hashes used), word 3-grams (code-RL statements are
+    short), threshold 0.8 (exact Jaccard of shingle sets): P(candidate | J) = 1 - (1 - J**7)**18 is 0.985 at J=0.8;
+    lower-J candidates are removed by exact verification.
 
     ``hashfunc``: ``"words64-low32"`` (default; low 32 bits of the ``words-v1`` 64-bit n-gram hash,
     see :mod:`factory.dedup.shingle`, equal to datasketch with ``hashfunc=shingle_hash32``) or
@@ -158,9 +156,8 @@ def minhash_from_hashes(offsets: np.ndarray, h32: np.ndarray, params: MinHashPar
 def _numpy_kernel(offsets: np.ndarray, x: np.ndarray, a: np.ndarray, b: np.ndarray, chunk: int = 1 << 14) -> np.ndarray:
     """The NumPy path of :func:`minhash_from_hashes` on ``x = fmix32(h32)``.
 
-    Each chunk of whole documents is permuted as one ``(num_perm, shingles)`` matrix (permutations on rows, so
-    the per-document minimum runs along contiguous memory) into a reused buffer: three NumPy passes per
-    element (multiply, add, segment minimum), ~7x the ``(shingles, num_perm)`` layout (bench/minhash_bench.py).
+    Each chunk of whole documents is permuted as one ``(num_perm, shingles)`` matrix into a reused buffer
+    (permutations on rows, so the per-document minimum runs along contiguous memory).
     """
     a, b = a[:, None], b[:, None]
     sig = np.full((a.size, len(offsets) - 1), EMPTY, dtype=np.uint32)

@@ -17,6 +17,7 @@ A problem is contaminated by a benchmark item when
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -26,8 +27,6 @@ from factory.ingest.visibility import fingerprints
 
 @dataclass(frozen=True)
 class TestOverlapParams:
-    # measured on MBPP vs MBPP+ (bench/decontam_lineage.py@3d3f87a): 2 / 24 -> recall 0.950, precision 0.940 (unrelated
-    # tasks sharing a trivial assert); 3 / 40 -> 0.915 / 0.972, and with lineage 1.000 / 0.974
     min_shared: int = 3       # shared informative tests that make a match on their own
     min_chars: int = 40       # ... or one shared test this long (arguments + output, normalised)
     max_key_df: int = 3       # ignore a key shared by more benchmark items than this
@@ -68,8 +67,6 @@ def compact_key(key: str, info: dict) -> str:
     compact keys, so overlap counts are the same as on the full keys."""
     if len(key) <= LONG_KEY:
         return key
-    import hashlib
-
     short = key.split(":", 1)[0] + ":#" + hashlib.sha256(key.encode()).hexdigest()
     if short not in info:
         info[short] = (_weight(key), _test_id(key), key[:300], _show(key), key_tails(key))
@@ -97,8 +94,6 @@ def _test_id(key: str) -> tuple:
     test = _test_of(key)
     if sum(map(len, test)) <= LONG_KEY:
         return test
-    import hashlib
-
     return ("#", hashlib.sha256(json.dumps(test).encode()).hexdigest())
 
 

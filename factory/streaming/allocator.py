@@ -1,10 +1,9 @@
 """glibc's malloc tuned for the stages that stream MB-sized strings (curate, release, export, ingest).
 
-By default glibc serves every allocation above a threshold (128 KB, raised as such blocks are freed, to at most
-32 MB) with its own mmap and gives it back with munmap when freed, and trims the heap top above 128 KB: a stage
-that builds and drops MB-sized Python strings and Arrow buffers row after row then faults every page in again
-(export at 1/8 of DeepCoder-Preview: 2.0 M -> 0.26 M minor page faults, wall 14.9 -> 11.8 s). Memory kept is
-memory the stage used before, so its peak hardly moves. Elsewhere (not glibc, another OS) this does nothing.
+By default glibc serves every allocation above a threshold (128 KB, raised up to 32 MB as such blocks are freed)
+with its own mmap, munmaps it when freed, and trims the heap top above 128 KB: a stage that builds and drops
+MB-sized Python strings and Arrow buffers row after row then faults every page in again (docs/scale.md). Memory kept
+is memory the stage used before, so its peak hardly moves. Elsewhere (not glibc, another OS) this does nothing.
 """
 from __future__ import annotations
 
