@@ -22,15 +22,28 @@ from .spawn import kill_candidates, spawn
 from .zygote_io import set_nonblock
 
 
-def _copy(src: int, dst: int, n: int, src_off: int = 0) -> None:
+def _copy(src: int, dst: int, n: int, src_off: int = 0, short: str = "short copy") -> None:
     """``n`` bytes of ``src`` from ``src_off`` to the start of the fresh file ``dst``, kernel to kernel (the bytes
-    never pass through the zygote's memory; sendfile, since memfd and tmpfs are different file systems)."""
+    never pass through the zygote's memory; sendfile, since memfd and tmpfs are different file systems); OSError
+    ``short`` when ``src`` ends first."""
     done = 0
     while done < n:
         got = os.sendfile(dst, src, src_off + done, n - done)
         if not got:
-            raise OSError("short copy")
+            raise OSError(short)
         done += got
+
+
+def copy_to_new(path: str, src: int, n: int, src_off: int = 0, mode: int = 0o444, uid: int | None = None) -> None:
+    """A new file ``path`` (never an existing one, nor through a link) holding ``n`` bytes of ``src`` from
+    ``src_off`` (:func:`_copy`), with ``mode`` and, given ``uid``, owned by it."""
+    out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        _copy(src, out, n, src_off)
+        if uid:
+            os.fchown(out, uid, uid)
+    finally:
+        os.close(out)
 
 
 def exec_body(argv: list[str], stack: int | None = None, env: dict | None = None):
@@ -66,11 +79,7 @@ class Program:
         for name, fd, size in self.files:
             path = os.path.join(L.BIN_DIR, name)
             os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
-            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o555)
-            try:
-                _copy(fd, out, size)
-            finally:
-                os.close(out)
+            copy_to_new(path, fd, size, mode=0o555)
         os.chmod(L.BIN_DIR, 0o555)
 
     def close(self) -> None:
@@ -107,9 +116,8 @@ def _collect(spec: dict) -> list[tuple[str, int, int]]:
                     continue
                 if len(out) >= L.MAX_ARTIFACT_FILES:
                     raise OSError(f"more than {L.MAX_ARTIFACT_FILES} class files")
-                item = _keep(path, rel)
-                out.append(item)
-                total += item[2]
+                out.append(_keep(path, rel))
+                total += out[-1][2]
                 if total > L.MAX_ARTIFACT_BYTES:
                     raise OSError("compiled classes too large")
     except OSError:
@@ -117,15 +125,6 @@ def _collect(spec: dict) -> list[tuple[str, int, int]]:
             os.close(fd)
         raise
     return out
-
-
-def _place_source(memfd: int, blob: tuple, spec: dict) -> None:
-    os.mkdir(L.SRC_DIR, 0o755)
-    out = os.open(os.path.join(L.SRC_DIR, spec["file"]), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-    try:
-        _copy(memfd, out, blob[1], blob[0])
-    finally:
-        os.close(out)
 
 
 def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | None]:
@@ -154,7 +153,8 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
     r, w = os.pipe()
     pid = None
     try:
-        _place_source(memfd, blob, spec)
+        os.mkdir(L.SRC_DIR, 0o755)
+        copy_to_new(os.path.join(L.SRC_DIR, spec["file"]), memfd, blob[1], blob[0])
         os.mkdir(L.BUILD_DIR, 0o700)
         uid = plan.get("sandbox_uid")
         if uid:
