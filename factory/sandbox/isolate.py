@@ -355,7 +355,7 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
     privileges.  ``role='judge'``: another uid than the program's, its own private /tmp, no seccomp filter."""
     if plan.get("worker_ns"):
         if role == "judge-files":   # pytest runs: the judge writes files, so it gets a /tmp of its own
-            unshare(CLONE_NEWNS)   # a /tmp of its own: pytest files and ini discovery the program cannot touch
+            unshare(CLONE_NEWNS)   # pytest files and ini discovery the program cannot touch
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
             _bind_tmp_keep()
         elif role in PROGRAM_ROLES and plan.get("own_net"):   # own IPC, a fresh netns with a working loopback
@@ -366,17 +366,11 @@ def setup_program(plan: dict, limits: dict, n_tests: int, workdir: str | None, r
     else:
         os.chdir(workdir or "/tmp")
     want = dict(SAFE_ENV, HOME=workdir, TMPDIR=workdir) if (not plan.get("worker_ns") and workdir) else SAFE_ENV
-    if want is not SAFE_ENV or not plan.get("env_is_safe"):  # the zygote checked its own env once (it is
-        os.environ.clear()                                   # started with SAFE_ENV): rewriting costs ~0.5 ms
+    if want is not SAFE_ENV or not plan.get("env_is_safe"):  # the zygote, started with SAFE_ENV, checked it once
+        os.environ.clear()
         os.environ.update(want)
     set_rlimits(plan, limits, n_tests)
     drop_privileges(plan, role)
-
-
-def _apply_seccomp(plan: dict, role: str) -> None:
-    if plan.get("seccomp") and not role.startswith("judge"):
-        from .seccomp import install
-        install()
 
 
 def set_rlimits(plan: dict, limits: dict, n_tests: int) -> None:
@@ -407,4 +401,6 @@ def drop_privileges(plan: dict, role: str = "candidate") -> None:
     if plan.get("userns") or plan.get("drop_caps"):
         drop_capabilities()
     prctl(PR_SET_DUMPABLE, 0)
-    _apply_seccomp(plan, role)
+    if plan.get("seccomp") and not role.startswith("judge"):
+        from .seccomp import install
+        install()

@@ -140,8 +140,7 @@ def serve_kept(limits: dict) -> None:
     clean = dict(builtins.__dict__)
     streams = (sys.stdin, sys.stdout, sys.stderr)
     depth = sys.getrecursionlimit()
-    null = os.open("/dev/null", os.O_RDWR)
-    null = _fd_above(null, CTL_FD)
+    null = _fd_above(os.open("/dev/null", os.O_RDWR), CTL_FD)
     while True:
         msg, fds, _, _ = socket.recv_fds(sock, JOB_MSG.size, 5)
         if len(msg) != JOB_MSG.size or len(fds) != 5:
@@ -391,8 +390,7 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
             os._exit(0)
         except BaseException as e:  # noqa: BLE001
             msg.update(ok=False, **_exc(e))
-        gone = [s for s in col.subs if s[2] and "CandidateGone" in s[2]]
-        if gone:
+        if any(s[2] and "CandidateGone" in s[2] for s in col.subs):
             report(b"D", i)
             os._exit(0)
         msg["subs"] = col.subs
