@@ -8,13 +8,12 @@ A problem of these tasks has one test of kind ``answer`` (silver.tests): ``expec
     {"rule": "exact" | "casefold" | "choice", "answer": "(B)"}
 
 Rules: ``exact`` (whitespace-trimmed equality), ``casefold`` (case-insensitive, inner whitespace collapsed),
-``numeric`` (numbers, fractions a/b, thousands separators; |x - y| <= atol + rtol |y|), ``choice`` (multiple
-choice: the option letter, "(B)", "B)" or "B" all read as B) and ``reasoning_gym`` (the task's own verifier,
+``numeric`` (numbers, fractions a/b, thousands separators; |x - y| <= atol + rtol |y|), ``choice`` (multiple choice:
+the option letter, "(B)", "B)" or "B" all read as B) and ``reasoning_gym`` (the task's own verifier,
 ``score_answer(answer, entry)`` of reasoning_gym; correct only at score exactly 1.0, the score is kept; a score
-above 1.0 is a verifier's float drift - reasoning_gym's spell_backward sums 1/len per matching letter, so the
-right word with any suffix scores 1.0000000000000002 - and reads as partial credit, never correct). The policy's
-answer is the text inside its last ``<<<...>>>`` marker (R1-Code-Interpreter's final-answer format); a
-response without one has no answer and is not correct.
+above 1.0, a verifier's float drift, reads as partial credit, never correct). The policy's answer is the text inside
+its last ``<<<...>>>`` marker (R1-Code-Interpreter's final-answer format); a response without one has no answer and
+is not correct.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gold.answer_tasks rows as trainer RL rows: the no-rollout path of R1-Code-Interpreter tasks (#43).
+"""gold.answer_tasks rows as trainer RL rows: the no-rollout path of R1-Code-Interpreter tasks.
 
 A final-answer task needs no reference program and no local rollouts to be trained on: its ground truth is the
 answer check (factory.answers.checks). `factory export` writes these rows for a release holding gold.answer_tasks:
@@ -53,10 +53,6 @@ def task_ground_truth(row: dict, kind: str) -> str:
     return json.dumps({**gt, "reward": {"kind": kind}}, sort_keys=True)
 
 
-def _split(row: dict) -> str:
-    return "test" if row.get("split") == "test" else "train"
-
-
 def verl_rows(tasks: list[dict], kind: str, start: int = 0) -> list[dict]:
     return [{"data_source": t["source"], "prompt": answer_messages(t["question"]), "ability": "reasoning",
              "reward_model": {"style": "rule", "ground_truth": task_ground_truth(t, kind)},
@@ -77,10 +73,6 @@ def openrlhf_rows(tasks: list[dict], kind: str) -> list[dict]:
              "datasource": t["source"], "problem_id": t["problem_id"]} for t in tasks]
 
 
-def _problem_id(row: dict) -> str | None:
-    return row.get("problem_id") or (row.get("extra_info") or {}).get("problem_id")
-
-
 def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[str, list[dict]] | None = None,
                  view: str = VIEW) -> dict[str, list[dict]]:
     """{relative file: rows} of a release's final-answer tasks (``view``: gold.answer_tasks, or gold.r1ci_tasks
@@ -97,7 +89,8 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
                else "ingest final-answer tasks first (`factory ingest reasoning-gym --tasks ...`), then "
                     "`factory transform`")
         raise FactoryError(f"the release's {view} has no rows: {why}")
-    seen = {_problem_id(r) for rows in files.values() for r in rows}
+    seen = {r.get("problem_id") or (r.get("extra_info") or {}).get("problem_id")
+            for rows in files.values() for r in rows}
     first: dict = {}
     for t in tasks:
         first.setdefault(t["problem_id"], t)
@@ -116,5 +109,5 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
         raise FactoryError(f"--format {fmt} has no final-answer form: the release's {view} rows export as "
                            f"--format verl, trl-grpo or openrlhf{hint}")
     for t, r in zip(tasks, rows):
-        files.setdefault(f"{prefix}{_split(t)}.parquet", []).append(r)
+        files.setdefault(f"{prefix}{'test' if t.get('split') == 'test' else 'train'}.parquet", []).append(r)
     return {k: v for k, v in files.items() if v}
