@@ -56,10 +56,6 @@ LONG_ONLY = ("reword", "truncate")
 LONG_WORDS = 60
 
 
-def _words(text: str) -> int:
-    return len(_WORD.findall(text))
-
-
 def plant(text: str, transform: str) -> str:
     """A deterministic paraphrased copy of ``text`` (see :data:`TRANSFORMS`)."""
     if transform == "wrap":
@@ -109,7 +105,7 @@ def choose_planted(items: dict[str, list[tuple[str, str]]], per_source: int) -> 
             for sid, text in order:
                 if taken >= per_source:
                     break
-                if sid in used or (transform in LONG_ONLY and _words(text) < LONG_WORDS) \
+                if sid in used or (transform in LONG_ONLY and len(_WORD.findall(text)) < LONG_WORDS) \
                         or plant(text, transform) == text:
                     continue
                 used.add(sid)

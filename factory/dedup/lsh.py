@@ -51,10 +51,6 @@ def _numpy_ok(bands: pa.Table) -> bool:
     return ok_type and all(bands[c].null_count == 0 for c in ("doc_id", "band", "band_hash"))
 
 
-def _out_id_type(t: pa.DataType) -> pa.DataType:
-    return pa.string() if pa.types.is_large_string(t) else t  # DuckDB VARCHAR comes back as string
-
-
 def _candidate_pairs_numpy(bands: pa.Table, max_bucket: int) -> pa.Table:
     """The query of :func:`_candidate_pairs_sql` on ranks of the ids (Arrow's id order = DuckDB's ORDER BY
     for integers and byte-wise strings): per band, rows sorted by ``band_hash``; runs of >= 2 rows are
@@ -75,7 +71,7 @@ def _candidate_pairs_numpy(bands: pa.Table, max_bucket: int) -> pa.Table:
                                     [groups[i::k] for i in range(k)]) for c in part]
     code = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
     pair, n_bands = np.unique(code, return_counts=True)
-    out_t = _out_id_type(ids.type)
+    out_t = pa.string() if pa.types.is_large_string(ids.type) else ids.type  # DuckDB VARCHAR comes back as string
     return pa.table({"doc_id_a": sorted_ids.take(pa.array(pair // max(n_ids, 1))).cast(out_t),
                      "doc_id_b": sorted_ids.take(pa.array(pair % max(n_ids, 1))).cast(out_t),
                      "n_bands": pa.array(n_bands.astype(np.int32))})
