@@ -134,8 +134,8 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
     ``model``: see :func:`factory_train.rm.model.load_reward_model` (``"smollm2"`` default, ``"tiny"``, path, or a
     loaded model + ``tokenizer``). Loss −logσ(r_c − r_r − margin) (margin column used when present and
     ``use_margin``). Held-out split by prompt. ``gradient_checkpointing`` (default: on for CPU) recomputes
-    activations in backward, trading ~30 % step time for most of the activation memory. ``train_top_layers=k``
-    trains only the top k blocks + final norm + head (the demo's CPU budget). Writes ``out_dir/metrics.json`` (long-format records, see
+    activations in backward, trading step time for activation memory. ``train_top_layers=k`` trains only the top k
+    blocks + final norm + head (the demo's CPU budget). Writes ``out_dir/metrics.json`` (long-format records, see
     :mod:`factory_train.metrics`) and, if ``save``, ``out_dir/checkpoint`` via ``save_pretrained``.
     Returns ``{"metrics": records, "history": wide per-step rows, "eval": final held-out dict,
     "checkpoint": path or None, "n_train": int, "n_eval": int, "step_time_s": mean train step seconds}``.
@@ -153,7 +153,6 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
     if gradient_checkpointing is None:   # default: on for CPU, where memory (not compute) is what runs out
         gradient_checkpointing = dev.type == "cpu" and train_top_layers is None
     if gradient_checkpointing and getattr(model, "supports_gradient_checkpointing", False):
-        # activations are recomputed in backward: the demo's SmolLM2 RM (8 x 384 tokens) peaked at 5.7 GB, not 9.9
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     rows = load_pairs(pairs_path)
