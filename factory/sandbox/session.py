@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from . import session_host as proto
 from .isolate import start_python
 
-STATUSES = ("ok", "error", "timeout", "killed", "closed")
 START_TIMEOUT_S = 60.0
 
 
@@ -85,8 +84,7 @@ class _ForkServer:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.proc = None
-        self.sock = None
+        self.proc = self.sock = None
         self.owner = os.getpid()
 
     def _ensure(self) -> None:
@@ -156,9 +154,8 @@ class InterpreterSession:
         self.idle_timeout_s = float(idle_timeout_s)
         self.max_code_bytes = max_code_bytes
         self.cfg = {"memory_mb": int(memory_mb), "max_procs": int(max_procs), "tmpfs_mb": int(tmpfs_mb),
-                    "output_bytes": int(output_bytes), "result_chars": int(result_chars),
+                    "output_bytes": int(output_bytes), "result_chars": int(result_chars), "max_file_mb": 64,
                     "idle_timeout_s": self.idle_timeout_s, "cpu_s": self.cpu_s, "max_open_files": 256,
-                    "max_file_mb": 64,
                     "interpreter_cpu_s": interpreter_cpu_s or max(600.0, 50 * self.cpu_s)}
         self.lock = threading.Lock()
         self.pid: int | None = None      # the session's host process (outer)
@@ -167,7 +164,7 @@ class InterpreterSession:
         self.meta: dict = {}
         self.calls = 0
         self.closed_why: str | None = None
-        self.created = self.last_used = time.monotonic()
+        self.last_used = time.monotonic()
         self._start()
 
     def _start(self) -> None:

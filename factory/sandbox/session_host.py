@@ -25,7 +25,7 @@ import sys
 import time
 
 from factory.sandbox.spawn import arrange_fds, kill_processes, run_child
-from factory.sandbox.zygote_io import read_exact, write_all
+from factory.sandbox.zygote_io import recv as read_frame, write_all
 
 HDR = struct.Struct(">I")
 IDLE_POLL_S = 1.0               # how often the host checks an idle session's CPU
@@ -45,15 +45,9 @@ def send(fd: int, obj) -> None:
 
 def recv(fd: int, timeout: float | None = None):
     """One frame, or None on EOF; ``TimeoutError`` when nothing arrives within ``timeout``."""
-    if timeout is not None:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            raise TimeoutError
-    head = read_exact(fd, HDR.size)
-    if head is None:
-        return None
-    data = read_exact(fd, HDR.unpack(head)[0])
-    return None if data is None else json.loads(data)
+    if timeout is not None and not select.select([fd], [], [], timeout)[0]:
+        raise TimeoutError
+    return read_frame(fd, json.loads)
 
 
 # --------------------------------------------------------------------------- rich display (untrusted side)
@@ -135,9 +129,6 @@ def install_display() -> None:
     class Inline(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):
             return importlib.util.spec_from_loader(name, self) if name == INLINE_BACKEND else None
-
-        def create_module(self, spec):
-            return None
 
         def exec_module(self, module):
             module.__dict__["_flush"] = _flush_figures
@@ -371,8 +362,7 @@ class Host:
                 if len(reply) > MAX_REPLY_BYTES:
                     status = "killed"
                     break
-                while len(reply) >= HDR.size and len(reply) >= HDR.size + HDR.unpack(reply[:HDR.size])[0]:
-                    n = HDR.unpack(reply[:HDR.size])[0]
+                while len(reply) >= HDR.size and len(reply) >= HDR.size + (n := HDR.unpack(reply[:HDR.size])[0]):
                     try:
                         parsed = json.loads(bytes(reply[HDR.size:HDR.size + n]).decode("utf-8", "replace"))
                         if not isinstance(parsed, dict):
@@ -497,7 +487,7 @@ def _warm() -> None:
 
 
 def forkserver_main(sock_fd: int) -> None:
-    """A warm, single-threaded parent of session hosts (a fresh ``python -s`` costs ~0.3 s; a fork ~ms).
+    """A warm, single-threaded parent of session hosts (a fork, not a fresh ``python -s`` per session).
 
     Per request on its socket (a JSON config with the session's two control pipes as SCM_RIGHTS) it forks one
     host and answers its pid; it exits when the socket closes (its parent is gone). Hosts are auto-reaped."""

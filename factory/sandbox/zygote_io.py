@@ -37,12 +37,12 @@ def read_exact(fd: int, n: int) -> bytes | bytearray | None:
     return buf
 
 
-def recv(fd: int):
+def recv(fd: int, loads=pickle.loads):
     hdr = read_exact(fd, 4)
     if hdr is None:
         return None
     body = read_exact(fd, _HDR.unpack(hdr)[0])
-    return None if body is None else pickle.loads(body)
+    return None if body is None else loads(body)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -105,8 +105,7 @@ class Router:
             st["total"] += n
             if room > 0:
                 st["kept"][stream] = st["kept"].get(stream, 0) + n
-                send(self.ctl_out, ("seg", idx, i, stream, n))
-                self._move(self.tmp_r, n)
+                self.frame(idx, i, stream, self.tmp_r, n)
             if st["total"] > st["limit"]:
                 return False
 
