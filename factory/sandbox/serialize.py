@@ -42,12 +42,11 @@ crafted dtype, a shape that does not match its elements) reads as :class:`Opaque
 """
 from __future__ import annotations
 
-import sys
-
 import base64
 import json
 import math
 import re
+import sys
 
 _MAX_DEPTH = 400
 _BIG_INT_BITS = 12000
@@ -76,11 +75,8 @@ class Opaque:
         self.type_name = name
         self.truth = {"truthy": True, "falsy": False}.get(truth)
 
-    def __eq__(self, other):
+    def __eq__(self, other):   # != is its inverse (object.__ne__)
         return False
-
-    def __ne__(self, other):
-        return True
 
     __hash__ = object.__hash__
 
@@ -185,8 +181,7 @@ def _library_tree(v, depth, stack, fallback):
     """Standard-library value types tests compare (collections, decimal, fractions, datetime, range); a subclass
     is read through the library class, so it is written as the library type's data."""
     mods = sys.modules
-    t = type(v)
-    if t is range:
+    if type(v) is range:
         return {"$rg": [v.start, v.stop, v.step]}
     col = mods.get("collections")
     if col is not None:
@@ -245,9 +240,7 @@ def _tree(v, depth=0, stack=None, fallback=None):
             stack.discard(key)
         if got is not None:
             return got
-    if isinstance(v, bool):  # pragma: no cover - bool cannot be subclassed
-        return bool(v)
-    if isinstance(v, int):
+    if isinstance(v, int):   # a subclass (bool cannot be subclassed: handled above)
         return _tree(int.__int__(v), depth, stack, fallback)
     if isinstance(v, float):
         return _float(float.__float__(v))
@@ -347,11 +340,13 @@ def _nest(flat: list, shape: list) -> list:
     return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-def _np_dtype(np, text):
+def _np_dtype(text):
+    """(numpy, the dtype of ``text``); ValueError for a dtype that does not cross."""
+    np = _module("numpy")
     dt = np.dtype(str(text))
     if dt.kind not in _ND_KINDS or dt.fields is not None or dt.subdtype is not None:
         raise ValueError(f"dtype {text!r} does not cross")
-    return dt
+    return np, dt
 
 
 _ND_DTYPE = re.compile(r"[<>|=]?[biufcUSMmO]\d{0,9}(\[\d{0,9}[A-Za-z]{1,2}\])?")
@@ -379,8 +374,7 @@ def _np_array(payload, hook, numpy: bool):
     items = [_element(x, hook, numpy, text) for x in flat]
     if not numpy:
         return items[0] if not shape else _nest(items, shape)
-    np = _module("numpy")
-    dt = _np_dtype(np, text)
+    np, dt = _np_dtype(text)
     if dt.itemsize * len(items) > _ND_MAX_BYTES:
         raise ValueError("array too large")
     if dt.kind == "O":
@@ -403,8 +397,7 @@ def _np_scalar(payload, hook, numpy: bool):
     value = _element(x, hook, numpy, text)
     if not numpy:
         return value
-    np = _module("numpy")
-    dt = _np_dtype(np, text)
+    np, dt = _np_dtype(text)
     if dt.kind == "O" or dt.itemsize > _ND_MAX_BYTES:
         raise ValueError("not a numpy scalar dtype")
     if dt.kind in "Mm":
@@ -512,11 +505,7 @@ def clean_text(value):
         return None
     if not isinstance(value, str):
         value = str(value)
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def deserialize_value(text: str, numpy: bool = False):
