@@ -184,10 +184,9 @@ def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamPara
     p_src = _codes(problems["source"].to_pylist() if "source" in problems.column_names
                    else ["problems"] * problems.num_rows, "p:")
     b_src = _codes(benchmarks["benchmark"].to_pylist(), "b:")
-    fam_codes: dict = {}
     p_fams, b_fams = _families(problems, "problem_id", "p"), _families(benchmarks, "benchmark_id", "b")
-    p_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in p_fams] or [], dtype=np.int64)
-    b_fam = np.array([fam_codes.setdefault(f, len(fam_codes)) for f in b_fams] or [], dtype=np.int64)
+    fams = _codes(p_fams + b_fams, "f:")   # one code space: a family shared by both sides has one code
+    p_fam, b_fam = fams[:problems.num_rows], fams[problems.num_rows:]
     prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": p_src[p_doc],
                                     "fam": p_fam[p_doc], "content": p_content}), "prob")
     bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": b_src[b_doc],

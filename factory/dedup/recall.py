@@ -111,11 +111,12 @@ def plant_pairs(texts: Sequence[str], targets: Sequence[float], n: int, seed: in
     return pa.table(rows)
 
 
-def _corpus(texts: Sequence[str], params: MinHashParams, pairs_per_target: int, targets, seed: int):
+def _corpus(texts: Sequence[str], params: MinHashParams, pairs_per_target: int, targets, seed: int, con):
+    """Planted pairs (base i, copy i + m), the corpus of their texts, its int64 ids and its LSH candidates."""
     planted = plant_pairs(texts, np.repeat(np.asarray(targets, float), pairs_per_target), params.ngram, seed)
-    m = planted.num_rows
     corpus = planted["base_text"].to_pylist() + planted["dup_text"].to_pylist()
-    return planted, corpus, np.arange(m), np.arange(m, 2 * m)
+    ids = pa.array(np.arange(len(corpus), dtype=np.int64))
+    return planted, corpus, ids, candidate_pairs(compute_bands(ids, corpus, params), _conn(con))
 
 
 def _all_pairs_jaccard(corpus: list[str], n: int, threshold: float) -> set[tuple[int, int]]:
@@ -138,11 +139,9 @@ def recall_curve(texts: Sequence[str], params: MinHashParams = MinHashParams(),
     """``(jaccard, theoretical, measured, n_pairs)`` per 0.05-wide bin of actual Jaccard:
     ``measured`` = share of planted pairs that are LSH candidates (DuckDB band GROUP BY),
     ``theoretical`` = mean ``1-(1-J^r)^b`` over the same pairs, ``jaccard`` = bin mean."""
-    planted, corpus, ia, ib = _corpus(texts, params, pairs_per_target, targets, seed)
-    ids = pa.array(np.arange(len(corpus), dtype=np.int64))
-    cand = candidate_pairs(compute_bands(ids, corpus, params), _conn(con))
+    planted, _, _, cand = _corpus(texts, params, pairs_per_target, targets, seed, con)
     cset = set(zip(cand["doc_id_a"].to_pylist(), cand["doc_id_b"].to_pylist()))
-    hit = np.array([(int(a), int(b)) in cset for a, b in zip(ia, ib)])
+    hit = np.array([(a, a + planted.num_rows) in cset for a in range(planted.num_rows)])
     j = planted["jaccard"].to_numpy()
     edges = np.round(np.arange(0.0, 1.0001, 0.05), 2)
     b = np.clip(np.digitize(j, edges, right=False) - 1, 0, len(edges) - 1)
@@ -159,9 +158,7 @@ def planted_precision_recall(texts: Sequence[str], params: MinHashParams = MinHa
                              con: duckdb.DuckDBPyConnection | None = None) -> dict:
     """Precision/recall of (LSH candidates -> exact verification) at ``params.threshold`` against
     ground truth = ALL corpus pairs (planted or not) with exact Jaccard >= threshold."""
-    planted, corpus, _, _ = _corpus(texts, params, pairs_per_target, targets, seed)
-    ids = pa.array(np.arange(len(corpus), dtype=np.int64))
-    cand = candidate_pairs(compute_bands(ids, corpus, params), _conn(con))
+    planted, corpus, ids, cand = _corpus(texts, params, pairs_per_target, targets, seed, con)
     found_t = verify_pairs(cand, ids, corpus, params.ngram, params.threshold)
     found = set(zip(found_t["doc_id_a"].to_pylist(), found_t["doc_id_b"].to_pylist()))
     cands = set(zip(cand["doc_id_a"].to_pylist(), cand["doc_id_b"].to_pylist()))
