@@ -108,10 +108,6 @@ def _code_pairs(code: str, keep_names: bool) -> tuple[Pair, ...] | None:
     return None if None in pairs else pairs
 
 
-def _value_text(value) -> str:
-    return normalise(repr(value))
-
-
 def checked_pairs(kind: str, code: str | None, input: str | None, expected: str | None,
                keep_names: bool = True) -> tuple[Pair, ...] | None:
     """The (argument parts, expected outputs) a test checks, or None when they cannot be read off the test.
@@ -125,12 +121,12 @@ def checked_pairs(kind: str, code: str | None, input: str | None, expected: str 
         from factory.sandbox.serialize import deserialize_value
         try:
             args = deserialize_value(input) if input is not None else None
-            outs = () if expected is None else (_value_text(deserialize_value(expected)),)
+            outs = () if expected is None else (normalise(repr(deserialize_value(expected))),)
         except (ValueError, TypeError, KeyError):
             return None
         if not isinstance(args, (list, tuple)):
             return None
-        return ((tuple(_value_text(a) for a in args), outs),)
+        return ((tuple(normalise(repr(a)) for a in args), outs),)
     if kind in ("assert", "check", "pytest") and code:
         return _code_pairs(code, keep_names)
     return None
