@@ -142,9 +142,8 @@ def toolchain(lang: str) -> dict | None:
         tc = {"bin": {"node": node}, "paths": bind, "node_path": modules} if node else None
     elif lang == "rust":
         found = _rustc()
-        if found and not found[0].startswith("/usr/"):   # a rustup toolchain (in a home directory): bound at a
-            inside = RUST_MOUNT                           # neutral path, so the sandbox shows no home directory
-            tc = {"bin": {"rustc": inside + found[0][len(found[1][0]):]}, "paths": [(found[1][0], inside)]}
+        if found and not found[0].startswith("/usr/"):   # a home directory's rustup toolchain: at a neutral path
+            tc = {"bin": {"rustc": RUST_MOUNT + found[0][len(found[1][0]):]}, "paths": [(found[1][0], RUST_MOUNT)]}
         elif found:
             tc = {"bin": {"rustc": found[0]}, "paths": found[1]}
     _CACHE[lang] = tc
@@ -236,19 +235,12 @@ def java_names(source: str) -> tuple[str, str]:
     type that declares a ``static void main(`` (modifiers in any order: ``public static``, ``static public``,
     ``final``, annotations), the public one where several do; else the public type; else ``Main``."""
     code = java_code_only(source)
-    top = []   # (name, is public, body start, body end) of top-level types
-    for m in _JAVA_TYPE.finditer(code):
-        if code.count("{", 0, m.start()) - code.count("}", 0, m.start()) != 0:
-            continue   # nested in another type
-        top.append((m.group(3), re.search(r"\bpublic\b", m.group(1)) is not None, m.end(), _body_end(code, m.end())))
-    public = next((t[0] for t in top if t[1]), None)
-    with_main = []
-    for m in _JAVA_MAIN.finditer(code):
-        if not re.search(r"\bstatic\b", m.group(1)):
-            continue
-        owner = next((t for t in top if t[2] <= m.start() < t[3]), None)
-        if owner is not None and owner not in with_main:
-            with_main.append(owner)
+    top = [(m.group(3), re.search(r"\bpublic\b", m.group(1)) is not None, m.end(), _body_end(code, m.end()))
+           for m in _JAVA_TYPE.finditer(code) if code.count("{", 0, m.start()) == code.count("}", 0, m.start())]
+    public = next((t[0] for t in top if t[1]), None)   # top-level types: (name, is public, body start, body end)
+    owners = (next((t for t in top if t[2] <= m.start() < t[3]), None) for m in _JAVA_MAIN.finditer(code)
+              if re.search(r"\bstatic\b", m.group(1)))
+    with_main = [t for t in dict.fromkeys(owners) if t is not None]
     main = next((t[0] for t in with_main if t[1]), None) or (with_main[0][0] if with_main else None) \
         or public or "Main"
     return f"{public or main}.java", main
@@ -321,10 +313,16 @@ _TAGS = {"cpp": ("cpp", "c++", "cxx", "cc"), "java": ("java",), "javascript": ("
          "rust": ("rust", "rs")}
 
 
+def fenced_block(text: str, lang: str, k: int = -1) -> str:
+    """Block ``k`` (-1: the last) of the fenced blocks in ``text`` tagged with ``lang``, else of all of them, else
+    ``text``."""
+    blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+    tagged = [body for tag, body in blocks if tag in _TAGS.get(lang, (lang,))]
+    return tagged[k] if tagged else (blocks[k][1] if blocks else text)
+
+
 def extract_source(text: str, lang: str) -> str | None:
     """A program in ``lang`` from a model's completion: the last fenced block tagged with the language, else the
     last fenced block, else the whole text; None when that is empty."""
-    blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text or "")]
-    tagged = [body for tag, body in blocks if tag in _TAGS.get(lang, (lang,))]
-    code = tagged[-1] if tagged else (blocks[-1][1] if blocks else (text or ""))
+    code = fenced_block(text or "", lang)
     return code if code.strip() else None

@@ -55,14 +55,6 @@ def cut_at_stop_tokens(text: str, stop_tokens) -> str:
     return text[:end]
 
 
-def first_block(text: str, lang: str) -> str:
-    """A chat answer's program: its first fenced block tagged with the language (later blocks are usually
-    examples of calling it), else its first fenced block, else the text."""
-    blocks = [(tag.strip().lower(), body) for tag, body in languages._FENCE.findall(text)]
-    tagged = [body for tag, body in blocks if tag in languages._TAGS.get(lang, (lang,))]
-    return tagged[0] if tagged else (blocks[0][1] if blocks else text)
-
-
 _NOT_NAMES = {"if", "for", "while", "switch", "function", "fn", "return", "sizeof", "catch"}
 
 
@@ -98,7 +90,7 @@ def program(row: dict, completion: str, *, full: bool | None = None) -> str:
         full = "```" in (completion or "")
     if not full:
         return row["prompt"] + cut_at_stop_tokens(completion or "", row.get("stop_tokens"))
-    code = first_block(completion or "", lang)
+    code = languages.fenced_block(completion or "", lang, 0)   # the first block: later ones usually call it
     # the stop tokens end a continuation of the function's body: a whole program's comments and code before the
     # function (a doc comment at column 0 is JavaScript's stop token "\n//") are not cut
     head, body = split_at_function(code, row["prompt"])
@@ -126,12 +118,10 @@ def prompt_header(prompt: str, code: str) -> str:
     return "".join(ln + "\n" for ln in lines)
 
 
-def job(row: dict, completion: str, program_id: str | None = None, *, full: bool | None = None,
-        **kwargs) -> Job:
+def job(row: dict, completion: str, program_id: str | None = None, *, full: bool | None = None, **kwargs) -> Job:
     """A sandbox job: the candidate's program and the row's harness as its one ``harness`` test."""
-    lang = language_of(row)
     return Job(program_id or str(row.get("name") or row.get("task_id")), program(row, completion, full=full),
-               [TestSpec("tests", "harness", code=row["tests"])], language=lang, **kwargs)
+               [TestSpec("tests", "harness", code=row["tests"])], language=language_of(row), **kwargs)
 
 
 def is_row(data) -> bool:
