@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .shingle import (RECIPE, _H0, _K, WordHasher, cores, fmix64, parallel_map, pool_map,
+from .shingle import (RECIPE, _H0, _K, WordHasher, cores, fmix64_inplace, parallel_map, pool_map,
                       shingle_hashes_serial, shingle_strings, tokenize)
 
 try:  # only recorded, never required
@@ -216,9 +216,11 @@ def band_hashes(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
     """``(n_docs, bands)`` int64: band k folds signature columns ``k*rows .. k*rows+rows-1``."""
     sig64 = sig[:, : params.bands * params.rows].astype(np.uint64).reshape(len(sig), params.bands, params.rows)
     h = np.full((len(sig), params.bands), _H0, dtype=np.uint64)
+    tmp = np.empty_like(h)
     with np.errstate(over="ignore"):
         for j in range(params.rows):
-            h = fmix64(h * _K + sig64[:, :, j])
+            h = h * _K + sig64[:, :, j]
+            fmix64_inplace(h, tmp)
     return h.view(np.int64)
 
 

@@ -49,17 +49,9 @@ def word_hash64(word: str) -> int:
     return int.from_bytes(hashlib.sha1(word.encode("utf-8")).digest()[:8], "little")
 
 
-def fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3 64-bit finaliser (bijection on uint64), elementwise."""
-    h = h ^ (h >> _S33)
-    h = h * _F1
-    h = h ^ (h >> _S33)
-    h = h * _F2
-    return h ^ (h >> _S33)
-
-
-def _fmix64_inplace(h: np.ndarray, tmp: np.ndarray) -> None:
-    """:func:`fmix64` in place on a uint64 array (``tmp``: scratch of the same shape)."""
+def fmix64_inplace(h: np.ndarray, tmp: np.ndarray) -> None:
+    """MurmurHash3's 64-bit finaliser fmix64 (a bijection on uint64) in place on a uint64 array, elementwise
+    (``tmp``: scratch of the same shape)."""
     for f in (_F1, _F2, None):
         np.right_shift(h, _S33, out=tmp)
         np.bitwise_xor(h, tmp, out=h)
@@ -375,7 +367,7 @@ def _shingle_chunk(texts: Sequence[str | None], n: int, hasher: WordHasher, uniq
             hk, tk = h[:m], tmp[:m]
             np.multiply(hk, _K, out=hk)
             np.add(hk, words[k:], out=hk)
-            _fmix64_inplace(hk, tk)
+            fmix64_inplace(hk, tk)
             docs = np.flatnonzero(lens == k + 1) if k + 1 < n else None
             if docs is not None and docs.size:
                 out[offsets[docs]] = h[starts[docs]]
