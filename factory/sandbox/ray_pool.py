@@ -26,11 +26,6 @@ from .types import Job, Limits, Verdict
 _END = object()
 
 
-class _Raised:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
 def _lost_actor_errors() -> tuple:
     """The exceptions Ray raises for a call to an actor whose node or process is gone."""
     from ray import exceptions as rex
@@ -142,7 +137,7 @@ class RaySandboxPool:
                 for job in jobs:
                     inbox.put(job)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                inbox.put(_Raised(exc))
+                inbox.put(exc)
             inbox.put(_END)
 
         threading.Thread(target=feed, daemon=True, name="ray-sandbox-feed").start()
@@ -162,8 +157,8 @@ class RaySandboxPool:
                 if item is _END:
                     ended = True
                     break
-                if isinstance(item, _Raised):
-                    raise item.exc
+                if isinstance(item, BaseException):   # feed's error (a job is never an exception)
+                    raise item
                 fresh.append(item)
             if ended and not (fresh or pending or running):
                 return

@@ -20,10 +20,7 @@ class _TooLarge(VerifierError):
 
 class VerifierClient:
     def __init__(self, url: str, *, timeout: float = 900.0, chunk: int = 1024, max_wait_s: float = 300.0):
-        self.url = url.rstrip("/")
-        for suffix in ("/v1/judge", "/run_code"):
-            if self.url.endswith(suffix):
-                self.url = self.url[: -len(suffix)]
+        self.url = url.rstrip("/").removesuffix("/v1/judge").removesuffix("/run_code")
         self.timeout, self.chunk, self.max_wait_s = timeout, chunk, max_wait_s
 
     def _post(self, path: str, body: dict) -> dict:

@@ -31,7 +31,7 @@ from .namespace import JudgeNamespace
 from .program_side import Server, plain_value, serve
 from .proxy import CandidateProtocolError, Client, OutputTooLarge, RemoteRef
 
-__all__ = ["Client", "Server", "RemoteRef", "JudgeNamespace", "CandidateGone", "CandidateExit", "serve",
-           "write_frame", "read_frame", "dumps", "loads", "exception_info", "Codec", "decode",
-           "OutputTooLarge", "CandidateProtocolError", "JUDGE_MODULE", "PROGRAM_MODULE",
-           "PROGRAM_DRIVEN_IMPORTS", "FrameTooLarge", "JudgeNamespace", "plain_value"]
+__all__ = ["Client", "Server", "RemoteRef", "JudgeNamespace", "CandidateGone", "CandidateExit", "serve", "write_frame",
+           "read_frame", "dumps", "loads", "exception_info", "Codec", "decode", "OutputTooLarge",
+           "CandidateProtocolError", "JUDGE_MODULE", "PROGRAM_MODULE", "PROGRAM_DRIVEN_IMPORTS", "FrameTooLarge",
+           "plain_value"]

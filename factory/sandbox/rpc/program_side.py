@@ -59,19 +59,17 @@ class Server:
             return Opaque("type")
 
     def callback(self, n):
-        server = self
-
         def judge_function(*args, **kwargs):
-            tree, objs = Codec(server).encode([list(args), kwargs])
-            write_frame(server.wfd, dumps({"cb": n, "x": tree, "objs": objs}))
-            data = read_frame(server.rfd, 1 << 30)
+            tree, objs = Codec(self).encode([list(args), kwargs])
+            write_frame(self.wfd, dumps({"cb": n, "x": tree, "objs": objs}))
+            data = read_frame(self.rfd, 1 << 30)
             if data is None:
                 raise SystemExit(0)
             reply = loads(data)
             if not reply.get("ok"):
                 exc = reply.get("exc") or {}
                 raise RuntimeError(f"{exc.get('type')}: {exc.get('msg')}")
-            return decode(server, reply.get("v"), reply.get("objs"))[0]
+            return decode(self, reply.get("v"), reply.get("objs"))[0]
         return judge_function
 
     def new_struct(self, name: str):

@@ -28,7 +28,6 @@ class Client:
         self.rfd, self.wfd, self.cap = rfd, wfd, cap
         self.classes: dict[str, type] = {}     # the judge's structural classes (preamble / test code)
         self.exc_classes: dict[str, type] = {}
-        self.modules_ok = True
         self.entry_name: str | None = None   # a builtin name the program may shadow: its entry point only
         self.callbacks: list = []
         self.epoch = 0                          # requests that may have run program code (snapshots expire)
@@ -325,11 +324,8 @@ class RemoteRef:
             return False
         return self._op("isinstance", object.__getattribute__(obj, "_h")) is True
 
-    def __eq__(self, other):
+    def __eq__(self, other):   # != is its inverse (object.__ne__)
         return self is other
-
-    def __ne__(self, other):
-        return self is not other
 
     def __hash__(self):
         return id(self)
