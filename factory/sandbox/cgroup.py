@@ -108,7 +108,7 @@ class V1Slot(Slot):
 
     def __init__(self, name: str, limits: dict):
         own = _own_paths()
-        self.dirs, self._paths = {}, {}
+        self.dirs = {}
         for ctrl in ("memory", "pids", "cpuacct", "cpu"):
             base = os.path.join(ROOT, ctrl)
             if not os.path.isdir(base) or ctrl not in own:
@@ -141,11 +141,7 @@ class V1Slot(Slot):
         self.self_inside = True
 
     def _p(self, ctrl, fname):
-        key = (ctrl, fname)
-        path = self._paths.get(key)
-        if path is None:
-            path = self._paths[key] = os.path.join(self.dirs[ctrl], fname)
-        return path
+        return os.path.join(self.dirs[ctrl], fname)
 
     def attach(self, pid):
         if not self.self_inside:
@@ -177,7 +173,7 @@ class V1Slot(Slot):
         for d in self.dirs.values():
             _forget_fds(d)
         if self.self_inside:  # move back out before rmdir
-            for ctrl, d in self.dirs.items():
+            for d in self.dirs.values():
                 with contextlib.suppress(OSError):
                     _write(os.path.join(os.path.dirname(d), "cgroup.procs"), os.getpid())
         for d in self.dirs.values():

@@ -21,19 +21,16 @@ def run_stdio_test(z, idx: int, hdr: dict, memfd: int, pos: int, results: dict, 
     """One stdin/stdout test: a fresh candidate process per test; the zygote itself reads its stdout and exit
     status (nothing in the sandbox reports anything).  ``prog``: a built program of another language
     (:class:`.compiled.Program`), placed into the test's fresh /tmp and exec'd, instead of a Python script."""
-    t = hdr["tests"][pos]
-    i = t["i"]
-    off, length = hdr["inputs"][pos]
-    stdin = os.memfd_create("stdin")
-    _copy(memfd, stdin, length, off, "short copy of a test input")   # the input never enters this process
-    os.lseek(stdin, 0, 0)
-    plan = z.plan
+    i, plan = hdr["tests"][pos]["i"], z.plan
     if hdr.get("files") and not plan.get("worker_ns"):
-        os.close(stdin)
         results[i] = {"outcome": "infra", "emsg": "files need the sandbox's namespaces (a /tmp of the program's "
                                                   "own), which are not available here (degraded sandbox)",
                       "cpu_ms": 0.0, "wall_ms": 0.0, "peak_kb": None}
         return pos + 1
+    off, length = hdr["inputs"][pos]
+    stdin = os.memfd_create("stdin")
+    _copy(memfd, stdin, length, off, "short copy of a test input")   # the input never enters this process
+    os.lseek(stdin, 0, 0)
     (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
     if plan.get("worker_ns"):
         z.isolate.program_scratch(z.limits["tmpfs_mb"], True, mnt=bool(plan.get("own_net")))
