@@ -27,8 +27,8 @@ from .supervise import Run, run_stdio_test
 from .zygote_io import JHDR, recv, send
 
 # What HumanEval/MBPP/LeetCode programs and their preambles import.  Every module held here is page-table work on
-# each fork and exit (~0.1 ms per MB), so heavier, rarer ones (unittest, decimal, statistics, hashlib, numpy) are
-# imported by the programs that use them, or opted in with SandboxPool(preload=...).
+# each fork and exit, so heavier, rarer ones (unittest, decimal, statistics, hashlib, numpy) are imported by the
+# programs that use them, or opted in with SandboxPool(preload=...).
 WARM_MODULES = ("array bisect collections copy datetime enum functools heapq io itertools json math operator random "
                 "re string typing").split()
 
@@ -180,11 +180,7 @@ class Zygote:
             self.plan = plan
             if prog is not None:
                 prog.close()
-        out = [results[t["i"]] for t in hdr["tests"]]
-        if extra:
-            for r in out:
-                r.update(extra)
-        return out
+        return [{**results[t["i"]], **(extra or {})} for t in hdr["tests"]]
 
     def serve(self) -> None:
         try:
