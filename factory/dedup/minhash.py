@@ -134,9 +134,8 @@ def minhash_from_hashes(offsets: np.ndarray, h32: np.ndarray, params: MinHashPar
                         compiled: bool | None = None) -> np.ndarray:
     """Signatures ``(n_docs, num_perm)`` uint32 from per-doc uint32 input hashes (CSR layout).
 
-    ``compiled`` (default: when numba is installed): :func:`_rows_kernel`, one pass over the hashes with the
-    multiply, add and minimum in registers, on one thread per core over contiguous document ranges; else
-    :func:`_numpy_kernel`. Both give the same signatures; the compiled one is ~8x faster (bench/minhash_bench.py).
+    ``compiled`` (default: when numba is installed): :func:`_rows_kernel` (multiply, add and minimum in registers;
+    one thread per core over contiguous document ranges), else :func:`_numpy_kernel`: the same signatures.
     """
     a, b = permutations(params.num_perm, params.seed)
     h32 = np.ascontiguousarray(h32, dtype=np.uint32)
