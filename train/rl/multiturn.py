@@ -9,11 +9,8 @@ asking for a ninth ends it) or when a step runs out of tokens. Every turn is rec
 cell's status and CPU/wall seconds) and the trajectory is scored with the R1-CI reward
 (:func:`factory.answers.r1ci.score_trajectory`).
 
-Policies:
-- :class:`HFPolicy`: a transformers causal LM; the trajectory's token ids are exactly the ids generated (model
-  turns) and the tokenised interpreter turns, so the loss mask is exact;
-- :class:`BackendPolicy`: any :class:`factory.generation.base.Backend` (OpenAI-compatible servers, vLLM, the
-  transformers backend) continuing the assistant message; ids come from tokenising each turn with a tokenizer.
+Policies: :class:`HFPolicy` (exact token ids, so an exact loss mask) and :class:`BackendPolicy` (any
+:class:`factory.generation.base.Backend`; ids from tokenising each turn).
 
 The RL side: :func:`trajectory_batch` builds ``input_ids`` / ``attention_mask`` / ``response_mask`` where the
 response mask is the **loss mask** (1 on policy tokens, 0 on interpreter output and padding), so the GRPO loss
@@ -129,7 +126,8 @@ class _RowStop:
 
 
 class HFPolicy:
-    """A transformers causal LM generating from exact token ids (batched, left-padded)."""
+    """A transformers causal LM generating from exact token ids (batched, left-padded): a trajectory's ids are
+    exactly the ids generated (model turns) and the tokenised interpreter turns, so the loss mask is exact."""
 
     def __init__(self, model, tokenizer, *, max_new_tokens: int = 256, temperature: float = 1.0,
                  top_p: float = 1.0):
