@@ -120,12 +120,10 @@ def run_script(program: str) -> int:
         rc = rc or 1
     flush_stdio()
     atexit._clear()
-    try:  # ... then __main__ goes away: its cyclic garbage is collected with the globals still intact, so
-        sys.modules.pop("__main__", None)  # finalizers such as IOBase.__del__ -> flush() write what FastIO
-        del ns                              # wrappers buffered
+    with contextlib.suppress(BaseException):  # ... then __main__ goes away: its cyclic garbage is collected
+        sys.modules.pop("__main__", None)  # with the globals still intact, so finalizers such as IOBase.__del__
+        del ns                              # -> flush() write what FastIO wrappers buffered
         gc.collect()
-    except BaseException:  # noqa: BLE001
-        pass
     flush_stdio()
     return rc
 

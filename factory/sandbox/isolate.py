@@ -225,8 +225,7 @@ def minimal_root(needed: list[str]) -> None:
     umount("/.old")
     os.rmdir("/.old")
     _mount_setattr("/", MS_RDONLY_ATTR, 0, False)
-    MINIMAL_ROOT["on"] = True
-    MINIMAL_ROOT["keep_src"] = keep_src
+    MINIMAL_ROOT.update(on=True, keep_src=keep_src)
 
 
 def setup_worker_mounts(plan: dict) -> None:

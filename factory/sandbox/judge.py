@@ -14,6 +14,7 @@ import os
 import struct
 import sys
 import time
+import traceback
 
 from .rpc import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateGone, CandidateProtocolError, Client,
                   JudgeNamespace, OutputTooLarge, RemoteRef, dumps, exception_info, loads, read_frame)
@@ -33,11 +34,9 @@ def report(kind: bytes, i: int = 0, payload: bytes = b"") -> None:
 def _exc(e: BaseException) -> dict:
     info = exception_info(e)
     where = None
-    tb = e.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename in ("<test>", "<preamble>"):
-            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
-        tb = tb.tb_next
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        if frame.f_code.co_filename in ("<test>", "<preamble>"):
+            where = f"{frame.f_code.co_filename}:{lineno}"
     return {"etype": info["type"], "emsg": info["msg"], "where": where, "mem": isinstance(e, MemoryError)}
 
 
