@@ -122,9 +122,6 @@ class RaySandboxPool:
     def nodes(self) -> int:
         return len(self.actors)
 
-    def _batch_cap(self, node_id: str) -> int:
-        return max(self.batch_jobs, 2 * self.cpus.get(node_id, 1))
-
     def run(self, jobs: Iterable[Job], progress: bool = False, yield_done: bool = False,
             limits: Limits | None = None) -> Iterator[Verdict]:
         """Verdicts as batches come back. ``jobs`` is consumed lazily (an endless generator makes a long-lived
@@ -165,7 +162,7 @@ class RaySandboxPool:
             with self._lock:
                 actors = dict(self.actors)
             for node_id, actor in actors.items():
-                cap = self._batch_cap(node_id)
+                cap = max(self.batch_jobs, 2 * self.cpus.get(node_id, 1))   # jobs per batch
                 while (fresh or pending) and in_flight[node_id] < self.inflight * cap:
                     if pending:
                         batch = pending.pop()

@@ -247,12 +247,8 @@ class RemoteRef:
             raise AttributeError(name)
         return self._op("getattr", name)
 
-    def _op_value(self, op, value, **fields):
-        return object.__getattribute__(self, "_c").op_value(op, object.__getattribute__(self, "_h"), value,
-                                                            **fields)
-
     def __setattr__(self, name, value):
-        self._op_value("setattr", value, name=name)
+        object.__getattribute__(self, "_c").op_value("setattr", object.__getattribute__(self, "_h"), value, name=name)
 
     def _snapshot(self):
         """The object's plain value as the candidate last sent it, taken again after program code ran."""
