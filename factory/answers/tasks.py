@@ -44,9 +44,8 @@ def reward_kind(manifest: dict) -> str:
 def task_ground_truth(row: dict, kind: str) -> str:
     """The exported ground truth (JSON) of a gold.answer_tasks row: its answer check + the reward spec. A row
     whose check is malformed raises ValueError naming the problem (the lake's fault, not the trainer's)."""
-    gt = row["ground_truth"]
     try:
-        gt = parse_ground_truth(gt)
+        gt = parse_ground_truth(row["ground_truth"])
     except ValueError as exc:
         raise ValueError(f"{VIEW} row {row.get('problem_id')!r} (source {row.get('source')!r}), field "
                          f"ground_truth: {exc}") from None
