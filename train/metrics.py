@@ -15,11 +15,9 @@ def to_records(history: Iterable[dict], run_id: str, kind: str) -> list[dict]:
     for row in history:
         base = {"run_id": run_id, "kind": kind, "step": int(row.get("step", 0)),
                 "epoch": row.get("epoch"), "split": row.get("split", "train")}
-        for name, value in row.items():
-            if name in KEYS or isinstance(value, bool) or not isinstance(value, (int, float)):
-                continue
-            if math.isfinite(float(value)):
-                out.append({**base, "metric": name, "value": float(value)})
+        out += [{**base, "metric": name, "value": float(value)} for name, value in row.items()
+                if name not in KEYS and isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(float(value))]
     return out
 
 
