@@ -38,15 +38,13 @@ class DedupResult:
 def compute_bands(doc_ids: pa.Array, texts: list, params: MinHashParams, batch: int = 20000,
                   progress: bool = False) -> pa.Table:
     """Band table for many documents, signing ``batch`` texts at a time (bounded memory)."""
-    hasher, parts = WordHasher(), []
+    hasher = WordHasher()
     rng = range(0, len(texts), batch)
     if progress:
         from tqdm import tqdm
 
         rng = tqdm(rng, desc="minhash", unit="batch")
-    for i in rng:
-        sig = signatures(texts[i : i + batch], params, hasher)
-        parts.append(band_table(doc_ids.slice(i, batch), sig, params))
+    parts = [band_table(doc_ids.slice(i, batch), signatures(texts[i : i + batch], params, hasher), params) for i in rng]
     return pa.concat_tables(parts) if parts else band_table(doc_ids, np.zeros((0, params.num_perm), np.uint32), params)
 
 
