@@ -96,10 +96,9 @@ def _rustc() -> tuple[str, list[str]] | None:
         roots = [os.environ.get("RUSTUP_HOME")] + [os.path.join(h, ".rustup") for h in _homes()]
         for root in [r for r in roots if r and os.path.isdir(r)]:
             default = None
-            with contextlib.suppress(OSError):
-                with open(os.path.join(root, "settings.toml")) as f:
-                    m = re.search(r'^default_toolchain\s*=\s*"([^"]+)"', f.read(), re.M)
-                    default = m.group(1) if m else None
+            with contextlib.suppress(OSError), open(os.path.join(root, "settings.toml")) as f:
+                m = re.search(r'^default_toolchain\s*=\s*"([^"]+)"', f.read(), re.M)
+                default = m.group(1) if m else None
             found = sorted(glob.glob(os.path.join(root, "toolchains", "*", "bin", "rustc")))
             pick = [p for p in found if default and os.path.basename(os.path.dirname(os.path.dirname(p)))
                     .startswith(default)] or found

@@ -51,10 +51,8 @@ class Worker:
         result per job: ``(infos, segments)`` or an Exception."""
         hdrs, parts, base = [], [], 0
         for hdr, blob in payloads:
-            shifted = dict(hdr)
-            for key in ("cand", "judge"):
-                shifted[key] = (hdr[key][0] + base, hdr[key][1])
-            shifted["inputs"] = [(o + base, n) for o, n in hdr.get("inputs", [])]
+            shifted = dict(hdr, inputs=[(o + base, n) for o, n in hdr.get("inputs", [])],
+                           **{key: (hdr[key][0] + base, hdr[key][1]) for key in ("cand", "judge")})
             if hdr.get("files"):
                 shifted["files"] = [(p, o + base, n) for p, o, n in hdr["files"]]
             hdrs.append(shifted)
