@@ -162,7 +162,6 @@ class InterpreterSession:
         self.pidfd: int | None = None
         self.w = self.r = None
         self.meta: dict = {}
-        self.calls = 0
         self.closed_why: str | None = None
         self.last_used = time.monotonic()
         self._start()
@@ -212,7 +211,6 @@ class InterpreterSession:
                 return CellResult("", "", None, f"ValueError: cell of {len(code.encode('utf-8', 'surrogatepass'))} "
                                   f"bytes is over the {self.max_code_bytes}-byte limit", "error", 0.0, 0.0)
             code = code.encode("utf-8", "replace").decode("utf-8")   # lone surrogates cannot cross as JSON text
-            self.calls += 1
             try:
                 proto.send(self.w, {"op": "run", "code": code, "cpu_s": cpu, "wall_s": wall})
                 reply = proto.recv(self.r, timeout=wall + 30.0)
