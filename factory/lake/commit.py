@@ -335,8 +335,7 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def schema_in_sync(con: duckdb.DuckDBPyConnection, lake_dir: Path, catalog: Catalog) -> bool:
     """Whether the lake's schema is the one a run of this catalog already synced (same catalog fingerprint, and
-    DuckLake's schema_version unchanged since): then :func:`sync_schema` would change nothing and is skipped (it
-    reads every table's columns and comments: ~0.5 s per stage run). Any DDL by anyone bumps schema_version."""
+    DuckLake's schema_version unchanged since: any DDL by anyone bumps it); then :func:`sync_schema` is skipped."""
     if not catalog.fingerprint:
         return False
     try:

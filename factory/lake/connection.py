@@ -76,8 +76,7 @@ def resolve_lake_dir(lake: str | os.PathLike | None = None) -> Path:
 
 
 def sql_string(text: str) -> str:
-    """``text`` as a SQL string literal. Queries on the hot path inline their values this way: a parameterised
-    query makes DuckDB 1.5.5 import pandas (~0.2-0.5 s of a CLI call)."""
+    """``text`` as a SQL string literal (hot-path queries inline values: a parameterised one imports pandas)."""
     return "'" + str(text).replace("'", "''") + "'"
 
 
@@ -206,11 +205,9 @@ def shared_catalog(lake_dir: Path) -> bool:
     return lake_config(lake_dir)["catalog"].startswith("postgres:")
 
 
-# Extension files DuckDB signature-checked -> their (device, inode, size, mtime). DuckDB hashes the two ~35 MB files
-# on every LOAD into a new connection (~0.1 s, most of a connect); a file it verified, in this process or an earlier
-# one (VERIFIED_RECORD), and unchanged since loads with the check off (`allow_unsigned_extensions`, only for those
-# connections). Whoever can replace the file unnoticed can write site-packages, so the Python loading it, too; the
-# record is trusted only when this user owns it and nobody else can write it.
+# Extension files DuckDB signature-checked -> their (device, inode, size, mtime): one it verified, in this process or
+# an earlier one (VERIFIED_RECORD), and unchanged since loads with the check off (`allow_unsigned_extensions`, only
+# for those connections). The record is trusted only when this user owns it and nobody else can write it.
 _VERIFIED: dict[str, tuple] = {}
 VERIFIED_RECORD = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "factory" / "verified-extensions.json"
 
@@ -307,9 +304,8 @@ _PANDAS_WARMING: list = []
 
 
 def _warm_pandas() -> None:
-    """Import pandas on a background thread, once per process, while the lake is attached: DuckDB 1.5.5 imports it
-    on the first query that binds a Python value (a parameter, an Arrow table: every commit), ~0.2 s of a CLI
-    call that the attach's own work (C++, the GIL released) now hides. Without pandas installed: nothing."""
+    """Import pandas on a background thread, once per process, while the lake is attached (DuckDB imports it on the
+    first query binding a Python value: every commit). Without pandas installed: nothing."""
     import importlib.util
     import sys
     import threading
@@ -352,9 +348,7 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
     return con
 
 
-# DuckLake options `factory init` sets (persisted in the catalog: every client of the lake writes this way). zstd:
-# DuckLake's default is snappy; gold.rl_problems' packed test text is ~2x smaller in zstd (the Hub ingest's own
-# silver.tests files are zstd already).
+# DuckLake options `factory init` sets (persisted in the catalog: every client of the lake writes this way)
 LAKE_OPTIONS = {"parquet_compression": "zstd"}
 
 
@@ -440,8 +434,7 @@ def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
 
 def existing_columns(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str]]:
     """{schema.table: {column: type}} as the lake has them now."""
-    # duckdb_columns(), not information_schema.columns (same rows; the view costs ~10x more on a DuckLake); the
-    # alias inlined (a parameterised query makes DuckDB 1.5.5 import pandas: ~0.5 s of a CLI call)
+    # duckdb_columns(): information_schema.columns has the same rows, slower; the alias inlined (see sql_string)
     rows = con.execute("SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
                        f"WHERE database_name = '{LAKE_ALIAS}' ORDER BY column_index").fetchall()
     out: dict[str, dict[str, str]] = {}

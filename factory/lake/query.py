@@ -27,8 +27,7 @@ def table_exists(con, name: str) -> bool:
     schema, table = name.split(".")
     if not (schema.isidentifier() and table.isidentifier()):
         raise ValueError(f"not a table name: {name!r}")
-    # duckdb_columns(): duckdb_tables() estimates every DuckLake table's size (~0.1-0.2 s); literals, not
-    # parameters (a parameterised query makes DuckDB 1.5.5 import pandas)
+    # duckdb_columns(): duckdb_tables() estimates every DuckLake table's size; literals, not parameters (sql_string)
     return bool(con.execute(f"SELECT 1 FROM duckdb_columns() WHERE database_name = '{LAKE_ALIAS}' AND schema_name = "
                             f"{sql_string(schema)} AND table_name = {sql_string(table)} LIMIT 1").fetchall())
 
