@@ -17,6 +17,7 @@ import glob
 import os
 import pwd
 import re
+import shutil
 
 from .libs import libs_dir
 
@@ -69,11 +70,7 @@ def supported_names() -> list[str]:
 
 def _which(tool: str, extra: tuple[str, ...] = ()) -> str | None:
     dirs = os.environ.get("PATH", "").split(os.pathsep) + ["/usr/local/bin", "/usr/bin", "/bin", *extra]
-    for d in dirs:
-        p = os.path.join(d, tool)
-        if d and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    return None
+    return shutil.which(tool, path=os.pathsep.join(d for d in dirs if d))
 
 
 def _homes() -> list[str]:
