@@ -28,8 +28,7 @@ class Limits:
     capture_bytes: int = 4096     # how much stdout/stderr a Verdict keeps
 
     def __post_init__(self):
-        # Limits(cpu_s=10) and Limits(cpu_s=10.0) are the same limits: same hash, so a resumed run skips
-        # the verdicts it already has whatever the caller typed
+        # Limits(cpu_s=10) and Limits(cpu_s=10.0) are the same limits, with the same hash
         for f in fields(self):
             value = getattr(self, f.name)
             kind = float if f.type in ("float", float) else int
@@ -75,17 +74,16 @@ class Job:
     preamble: str = ""
     # CPU seconds per test for this job only (a time limit calibrated per problem); None: the pool's Limits.cpu_s
     cpu_s: float | None = None
-    # after a test of this program times out, its later tests are not run (status timeout, error_type NotRun):
-    # a looping program costs one CPU budget, not one per test. False runs every test (reference programs, whose
-    # per-test verdicts validate the tests)
+    # after a test of this program times out, its later tests are not run (status timeout, error_type NotRun);
+    # False runs every test (reference programs, whose per-test verdicts validate the tests)
     stop_at_timeout: bool = True
     # the program's language (:mod:`.languages`: python, cpp, java, javascript, rust and SandboxFusion's
     # aliases); other languages than Python run stdio tests, compiled once per job inside the sandbox
     language: str = "python"
     # CPU seconds for that compilation; None: languages.COMPILE_CPU_S
     compile_cpu_s: float | None = None
-    # a wall-clock limit per test, seconds (SandboxFusion's run_timeout); None: only the limits' wall backstop.
-    # The CPU budget (cpu_s / Limits.cpu_s) still applies beside it
+    # a wall-clock limit per test, seconds (SandboxFusion's run_timeout), beside the CPU budget; None: only the
+    # limits' wall backstop
     wall_s: float | None = None
     # stdio tests: files placed in the program's working directory before each test ({relative path: bytes})
     files: dict | None = None
