@@ -64,9 +64,7 @@ def split_turns(response: str) -> list[dict]:
 def step_well_formatted(text: str, final: bool) -> bool:
     blocks = code_blocks(text)
     answer = extract_final_answer(text)
-    if final:
-        return answer is not None and not blocks
-    return len(blocks) == 1 and answer is None
+    return (answer is not None and not blocks) if final else (len(blocks) == 1 and answer is None)
 
 
 @dataclass(frozen=True)
