@@ -23,9 +23,7 @@ _NON_WORD = re.compile(r"[\W_]+")
 def normalize_text(text: str | None) -> str:
     """Problem-text key: NFKC, casefold, every run of punctuation/symbols/underscores/whitespace
     becomes one space, stripped. ``"Write  a Function!"`` and ``"write a function"`` are equal."""
-    if not text:
-        return ""
-    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip() if text else ""
 
 
 class _StripDocstrings(ast.NodeTransformer):

@@ -39,9 +39,7 @@ _S33 = np.uint64(33)
 
 def tokenize(text: str | None) -> list[str]:
     """NFKC + casefold, then the ``\\w+`` runs of ``text`` (None -> [])."""
-    if not text:
-        return []
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold()) if text else []
 
 
 def word_hash64(word: str) -> int:

@@ -92,9 +92,7 @@ def output_tail(output: str) -> str:
 def _test_id(key: str) -> tuple:
     """:func:`_test_of`, as a digest when long (the same rule for every key, so equal tests stay equal)."""
     test = _test_of(key)
-    if sum(map(len, test)) <= LONG_KEY:
-        return test
-    return ("#", hashlib.sha256(json.dumps(test).encode()).hexdigest())
+    return test if sum(map(len, test)) <= LONG_KEY else ("#", hashlib.sha256(json.dumps(test).encode()).hexdigest())
 
 
 def _weight(key: str) -> int:
