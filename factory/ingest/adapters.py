@@ -517,7 +517,5 @@ def lineage_id(adapter_name: str, norm: Normalized) -> str | None:
     if prefix:
         m = re.fullmatch(rf"{prefix}/(\d+)", sid)
         return f"{prefix.lower()}:{int(m.group(1))}" if m else None
-    if adapter_name == "leetcode":
-        return f"leetcode:{sid.strip().lower()}"
-    return None
+    return f"leetcode:{sid.strip().lower()}" if adapter_name == "leetcode" else None
 

@@ -47,9 +47,7 @@ def benchmark_role(source: str, splits: dict) -> str:
     tests = splits.get("test", 0)
     if tests and tests == sum(splits.values()):
         return "test split (shared-test and lineage checks; name it with decontam --benchmark for the text check)"
-    if tests:
-        return f"no ({tests} test-split rows: shared-test and lineage checks)"
-    return "no"
+    return f"no ({tests} test-split rows: shared-test and lineage checks)" if tests else "no"
 
 
 def validate(norm: Normalized, ctx: tuple[str, int]) -> None:

@@ -81,9 +81,7 @@ def _pair_of(expr: ast.AST, keep_names: bool) -> Pair | None:
         left, right = _unwrap(expr.left), _unwrap(expr.comparators[0])
         if not isinstance(left, ast.Call) and isinstance(right, ast.Call):
             left, right = right, left
-        if isinstance(left, ast.Call):
-            return _call_parts(left, keep_names), _outputs(right)
-        return None
+        return (_call_parts(left, keep_names), _outputs(right)) if isinstance(left, ast.Call) else None
     if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
         name = expr.func.id if isinstance(expr.func, ast.Name) else expr.func.attr
         if name in _SAME | {"isclose"} and len(expr.args) >= 2 and isinstance(_unwrap(expr.args[0]), ast.Call):
@@ -127,9 +125,7 @@ def checked_pairs(kind: str, code: str | None, input: str | None, expected: str 
         if not isinstance(args, (list, tuple)):
             return None
         return ((tuple(normalise(repr(a)) for a in args), outs),)
-    if kind in ("assert", "check", "pytest") and code:
-        return _code_pairs(code, keep_names)
-    return None
+    return _code_pairs(code, keep_names) if kind in ("assert", "check", "pytest") and code else None
 
 
 def _find_all(haystack: str, needle: str, start: int, stop: int) -> list[int]:
@@ -181,9 +177,7 @@ def visibility(statement: str, kind: str, code: str | None = None, input: str | 
                expected: str | None = None) -> str:
     """'public' when every pair the test checks is visible in the (normalised) statement, else 'hidden'."""
     pairs = checked_pairs(kind, code, input, expected)
-    if not pairs:
-        return HIDDEN
-    return PUBLIC if all(pair_visible(statement, p) for p in pairs) else HIDDEN
+    return PUBLIC if pairs and all(pair_visible(statement, p) for p in pairs) else HIDDEN
 
 
 def fingerprints(kind: str, code: str | None, input: str | None, expected: str | None) -> list[str]:
