@@ -20,9 +20,7 @@ def hard_reward(passed: int, total: int, positive: float = 1.0, negative: float 
 
 def klear_reward(passed: int, total: int, format_ok: bool = True, format_penalty: float = -1.0) -> float:
     """Klear code_r1: mean of +1 (pass) / −1 (fail) per test = 2p − 1; missing code fence → −1."""
-    if not format_ok or total <= 0:
-        return format_penalty
-    return (passed - (total - passed)) / total
+    return format_penalty if not format_ok or total <= 0 else (passed - (total - passed)) / total
 
 
 def acecoder_reward(passed: int, total: int, binary: bool = False, bonus: float = 0.5) -> float:
