@@ -219,12 +219,9 @@ def _same_tokens(ta, te, equal, same_ok=None) -> bool:
 @total
 def stdio_equal(actual, expected, comparison: str = "exact",
                 atol: float | None = None, rtol: float | None = None) -> bool:
-    """``actual`` (the bytes the program wrote, or text) against ``expected``: compared as bytes, never through a
-    lossy decoding (a program printing the byte 0xFF does not match an expected U+FFFD); whitespace is ASCII
-    whitespace; ``casefold`` folds the case of each token's lossless decoding.
-
-    Linear in the outputs' size with memory bounded by a chunk: identical bytes are equal under every policy
-    (one memcmp), otherwise both sides are tokenised / split into lines a chunk at a time (:data:`CHUNK`)."""
+    """``actual`` (the bytes the program wrote, or text) against ``expected`` as bytes, never through a lossy
+    decoding (the byte 0xFF does not match an expected U+FFFD); whitespace is ASCII; ``casefold`` folds the case
+    of each token's lossless decoding. Linear in the outputs' size, memory bounded by :data:`CHUNK`."""
     if comparison not in ("exact", "token", "casefold", "float"):
         return False   # an unknown policy accepts nothing (TestSpec validation names the field)
     a, e = as_bytes(actual), as_bytes(expected)

@@ -230,9 +230,8 @@ def minimal_root(needed: list[str]) -> None:
 
 def setup_worker_mounts(plan: dict) -> None:
     """In the zygote (pid 1 of its namespaces): private propagation, the minimal read-only root
-    (:func:`minimal_root`), a fresh /proc mounted hidepid (a program sees no process but its own uid's).
-
-    ``/tmp`` and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
+    (:func:`minimal_root`), a fresh /proc mounted hidepid (a program sees no process but its own uid's); ``/tmp``
+    and ``/dev/shm`` get a fresh tmpfs per program (:func:`program_scratch`)."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     minimal_root(plan["needed"])
     for opts in ("hidepid=invisible", "hidepid=2", None):

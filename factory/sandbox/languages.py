@@ -273,10 +273,8 @@ MIN_STACK_MB = 64
 
 
 def stack_mb(memory_mb: int, lang: str) -> int:
-    """The stack a compiled program's main thread gets: as large as its memory limit, as contest judges give
-    (CodeContests' C++ answers recurse 10^6 deep), at least 64 MiB and at most 1 GiB (glibc gives every thread
-    a stack of RLIMIT_STACK: beyond the machine's memory, kernel overcommit would refuse new threads). Only
-    what the program touches is memory (charged to its cgroup like any other page)."""
+    """The stack a compiled program's main thread gets: its memory limit, as contest judges give, within [64 MiB,
+    1 GiB] (glibc gives every thread a stack of RLIMIT_STACK: beyond memory, overcommit would refuse threads)."""
     return max(MIN_STACK_MB, min(int(memory_mb), MAX_STACK_MB))
 
 

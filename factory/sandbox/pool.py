@@ -146,8 +146,7 @@ class SandboxPool:
     :data:`.zygote.WARM_MODULES`).  ``max_batch``: sub-jobs a worker takes per round trip when the queue is long
     (each program still gets its own fresh sandboxed process).  ``pin_cpus``: each worker on one of this
     process's CPUs (round robin from a pid-derived offset, so several pools spread out): judge <-> program calls
-    then cost no cross-core wake-ups.
-    """
+    then cost no cross-core wake-ups."""
 
     def __init__(self, limits: Limits = Limits(), workers: int | None = None, preload: tuple = (),
                  max_batch: int = 16, pin_cpus: bool = True, wait: bool = True):

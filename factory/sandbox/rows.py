@@ -16,10 +16,8 @@ def row_status(v: Verdict) -> str:
 
 
 def merge_verdicts(verdicts: list[Verdict]) -> dict[tuple[str, str], tuple[Verdict, bool]]:
-    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins.
-
-    The flag is judged_in_process over all cases: one case judged inside the candidate's process makes the row
-    forgeable."""
+    """One verdict per (program, test row): pytest/unittest report `test_id::case`; the worst case wins. The flag
+    is judged_in_process over all cases (one case judged inside the candidate's process makes the row forgeable)."""
     merged: dict[tuple[str, str], tuple[Verdict, bool]] = {}
     for v in verdicts:
         if v.test_id is None:
