@@ -93,11 +93,8 @@ class Worker:
             self.stop()
         out: list = []
         for p in payloads:
-            if self.aborted:
-                out.append(RuntimeError("sandbox run aborted"))
-                continue
             try:
-                self._ensure()
+                self._ensure()   # after abort(): raises "sandbox run aborted"
                 out += self._exchange([p])
             except (OSError, RuntimeError, EOFError) as exc:
                 self.stop()
