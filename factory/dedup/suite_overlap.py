@@ -40,12 +40,11 @@ class TestOverlapParams:
 
 
 def problem_keys(tests, with_inputs: bool = False, info: dict | None = None) -> set[str]:
-    """Fingerprints of a problem's tests (rows of kind, code, input, expected) that carry an expected value.
-    Input-only keys (a test whose expected value is not known yet) are dropped: inputs alone link unrelated
-    tasks. ``with_inputs`` keeps them (and adds an input-only key per input-output key) for measurements of
-    that old rule only. ``info`` (a dict): keys longer than :data:`LONG_KEY` characters (a test with an MB-sized
-    input) are replaced by a digest key (:func:`compact_key`) and what the overlap needs of them goes into
-    ``info``, so a caller can hold the keys of a whole corpus."""
+    """Fingerprints of a problem's tests (rows of kind, code, input, expected) that carry an expected value:
+    input-only keys (a test whose expected value is not known yet) link unrelated tasks, so they are dropped unless
+    ``with_inputs`` (which also adds an input-only key per input-output key). ``info`` (a dict): keys longer than
+    :data:`LONG_KEY` characters are replaced by a digest key (:func:`compact_key`) and what the overlap needs of
+    them goes into ``info``, so a caller can hold the keys of a whole corpus."""
     return set().union(*(test_keys(kind, code, inp, expected, with_inputs, info)
                          for kind, code, inp, expected in tests))
 
