@@ -18,6 +18,7 @@ per core for large inputs (``FACTORY_DEDUP_THREADS`` caps the count); :func:`tok
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -131,15 +132,12 @@ class WordHasher:
 # is classified once by Python's own ``\w`` (cached), so the tokens are exactly those of :func:`tokenize`.
 _ASCII_WORD = np.zeros(128, dtype=np.int8)
 _ASCII_WORD[np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", np.uint8)] = 1
-_WORD_CP: dict[int, int] = {}
 _CHUNK_TEXTS = 16384
 
 
+@functools.cache
 def _is_word_cp(cp: int) -> int:
-    w = _WORD_CP.get(cp)
-    if w is None:
-        w = _WORD_CP[cp] = int(_WORD.fullmatch(chr(cp)) is not None)
-    return w
+    return int(_WORD.fullmatch(chr(cp)) is not None)
 
 
 def _vector_word_ids(texts: list[str], hasher: WordHasher) -> tuple[np.ndarray, np.ndarray]:
