@@ -146,8 +146,7 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
         _copy(memfd, mem, blob[1], blob[0])
         return Program([(spec["file"], mem, blob[1])], rargv, env=env), None
     base = z.limits
-    cpu = hdr.get("compile_cpu_s") or L.COMPILE_CPU_S
-    lim = dict(base, cpu_s=float(cpu), max_output_bytes=L.COMPILE_OUTPUT_CAP,
+    lim = dict(base, cpu_s=float(hdr.get("compile_cpu_s") or L.COMPILE_CPU_S), max_output_bytes=L.COMPILE_OUTPUT_CAP,
                wall_factor=L.COMPILE_WALL_FACTOR, wall_min_s=10.0)
     z.isolate.program_scratch(base["tmpfs_mb"], True)
     r, w = os.pipe()
@@ -167,11 +166,12 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
         os.close(w)
         w = None
         set_nonblock(r)
-        info, status = _supervise(z, idx, pid, r, lim)
+        st = {"keep": 4 * L.COMPILE_MESSAGE_CAP, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
+        reason, status, meter = watch(z, pid, [(r, idx, -1, "compile")], st, lim)   # capped, as stream 'compile'
+        info = dict(meter.numbers(), oom=meter.oom())
         statuses = {pid: status}
         kill_candidates(z, plan, statuses)   # nothing the compiler started outlives it
         status = statuses[pid]
-        reason = info.pop("reason")
         compile_ms = info["cpu_ms"]
         if reason is None and status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             try:
@@ -190,10 +190,3 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
             if fd is not None:
                 os.close(fd)
         z.isolate.program_scratch(0, False)   # the compile step's /tmp is never reused
-
-
-def _supervise(z, idx: int, pid: int, r: int, lim: dict) -> tuple[dict, int | None]:
-    """Wait for the compiler within its budget, forwarding (capped) output as the job's 'compile' stream."""
-    st = {"keep": 4 * L.COMPILE_MESSAGE_CAP, "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
-    reason, status, meter = watch(z, pid, [(r, idx, -1, "compile")], st, lim)
-    return dict(meter.numbers(), oom=meter.oom(), reason=reason), status
