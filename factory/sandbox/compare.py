@@ -66,11 +66,6 @@ def _is_num(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _is_floats(x) -> bool:
-    return isinstance(x, float) or (isinstance(x, (list, tuple)) and len(x) > 0
-                                    and all(isinstance(e, float) for e in x))
-
-
 def _close(o, e, atol, rtol) -> bool:
     if not (_is_num(o) and _is_num(e)):
         return False
@@ -89,15 +84,14 @@ def _close(o, e, atol, rtol) -> bool:
 def call_equal(out, exp, atol: float | None = None, rtol: float | None = None) -> bool:
     if values_equal(out, exp):
         return True
-    if not _is_floats(exp):
-        return False
     atol = atol if atol else 1e-6
     rtol = 1e-7 if rtol is None else rtol
     if isinstance(exp, float):
         return _close(out, exp, atol, rtol)
-    if not isinstance(out, (list, tuple)) or len(out) != len(exp):
-        return False
-    return all(_close(o, e, atol, rtol) for o, e in zip(out, exp))
+    if not (isinstance(exp, (list, tuple)) and exp and all(isinstance(e, float) for e in exp)):
+        return False   # a tolerance only for a float or a sequence of floats
+    return (isinstance(out, (list, tuple)) and len(out) == len(exp)
+            and all(_close(o, e, atol, rtol) for o, e in zip(out, exp)))
 
 
 def as_bytes(text) -> bytes:
