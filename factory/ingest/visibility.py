@@ -99,8 +99,7 @@ def _code_pairs(code: str, keep_names: bool) -> tuple[Pair, ...] | None:
     except (SyntaxError, ValueError):
         return None
     asserts = [n for n in ast.walk(tree) if isinstance(n, ast.Assert)]
-    calls = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.With, ast.ClassDef))]
-    if not asserts or calls:
+    if not asserts or any(isinstance(n, (ast.For, ast.While, ast.With, ast.ClassDef)) for n in ast.walk(tree)):
         return None
     pairs = tuple(_pair_of(a.test, keep_names) for a in asserts)
     return None if None in pairs else pairs
