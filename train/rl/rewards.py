@@ -32,8 +32,7 @@ def acecoder_reward(passed: int, total: int, binary: bool = False, bonus: float 
 
 def overlong_penalty(length: int, max_length: int, buffer_length: int, factor: float = 1.0) -> float:
     """DAPO soft overlong punishment: ``min(−(L − (L_max − L_buf))/L_buf · factor, 0)``."""
-    expected = max_length - buffer_length
-    return min(-(length - expected) / buffer_length * factor, 0.0)
+    return min(-(length - (max_length - buffer_length)) / buffer_length * factor, 0.0)
 
 
 def is_truncated(response_ids: torch.Tensor, eos_token_id: int | Sequence[int], pad_token_id: int | None = None,
