@@ -116,8 +116,7 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
     con, t0, st = _conn(con), time.perf_counter(), {}
     id_type = new_docs.schema.field("doc_id").type
     old_ids = existing_docs["doc_id"].cast(id_type)
-    dup_ids = pc.is_in(new_docs["doc_id"], value_set=old_ids)
-    if pc.any(dup_ids).as_py():
+    if pc.any(pc.is_in(new_docs["doc_id"], value_set=old_ids)).as_py():
         raise ValueError("new_docs contains doc_ids that are already in existing_docs")
     new_ids = new_docs["doc_id"].combine_chunks()
     new_texts = new_docs["text"].to_pylist()
