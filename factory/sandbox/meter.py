@@ -59,9 +59,8 @@ class Meter:
         return {"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "peak_kb": self.peak_kb()}
 
 
-def budgets(z, lim: dict | None = None):
-    """(CPU budget, wall backstop, CPU seconds one wall second can hold) under ``lim`` (default: the zygote's)."""
-    lim = lim or z.limits
+def budgets(z, lim: dict):
+    """(CPU budget, wall backstop, CPU seconds one wall second can hold) under ``lim``."""
     speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
     return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
 

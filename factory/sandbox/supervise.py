@@ -158,7 +158,7 @@ class Run:
         st = {"keep": lim["capture_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
         jst = {"keep": 8192, "kept": {}, "total": 0, "limit": 1 << 62}
         meter = Meter(z, [p for p in (self.judge, self.cand) if p])
-        cpu_budget, wall_budget, speed = budgets(z)
+        cpu_budget, wall_budget, speed = budgets(z, lim)
         phase, cur, hbuf = "init", None, bytearray()
         reason = died_in = None
         done = False

@@ -13,7 +13,7 @@ from .checker import PENDING
 from .compare import call_equal, stdio_equal, values_equal
 from .serialize import Opaque, clean_text, deserialize_value
 from .transform import rewrite_asserts
-from .types import COMPARISONS, KINDS, Job, TestSpec, Verdict
+from .types import COMPARISONS, KINDS, Job, Limits, TestSpec, Verdict
 
 MODE_OF = {"assert": "func", "check": "func", "call": "func", "stdio": "stdio",
            "pytest": "pytest", "unittest": "unittest", "harness": "stdio"}
@@ -39,7 +39,7 @@ class SubJob:
         self.expects.append(expects)
         self.payload_tests.append({"i": i, "kind": spec.kind, "code": code, "input": spec.input})
 
-    def payload(self, limits=None) -> tuple[dict, bytes]:
+    def payload(self, limits: Limits) -> tuple[dict, bytes]:
         """(header, body) for the zygote.  The body holds separate blobs: the candidate's (the program only),
         the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
         job, stdio = self.job, self.mode == "stdio"
@@ -48,7 +48,6 @@ class SubJob:
         harness = [t for t in self.specs if t.kind == "harness"]
         if harness:   # MultiPL-E / HumanEval-X: the test harness is compiled and run with the program
             program, source = program + "\n" + harness[0].code, source + "\n" + harness[0].code
-        cap = limits.max_output_bytes if limits is not None else 16 << 20
         lang = languages.normalize(job.language)
         python = lang == languages.PYTHON
         # another language: the source itself (compiled in the sandbox), no Python preamble
@@ -59,7 +58,7 @@ class SubJob:
             judge = b""
         else:
             judge = _pickle({"mode": self.mode, "tests": self.payload_tests, "entry_point": job.entry_point,
-                             "preamble": job.preamble, "cap": cap})
+                             "preamble": job.preamble, "cap": limits.max_output_bytes})
         parts, end = [cand, judge], [len(cand) + len(judge)]
 
         def add(data: bytes) -> tuple[int, int]:   # (offset, length) of one more blob
