@@ -326,14 +326,10 @@ PROGRAM_ROLES = ("candidate", "script", "inproc")   # the processes that run a p
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 
 
-def loopback_up() -> bool:
-    """Bring ``lo`` of the current network namespace up (127.0.0.1 and ::1 then work inside it only)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
-        return True
-    except OSError:
-        return False
+def loopback_up() -> None:
+    """Bring ``lo`` of the current network namespace up, where it can (127.0.0.1 and ::1 then work inside it only)."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
 
 def own_network() -> None:
