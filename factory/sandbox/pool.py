@@ -49,16 +49,15 @@ class Worker:
     def _exchange(self, payloads: list) -> list:
         """Send a batch (headers, then the raw body the zygote moves into a memfd unread) and collect one
         result per job: ``(infos, segments)`` or an Exception."""
-        hdrs, parts, base = [], [], 0
+        hdrs, base = [], 0
         for hdr, blob in payloads:
             shifted = dict(hdr, inputs=[(o + base, n) for o, n in hdr.get("inputs", [])],
                            **{key: (hdr[key][0] + base, hdr[key][1]) for key in ("cand", "judge")})
             if hdr.get("files"):
                 shifted["files"] = [(p, o + base, n) for p, o, n in hdr["files"]]
             hdrs.append(shifted)
-            parts.append(blob)
             base += len(blob)
-        body = b"".join(parts)
+        body = b"".join(blob for _, blob in payloads)
         zproto.send(self.w, ("jobs", hdrs, len(body)))
         zproto.write_all(self.w, body)
         out: list = [None] * len(payloads)
