@@ -45,10 +45,7 @@ def _pwrite(path: str, value) -> None:
 
 def _field(path: str, key: str) -> int | None:
     """The number after ``key`` in a flat-keyed cgroup file (``memory.events``, ``cpu.stat``), None without it."""
-    for line in _pread(path).splitlines():
-        if line.startswith(key + " "):
-            return int(line.split()[1])
-    return None
+    return next((int(line.split()[1]) for line in _pread(path).splitlines() if line.startswith(key + " ")), None)
 
 
 def _forget_fds(prefix: str) -> None:
@@ -58,12 +55,8 @@ def _forget_fds(prefix: str) -> None:
 
 
 def _own_paths() -> dict[str, str]:
-    out = {}
-    for line in _read("/proc/self/cgroup").splitlines():
-        _, ctrls, path = line.split(":", 2)
-        for c in ctrls.split(",") if ctrls else [""]:
-            out[c] = path
-    return out
+    lines = [line.split(":", 2) for line in _read("/proc/self/cgroup").splitlines()]
+    return {c: path for _, ctrls, path in lines for c in (ctrls.split(",") if ctrls else [""])}
 
 
 class Slot:
@@ -194,8 +187,7 @@ class V2Slot(Slot):
             raise OSError("cgroup v2: memory/pids not delegated to our subtree")
         self.dir = os.path.join(parent, name)
         os.makedirs(self.dir, exist_ok=True)
-        mem = limits["memory_mb"] << 20
-        _write(self._p("memory.max"), mem)
+        _write(self._p("memory.max"), limits["memory_mb"] << 20)
         if os.path.exists(self._p("memory.swap.max")):
             _write(self._p("memory.swap.max"), 0)
         _write(self._p("pids.max"), limits["max_procs"] + 1)  # +1: the kept judge

@@ -365,9 +365,8 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
     object.__setattr__(mod, "_judge_ns", ns)
     sys.modules[PROGRAM_MODULE] = mod
     local_only = None
-    workdir = "/tmp/judge"
-    os.makedirs(workdir, exist_ok=True)
-    os.chdir(workdir)
+    os.makedirs("/tmp/judge", exist_ok=True)
+    os.chdir("/tmp/judge")
     with open("pytest.ini", "w") as f:
         f.write("[pytest]\nenable_assertion_pass_hook = true\n")
     for t in job["tests"][start:]:
