@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import DATA, jsonl as jl, machine, median_time, parser, write  # noqa: I001  (first: the repo on sys.path)
+from harness import DATA, jsonl as jl, machine, median_time, parser, timed, write  # noqa: I001  (first: sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
 from factory.dedup import shingle  # noqa: E402
@@ -97,9 +97,7 @@ def run_size(n: int, dup_rate: float, params: MinHashParams) -> dict:
     import duckdb
     import pyarrow as pa
 
-    t = time.perf_counter()
-    texts = synthetic(n, dup_rate)
-    gen_s = time.perf_counter() - t
+    gen_s, texts = timed(synthetic, n, dup_rate)
     ids = pa.array(np.arange(n, dtype=np.int64))
     con = duckdb.connect()
     con.execute("SET threads = 2")

@@ -1,6 +1,6 @@
-"""What the bench scripts share: the repository on sys.path, the data folder, the common flags, a median of
-repeats, a command run and timed (``factory``: this checkout's CLI), a JSONL reader, CPU oversubscription, the
-machine line, a Markdown table and the JSON under bench/results/. Import it first:
+"""What the bench scripts share: the repository on sys.path, the data folder, the common flags, a call timed, a
+median of repeats, a command run and timed (``factory``: this checkout's CLI), a JSONL reader, CPU
+oversubscription, the machine line, a Markdown table and the JSON under bench/results/. Import it first:
 ``from harness import DATA, ROOT, parser, table, write``."""
 from __future__ import annotations
 
@@ -32,11 +32,10 @@ def parser(doc: str, out: str) -> argparse.ArgumentParser:
 
 def run(cmd: list, **kw) -> tuple[float, str]:
     """(wall s, stdout) of ``cmd`` run to its end; a failure stops the bench with the tail of its stderr."""
-    t0 = time.perf_counter()
-    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    t, done = timed(subprocess.run, [str(c) for c in cmd], capture_output=True, text=True, **kw)
     if done.returncode:
         raise SystemExit(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return time.perf_counter() - t0, done.stdout
+    return t, done.stdout
 
 
 def factory(*args, lake=None, **kw) -> str:
@@ -76,14 +75,17 @@ def machine() -> dict:
             "python": platform.python_version(), "machine": platform.processor() or platform.machine()}
 
 
+def timed(fn, *args, **kw) -> tuple[float, object]:
+    """(wall s, result) of ``fn(*args, **kw)``."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kw)
+    return time.perf_counter() - t0, out
+
+
 def median_time(fn, repeat: int = 1) -> tuple[float, list[float], object]:
     """(median wall s, every round's s, the last round's result) of ``fn()`` run ``repeat`` times."""
-    times, out = [], None
-    for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times, out
+    times, outs = zip(*(timed(fn) for _ in range(max(1, repeat))))
+    return statistics.median(times), list(times), outs[-1]
 
 
 def table(rows: list[dict], cols: list[str] | None = None) -> str:

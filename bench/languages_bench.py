@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from collections import Counter
 
-from harness import DATA, ROOT, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, jsonl, parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 from factory.sandbox import languages  # noqa: E402
@@ -52,9 +51,7 @@ def measure(lang: str, probs: list[dict], copies: int, workers: int, limits: Lim
     jobs = jobs_for(lang, probs, copies)
     with SandboxPool(limits, workers=workers) as pool:
         pool.run(jobs_for(lang, probs[:1], 1))   # warm-up (page cache, JIT-less first compile)
-        t0 = time.perf_counter()
-        verdicts = list(pool.run(jobs))
-        wall = time.perf_counter() - t0
+        wall, verdicts = timed(lambda: list(pool.run(jobs)))
     by_prog: dict[str, list] = {}
     for v in verdicts:
         by_prog.setdefault(v.program_id, []).append(v)

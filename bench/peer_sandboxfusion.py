@@ -32,7 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import ROOT, parser, table, write, machine  # noqa: I001  (first: the repository on sys.path)
+from harness import ROOT, parser, table, timed, write, machine  # noqa: I001  (first: the repository on sys.path)
 
 from tests.netutil import free_port  # noqa: E402
 
@@ -238,14 +238,11 @@ def burst(port: int, lang: str, conc: int, n: int) -> tuple[float, list[float], 
     req = {"code": SHORT[lang], "language": lang, "run_timeout": 10, "compile_timeout": 30}
 
     def one(_):
-        t = time.perf_counter()
-        s, r = post_json(port, "/run_code", req)
-        return time.perf_counter() - t, s == 200 and r["status"] == "Success" and r["run_result"]["stdout"].strip() == "499500"
+        t, (s, r) = timed(post_json, port, "/run_code", req)
+        return t, s == 200 and r["status"] == "Success" and r["run_result"]["stdout"].strip() == "499500"
     with ThreadPoolExecutor(conc) as ex:
         list(ex.map(one, range(conc)))          # warm the connections (not timed)
-        t0 = time.perf_counter()
-        res = list(ex.map(one, range(n)))
-        wall = time.perf_counter() - t0
+        wall, res = timed(lambda: list(ex.map(one, range(n))))
     return wall, [r[0] for r in res], sum(not r[1] for r in res)
 
 

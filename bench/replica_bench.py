@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.generation import ChatRequest, SamplingParams, make_backend  # noqa: E402
 from factory.generation.replicas import ReplicaPool  # noqa: E402
@@ -51,9 +51,7 @@ def main() -> None:
                       ReplicaPool(args.backend, model, replicas=replicas, **kw))
             engine.warm()
             start = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            out = engine.generate(reqs)
-            wall = time.perf_counter() - t0
+            wall, out = timed(engine.generate, reqs)
             per = getattr(engine, "stats", {}).get("per_replica_requests")
             engine.close()
             tokens = sum(r.completion_tokens for r in out)

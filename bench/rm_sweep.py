@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from harness import parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory_eval.bon import bon_table  # noqa: E402
 from factory_eval.holdout import is_heldout  # noqa: E402
@@ -44,10 +43,8 @@ def _view(release_dir: Path, view: str) -> list[dict]:
 
 def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict], cands: list[dict], lr: float,
             a) -> dict:
-    t0 = time.perf_counter()
     torch.manual_seed(a.seed)  # the fresh score head: the same initial (untrained) RM for every learning rate
-    model, tok = load_reward_model(model_name, device=device)
-    load_s = time.perf_counter() - t0
+    load_s, (model, tok) = timed(load_reward_model, model_name, device=device)
     held_tok = tokenize_pairs(heldout, tok, a.max_length, "truncate")
     before = evaluate_pairs(model, held_tok, tok, a.batch_size)
     res = train_rm(train_path, model=model, tokenizer=tok, out_dir=tempfile.mkdtemp(), epochs=a.epochs, lr=lr,

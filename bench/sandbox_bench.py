@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, jsonl, oversubscribed, parser, run, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, oversubscribed, parser, run, table, timed, write  # noqa: I001  (first: sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 
@@ -57,9 +57,7 @@ def _children_cpu() -> float:
 def run_ours(pool: SandboxPool, items) -> tuple[float, dict]:
     jobs = [Job(f"{k}:{p['task_id']}", p["prompt"] + c, [TestSpec("check", "check", p["test"])],
                 entry_point=p["entry_point"]) for k, (p, c) in enumerate(items)]
-    t = time.perf_counter()
-    verdicts = {v.program_id: v.status for v in pool.run(jobs)}
-    return time.perf_counter() - t, verdicts
+    return timed(lambda: {v.program_id: v.status for v in pool.run(jobs)})
 
 
 def _inprocess_worker(items, conn) -> None:

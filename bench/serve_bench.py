@@ -35,7 +35,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import DATA, factory, oversubscribed, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, factory, oversubscribed, parser, table, timed, write  # noqa: I001  (first: sys.path)
 CPU_S = 1.0   # CPU seconds per test, offline and served alike (looping mutants cost this much each)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
@@ -232,9 +232,7 @@ def run_offline(rollouts: list[dict], workers: int) -> dict:
         jobs.append(Job(f"{i}", r["code"], tests, entry_point=r["entry_point"], preamble=r["test_preamble"] or "",
                         cpu_s=r.get("cpu_s")))
     with SandboxPool(limits, workers=workers) as pool:
-        t0 = time.perf_counter()
-        verdicts = sum(1 for _ in pool.run(jobs))
-        seconds = time.perf_counter() - t0
+        seconds, verdicts = timed(lambda: sum(1 for _ in pool.run(jobs)))
     return {"seconds": round(seconds, 2), "verdicts": verdicts, "verdicts_per_s": round(verdicts / seconds, 1)}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from harness import parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import parser, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory_train.rl import get_policy_loss_fn  # noqa: E402
 from factory_train.rl.loop import grpo_loop  # noqa: E402
@@ -183,9 +183,8 @@ def main(argv=None):
     rows = make_pairs(max(64, a.rm_steps * a.rm_batch + 8))
     pairs_path = Path(tempfile.mkdtemp()) / "pairs.parquet"
     pq.write_table(pa.Table.from_pylist(rows), pairs_path)
-    t = time.perf_counter()
-    model, tok = load_reward_model(*(_arch(a.arch, "rm") if a.arch else (a.rm_model, None)), device=a.device)
-    load_s = time.perf_counter() - t
+    load_s, (model, tok) = timed(load_reward_model, *(_arch(a.arch, "rm") if a.arch else (a.rm_model, None)),
+                                 device=a.device)
     ours_s, n_ours = bench_rm_ours(model, tok, pairs_path, a.rm_steps + 1, a.rm_batch, a.rm_max_length)
     rm = {"model": a.rm_model, "load_s": load_s, "batch_pairs": a.rm_batch, "max_length": a.rm_max_length,
           "params": sum(p.numel() for p in model.parameters()), "ours_step_s": ours_s}
