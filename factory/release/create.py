@@ -255,7 +255,10 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
         if recipe is not None:
             manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))
-        manifest["files"] = _file_entries(tmp, written)
+        readme = {"path": README, "rows": None, "bytes": (tmp / README).stat().st_size,
+                  "sha256": sha256_file(tmp / README)}
+        manifest["files"] = sorted([f for w in written.values() for f in w["files"]] + [readme],
+                                   key=lambda f: f["path"])
         data = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
         (tmp / MANIFEST).write_bytes(data)
         freeze(tmp)
@@ -274,13 +277,6 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
         remove_tree(final if renamed else tmp)
         raise
     return manifest
-
-
-def _file_entries(root: Path, written: dict) -> list[dict]:
-    entries = [f for w in written.values() for f in w["files"]]
-    readme = root / README
-    entries.append({"path": README, "rows": None, "bytes": readme.stat().st_size, "sha256": sha256_file(readme)})
-    return sorted(entries, key=lambda f: f["path"])
 
 
 def reproduce_release(name: str, out: str | os.PathLike, *, lake=None, releases_dir=None) -> dict:

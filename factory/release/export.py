@@ -180,8 +180,6 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
         try:
             files = {} if fmt == "hf" or streamed else {rel: rows for rel, rows
                                                         in build_export(path, manifest, fmt).items() if rows}
-            if not files and fmt != "hf" and not streamed:
-                raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
             meta = {"format": fmt, "release": name, "snapshot_id": manifest["snapshot_id"], "files": {},
                     "reward": release_reward(manifest)}
             if set(ANSWER_VIEWS) & set(manifest["views"]):   # the answer reward their truths name
@@ -192,8 +190,8 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
                 meta["files"], meta["configs"] = _write_hf(path, manifest, staging)
             if streamed:
                 meta["files"] = write_streamed(path, manifest, fmt, staging, _schema_for)
-                if not meta["files"]:
-                    raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
+            if fmt != "hf" and not (files or meta["files"]):
+                raise FactoryError(f"release {name!r} has no rows for the {fmt} format (nothing written)")
         except Exception:
             verified.result()   # a release that fails its check: that error, not what its bytes caused
             raise

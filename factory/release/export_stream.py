@@ -135,9 +135,8 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
             for pair in iter_view(path, manifest, "gold.rm_pairs"):
                 row = pair_rows([pair])[0]
                 if fmt == "openrlhf":
-                    sink.add("rm/" + split_file(pair), {k: row[k] for k in RM_COLUMNS}, _text_bytes(pair))
-                else:
-                    sink.add(split_file(pair), row, _text_bytes(pair))
+                    row = {k: row[k] for k in RM_COLUMNS}
+                sink.add(("rm/" if fmt == "openrlhf" else "") + split_file(pair), row, _text_bytes(pair))
         if fmt != "trl":
             problems = iter_view(path, manifest, "gold.rl_problems")
             if problems is None:   # a recipe's release: the same RL rows, the recipe's tests

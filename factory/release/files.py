@@ -65,10 +65,7 @@ def row_bytes(table: pa.Table | pa.RecordBatch):
     for column in table.columns:
         t = column.type
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            lengths = pc.fill_null(pc.binary_length(column), 0)
-            if isinstance(lengths, pa.ChunkedArray):
-                lengths = lengths.combine_chunks()
-            total += lengths.to_numpy(zero_copy_only=False).astype(np.int64)
+            total += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         else:
             total += 8
     return total

@@ -43,12 +43,11 @@ LEFT JOIN reported AS r USING (source)
 ORDER BY p.source
 """
 
-COLUMNS = ("source", "problems", *REASONS, "excluded", "no_usable_tests", "train", "test", "kept_by_opt_in")
 _SHOWN = ("problems", *REASONS, "no_usable_tests", "train", "test")   # the counts a funnel table shows
 
 
 def curation_funnel(con) -> list[dict]:
-    """One dict per source with the COLUMNS above."""
+    """One dict per source: source, problems, each reason, excluded, no_usable_tests, train, test, kept_by_opt_in."""
     reason_columns = ", ".join(
         f"coalesce((SELECT n FROM reasons AS x WHERE x.source = p.source AND x.reason = '{r}'), 0) AS {r}"
         for r in REASONS)

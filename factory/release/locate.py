@@ -2,6 +2,7 @@
 (the lake's ops.releases plus the folders), one release's folder and its parsed manifest.json."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -123,7 +124,4 @@ def free_name(root: Path, base: str) -> str:
     """BASE, or the first BASE.N (N >= 2) not yet under ``root``."""
     if not (root / base).exists():
         return base
-    n = 2
-    while (root / f"{base}.{n}").exists():
-        n += 1
-    return f"{base}.{n}"
+    return next(f"{base}.{n}" for n in itertools.count(2) if not (root / f"{base}.{n}").exists())

@@ -45,10 +45,6 @@ def verify_release(name: str, *, releases_dir=None) -> dict:
     return {"name": name, "files": len(expected), "rows": sum(v["rows"] for v in m["views"].values())}
 
 
-def _glob(path: Path, info: dict) -> str:
-    return str(path / "data" / info["config_name"] / "*.parquet")
-
-
 # columns that say where a row came from, not what it is: a row whose only difference is one of these is
 # reported apart ("provenance only"), not as changed
 PROVENANCE_COLUMNS = frozenset({"run_id", "created_at", "executed_at", "ingested_at", "logged_at"})
@@ -71,11 +67,11 @@ def diff_releases(a: str, b: str, *, releases_dir=None) -> dict:
             if ia is None or ib is None:
                 out[view] = {"status": "only in " + (b if ia is None else a), "rows": (ib or ia)["rows"]}
                 continue
-            out[view] = _diff_view(con, _glob(pa_, ia), _glob(pb_, ib), ia, ib)
+            out[view] = _diff_view(con, pa_, pb_, ia, ib)
     return out
 
 
-def _diff_view(con: duckdb.DuckDBPyConnection, glob_a: str, glob_b: str, ia: dict, ib: dict) -> dict:
+def _diff_view(con: duckdb.DuckDBPyConnection, root_a: Path, root_b: Path, ia: dict, ib: dict) -> dict:
     cols_a, cols_b = dict(map(tuple, ia["columns"])), dict(map(tuple, ib["columns"]))
     schema = {"added": sorted(cols_b.keys() - cols_a.keys()), "removed": sorted(cols_a.keys() - cols_b.keys()),
               "retyped": sorted(c for c in cols_a.keys() & cols_b.keys() if cols_a[c] != cols_b[c])}
@@ -92,9 +88,9 @@ def _diff_view(con: duckdb.DuckDBPyConnection, glob_a: str, glob_b: str, ia: dic
             return "''"
         return "md5(to_json(struct_pack(" + ", ".join(f'"{c}" := "{c}"' for c in columns) + ")))"
 
-    for side, glob in (("ra", glob_a), ("rb", glob_b)):
+    for side, root, info in (("ra", root_a, ia), ("rb", root_b, ib)):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {side} AS SELECT {k}, {digest(content)} AS h, "
-                    f"{digest(provenance)} AS p FROM read_parquet('{glob}')")
+                    f"{digest(provenance)} AS p FROM read_parquet('{root}/data/{info['config_name']}/*.parquet')")
     added = con.execute(f"SELECT count(*) FROM rb ANTI JOIN ra USING ({k})").fetchone()[0]
     removed = con.execute(f"SELECT count(*) FROM ra ANTI JOIN rb USING ({k})").fetchone()[0]
     changed = con.execute(f"SELECT count(*) FROM ra JOIN rb USING ({k}) WHERE ra.h <> rb.h").fetchone()[0]

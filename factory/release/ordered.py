@@ -1,9 +1,8 @@
 """A view's rows in key order with bounded memory: an external merge sort of Arrow record batches.
 
-DuckDB's `ORDER BY <primary key>` materialises every row of the view (gold.rl_problems rows carry MB of tests:
-8.3 GB at 1/8 of DeepCoder-Preview; under a 1.5 GB memory limit it failed instead of spilling), and so does any
-DuckDB result read as Arrow. Sorting only the keys and fetching the wide rows by key predicates costs a full scan
-per batch: the lake's files are not in key order (curate writes gold.rl_problems in hash partitions).
+DuckDB's `ORDER BY <primary key>` materialises every row of the view (rows can carry MB of tests), and so does any
+DuckDB result read as Arrow; fetching the wide rows by key predicates costs a full scan per batch (the lake's files
+are not in key order).
 
 So the view streams from DuckDB unordered (:func:`_stream`: a row group of the lake's files at a time). Rows
 collect into runs of at most :data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit
@@ -58,10 +57,6 @@ def _cuts(sizes, limit: int, max_rows: int) -> Iterator[tuple[int, int]]:
         yield start, len(sizes)
 
 
-def _key_value(v):
-    return (v is None, 0 if v is None else v)   # NULLs last, as DuckDB's default
-
-
 class _Spill:
     """Sorted runs as Arrow IPC stream files in a private folder under ``where`` (removed by :meth:`close`)."""
 
@@ -104,7 +99,7 @@ def _run_rows(path: Path, key: list[str]) -> Iterator[tuple[tuple, pa.RecordBatc
             cols = [batch.column(k).to_pylist() for k in key]
             sizes = row_bytes(batch)
             for i in range(batch.num_rows):
-                yield tuple(_key_value(c[i]) for c in cols), batch, i, sizes
+                yield tuple((c[i] is None, 0 if c[i] is None else c[i]) for c in cols), batch, i, sizes   # NULLs last
 
 
 def _merged(runs: list[Path], key: list[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -207,8 +202,8 @@ def ordered_batches(con: duckdb.DuckDBPyConnection, sql: str, key: list[str], *,
 
 
 STREAM_BATCH_BYTES = 8 << 20   # rows per Arrow batch asked of DuckDB: about this many bytes of the widest row
-MAX_STREAM_ROWS = 1_024        # the rows' tables can hold (DuckDB fills a batch across row groups: 1,024 MB-wide
-UNKNOWN_WIDTH_ROWS = 16        # rows a batch held 2.5 GB at 1/8 of DeepCoder-Preview); rows of no known table
+MAX_STREAM_ROWS = 1_024        # the rows' tables can hold, at most (DuckDB fills a batch across row groups)
+UNKNOWN_WIDTH_ROWS = 16        # rows of no known table
 
 
 def widest_stored_row(con: duckdb.DuckDBPyConnection, tables) -> int:
@@ -251,24 +246,22 @@ def stream_batch_rows(con: duckdb.DuckDBPyConnection, tables=()) -> int:
     return max(1, min(MAX_STREAM_ROWS, STREAM_BATCH_BYTES // widest))
 
 
-# DuckDB settings while a view streams, restored after: DuckDB's streaming buffer counts a chunk's fixed-size
-# part, not its strings, so its default ran GBs of MB-wide rows ahead of the reader; each file is read once, so
-# its file cache gains nothing
+# DuckDB settings while a view streams, restored after: its streaming buffer counts a chunk's fixed-size part, not
+# its strings (the default reads far ahead of the reader); each file is read once (no file cache)
 _STREAM_SETTINGS = {"threads": "1", "preserve_insertion_order": "false", "streaming_buffer_size": "1KB",
                     "enable_external_file_cache": "false"}
 
 
 def _stream(con: duckdb.DuckDBPyConnection, sql: str, schema: pa.Schema, tables=()) -> Iterator[pa.RecordBatch]:
     """``sql``'s rows as DuckDB reads them (insertion order not kept) under :data:`_STREAM_SETTINGS`: the scan holds
-    a row group of the lake's files at a time (0.5 GB peak for 1/8 of DeepCoder-Preview, 3.3 GB of rows)."""
+    a row group of the lake's files at a time."""
     rows = stream_batch_rows(con, tables)
     names = ", ".join(f"'{n}'" for n in _STREAM_SETTINGS)
     keep = dict(con.execute(f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names})").fetchall())
     for name, value in _STREAM_SETTINGS.items():
         con.execute(f"SET {name} = '{value}'")
     try:
-        reader = con.execute(sql).to_arrow_reader(rows)
-        for b in reader:
+        for b in con.execute(sql).to_arrow_reader(rows):
             if b.num_rows:
                 yield b if b.schema == schema else pa.RecordBatch.from_arrays(b.columns, schema=schema) \
                     if b.schema.types == schema.types else b.cast(schema)

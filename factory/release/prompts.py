@@ -71,9 +71,9 @@ def ground_truth(row: dict, reward: dict | None = None) -> dict:
 def truth_json(gt: dict, utf8: bool = False) -> str | bytes:
     """A ground truth as trainers read it: JSON, keys sorted, no spaces (``json.loads`` gives ``gt`` back).
 
-    orjson writes it (~4x json's speed on MBs of inputs) when it writes every value exactly; a value it cannot (an
-    integer beyond 64 bits, a NaN or infinite float, a lone surrogate) sends the whole truth through ``json.dumps``
-    with the same separators (ASCII, \\u escapes). ``utf8``: orjson's UTF-8 bytes as they are, else text."""
+    orjson writes it when it writes every value exactly; a value it cannot (an integer beyond 64 bits, a NaN or
+    infinite float, a lone surrogate) sends the whole truth through ``json.dumps`` with the same separators (ASCII,
+    \\u escapes). ``utf8``: orjson's UTF-8 bytes as they are, else text."""
     if not _has_nonfinite(gt):
         with contextlib.suppress(TypeError, orjson.JSONEncodeError):
             out = orjson.dumps(gt, option=orjson.OPT_SORT_KEYS)
