@@ -48,8 +48,7 @@ def register_step_kind(kind: str, inputs, outputs, help: str, external_in: str |
                        external_out: str | None = None) -> StepKind:
     """Declare a step kind (its runner is registered in factory.stages.recipe.pipeline, or is the stage
     module's ``run_step``)."""
-    spec = StepKind(kind, tuple(inputs), tuple(outputs), help, external_in, external_out)
-    STEP_KINDS[kind] = spec
+    STEP_KINDS[kind] = spec = StepKind(kind, tuple(inputs), tuple(outputs), help, external_in, external_out)
     return spec
 
 
@@ -207,16 +206,13 @@ def graph_dot(steps: list[Step], name: str) -> str:
     """Graphviz dot of the step graph: one node per step, an edge per table handed from one step to the next."""
     q = json.dumps
     lines = [f"digraph {q(name)} {{", "  rankdir=LR;", "  node [shape=box];"]
-    for s in steps:
-        lines.append(f"  {q(s.name)} [label={q(s.name + chr(10) + '(' + s.stage + ')')}];")
+    lines += [f"  {q(s.name)} [label={q(s.name + chr(10) + '(' + s.stage + ')')}];" for s in steps]
+    lines += [f"  {q(a)} -> {q(b)} [label={q(t)}];" for a, b, t in edges(steps)]
     linked = {(a, b) for a, b, _ in edges(steps)}
-    for a, b, t in edges(steps):
-        lines.append(f"  {q(a)} -> {q(b)} [label={q(t)}];")
-    for prev, s in zip(steps, steps[1:]):   # order edges where no table links consecutive steps (dashed)
-        if (prev.name, s.name) not in linked:
-            lines.append(f"  {q(prev.name)} -> {q(s.name)} [style=dashed];")
-    lines.append("}")
-    return "\n".join(lines)
+    # order edges where no table links consecutive steps (dashed)
+    lines += [f"  {q(prev.name)} -> {q(s.name)} [style=dashed];" for prev, s in zip(steps, steps[1:])
+              if (prev.name, s.name) not in linked]
+    return "\n".join(lines + ["}"])
 
 
 # -- lake state ------------------------------------------------------------------------------------------------
@@ -269,10 +265,7 @@ def step_state(step: Step, last: dict[str, str], catalog, extra: dict | None = N
     e.g. the data dir's files)."""
     tables = sorted(set(base_tables(list(step.inputs), catalog))
                     | {t for t in base_tables(list(step.outputs), catalog) if t not in SHARED_OUTPUTS})
-    state = {t: last.get(t) for t in tables}
-    if extra:
-        state.update(extra)
-    return state
+    return {**{t: last.get(t) for t in tables}, **(extra or {})}
 
 
 def step_config_hash(step: Step, extra: dict | None = None) -> str:

@@ -55,10 +55,9 @@ def backend_problem(params: dict) -> str | None:
             path = resolve_model_path(model)
         except (ImportError, FileNotFoundError) as exc:
             return f"backend transformers cannot load {model!r}: {exc}"
-        if not path.exists():
-            return (f"backend transformers: {model!r} is not a local model directory or .gguf file (a hosted model "
-                    "runs with `--set backend=openai --set base_url=...` or vllm)")
-        return None
+        return None if path.exists() else (
+            f"backend transformers: {model!r} is not a local model directory or .gguf file (a hosted model "
+            "runs with `--set backend=openai --set base_url=...` or vllm)")
     return f"unknown backend {backend!r} (transformers, vllm, openai)"
 
 
@@ -87,8 +86,7 @@ def sampled_models(con) -> dict[str, int]:
 
 def _param_for(recipe, value) -> str | None:
     """The recipe parameter that set a model name (`strong_model`, `policy_model`, ...), for the hint."""
-    names = [k for k, v in recipe.params.items() if v == value and "model" in k]
-    return names[0] if names else None
+    return next((k for k, v in recipe.params.items() if v == value and "model" in k), None)
 
 
 def _model_refusal(recipe, step: str, what: str, model: str, models: dict[str, int]) -> str | None:
@@ -198,9 +196,6 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> l
 def skipped_prepare(recipe, skip: list[str]) -> set[str]:
     """Prepare stages that serve only skipped rules."""
     names = set(skip)
-    out = set()
-    for stage, kind in PREPARE_FOR.items():
-        rules = [r for r in recipe.rules + [r for s in recipe.stages for r in s["rules"]] if r["kind"] == kind]
-        if rules and all(r["name"] in names for r in rules):
-            out.add(stage)
-    return out
+    every = recipe.rules + [r for s in recipe.stages for r in s["rules"]]
+    by_kind = {kind: [r["name"] for r in every if r["kind"] == kind] for kind in PREPARE_FOR.values()}
+    return {stage for stage, kind in PREPARE_FOR.items() if by_kind[kind] and names.issuperset(by_kind[kind])}

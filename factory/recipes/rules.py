@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import takewhile
 from pathlib import Path
 
 from factory.lake.catalog import PROJECT_ROOT, default_catalog, sql_references
@@ -30,12 +31,8 @@ class RuleKind:
 
     def description(self) -> str:
         """The SQL file's leading comment (what the rule keeps), one line."""
-        lines = []
-        for line in self.path.read_text().splitlines():
-            if not line.startswith("--"):
-                break
-            lines.append(line[2:].strip())
-        return " ".join(lines).removeprefix("keep: ")
+        lines = takewhile(lambda line: line.startswith("--"), self.path.read_text().splitlines())
+        return " ".join(line[2:].strip() for line in lines).removeprefix("keep: ")
 
 
 _MODEL = {"model": REQUIRED, "min_samples": 1}

@@ -162,11 +162,10 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
         stages.append({"name": st["name"], "rules": srules, "top_potential": top})
     _unique([s["name"] for s in stages], f"{where}: stages")
 
-    prepare = []
-    for i, step in enumerate(_list(body, "prepare", where)):
+    prepare = _list(body, "prepare", where)
+    for i, step in enumerate(prepare):
         if not isinstance(step, dict) or step.get("stage") not in PREPARE_STAGES:
             raise FactoryError(f"{where}: prepare[{i}]: `stage` must be one of {', '.join(PREPARE_STAGES)}")
-        prepare.append(step)
     if prepare and body.get("pipeline"):
         raise FactoryError(f"{where}: give either `pipeline:` (every step) or the older `prepare:`, not both")
     tests = dict(body.get("tests") or {"select": "all"})
@@ -192,7 +191,7 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
 
     named = named_models(rules + [r for st in stages for r in st["rules"]],
                          model if any(st["top_potential"] is not None for st in stages) else None)
-    pipeline = parse_pipeline(_list(body, "pipeline", where), [{k: v for k, v in p.items()} for p in prepare],
+    pipeline = parse_pipeline(_list(body, "pipeline", where), [dict(p) for p in prepare],
                               where, named)
     prepare = [{"stage": s.stage, **s.params} for s in pipeline if s.stage in PREPARE_STAGES]
     return Recipe(name=name, file=where, title=str(body.get("title") or ""), paper=str(body.get("paper") or ""),
@@ -246,9 +245,8 @@ def _fill(value, params: dict, where: str):
         return [_fill(v, params, where) for v in value]
     if isinstance(value, str):
         whole = _WHOLE.match(value.strip())
-        if whole:
-            return _param(whole.group(1), params, where)
-        return _INNER.sub(lambda m: str(_param(m.group(1), params, where)), value)
+        return _param(whole.group(1), params, where) if whole else _INNER.sub(
+            lambda m: str(_param(m.group(1), params, where)), value)
     return value
 
 
