@@ -23,10 +23,8 @@ class Meter:
             return self.z.slot.cpu_ns() / 1e9
         total = 0.0
         for pid in self.pids:
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/stat") as f:
+                total += sum(int(x) for x in f.read().rsplit(")", 1)[1].split()[11:15]) / os.sysconf("SC_CLK_TCK")
         return total
 
     def peak_kb(self):
