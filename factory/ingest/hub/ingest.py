@@ -1,126 +1,35 @@
 """`factory ingest hf-* --path hf://datasets/ORG/NAME[@REV][/SUBDIR]` (or a folder in the Hub layout): streamed.
 
-Records are read row group by row group (:mod:`factory.ingest.hub.stream`), converted one at a time and written
-to the lake in batches of about ``flush_bytes`` inside ONE stage transaction: a failure anywhere writes nothing,
-and memory holds one read batch plus one write batch whatever the dataset's size. Test payloads are stored once
-(silver.tests); bronze keeps every other field verbatim and, for the columns that carry tests and programs, their
-sha256 and size (``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the run's
-config and the release card), file and row locate the original bytes.
-
-Problem and test ids hash each test's sha256 instead of its text, so a 20 MB input is never serialised again to
-be hashed.
+Records are read row group by row group (:mod:`factory.ingest.hub.stream`), converted in batches
+(:mod:`factory.ingest.hub.convert`) and written to the lake in files of about ``flush_bytes`` of text inside ONE
+stage transaction: a failure anywhere writes nothing, and memory holds a few read batches plus one write batch
+whatever the dataset's size. A Parquet file of several row groups is converted by worker processes, one per core,
+in order; this process drops exact duplicates and writes. Test payloads are stored once (silver.tests); bronze
+keeps every other field verbatim and, for the columns that carry tests and programs, their sha256 and size
+(``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the run's config and the
+release card), file and row locate the original bytes.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import re
+import os
+from collections import Counter, deque
 from contextlib import contextmanager
-from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from factory.errors import FactoryError, InputError
 from factory.ingest.adapters import file_split
 from factory.ingest.sources import ADAPTER_VERSION, ADAPTERS
-from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, SkipRecord, for_repo
+from factory.ingest.hub.adapters import HUB_DATASETS, HUB_VERSION, for_repo
+from factory.ingest.hub.convert import ELIDE_CHARS, PAYLOAD_COLUMNS, TABLES, convert_records
 from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_folder, resolve_url
-from factory.ingest.hub.stream import BATCH_BYTES, iter_records
-from factory.ingest.normalize import stable_hash
-from factory.ingest.visibility import statement_text, visibility
+from factory.ingest.hub.stream import BATCH_BYTES, iter_records, parquet_records
 
 FLUSH_BYTES = 64 << 20   # write the buffered rows once they hold about this many bytes of text
-ELIDE_CHARS = 4096       # a bulky column's string longer than this is replaced by its digest in bronze
-PAYLOAD_COLUMNS = frozenset({"payload", "question", "starter_code", "test_preamble", "metadata", "code", "input",
-                             "expected", "raw_completion"})   # lake files carry no min/max statistics for these
-_TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
-_TEST_FIELDS = ("kind", "code", "input", "expected", "comparison", "atol", "subset")
-_TEXTS = ("code", "input", "expected")
-
-
-def text_digest(text: str | None) -> str | None:
-    """sha256 of a string's UTF-8 bytes, encoded 1 MiB at a time (no second full-size copy)."""
-    if text is None:
-        return None
-    step = 1 << 20
-    if len(text) <= step:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    h = hashlib.sha256()
-    for i in range(0, len(text), step):
-        h.update(text[i:i + step].encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
-
-
-def _elide(value, known: dict):
-    """A bulky column for bronze: long strings -> {"$elided": sha256, "chars": n}; nested values keep their shape.
-    ``known``: id(string) -> its digest, for the strings already hashed as tests (each is hashed once)."""
-    if isinstance(value, str):
-        return value if len(value) <= ELIDE_CHARS else \
-            {"$elided": "sha256:" + (known.get(id(value)) or text_digest(value)), "chars": len(value)}
-    if isinstance(value, list):
-        if all(type(v) is str and len(v) <= ELIDE_CHARS for v in value):
-            return value   # a list of short strings (many tiny tests) is kept as it is, without a call per item
-        return [_elide(v, known) for v in value]
-    if isinstance(value, dict):
-        return {k: _elide(v, known) for k, v in value.items()}
-    return value
-
-
-def _digests(tests: list) -> tuple[list[tuple], dict]:
-    """[(kind, code digest, input digest, expected digest)] of a problem's tests (sha256 of each text, None for
-    none), and {id(text): digest} of its texts longer than ELIDE_CHARS (bronze elides those: each is hashed once)."""
-    sha256, columns, known = hashlib.sha256, [], {}
-    for name in _TEXTS:
-        texts = list(map(attrgetter(name), tests))
-        longest = max(map(len, filter(None, texts)), default=0)
-        if longest == 0 and "" not in texts:
-            columns.append([None] * len(texts))   # e.g. no test has code: nothing to hash
-            continue
-        digests = [None if x is None else sha256(x.encode("utf-8", "surrogatepass")).hexdigest() for x in texts] \
-            if longest <= 1 << 20 else list(map(text_digest, texts))
-        columns.append(digests)
-        if longest > ELIDE_CHARS:
-            known.update((id(x), d) for x, d in zip(texts, digests) if len(x or "") > ELIDE_CHARS)
-    return list(zip(map(attrgetter("kind"), tests), *columns)), known
-
-
-def _test_ids(problem_id: str, digests: list[tuple]) -> list[str]:
-    """stable_hash(problem_id, ordinal, kind, code_digest, input_digest) of each test, its JSON written directly
-    (hex ids, an int and a kind of TEST_FORMATS need no escaping): the same ids at a fraction of the cost."""
-    sha256, head = hashlib.sha256, f'["{problem_id}",'
-    quoted = [["null" if d is None else f'"{d}"' for d in column] for column in list(zip(*digests))[1:3]]
-    return [sha256(f'{head}{o},"{k}",{c},{i}]'.encode()).hexdigest()[:16]
-            for o, (k, c, i) in enumerate(zip(map(itemgetter(0), digests), *quoted))]
-
-
-def _visibility(statement: str, t) -> str:
-    """factory.ingest.visibility's verdict, but 'hidden' without normalising (most of the ingest's CPU, and ~10
-    copies of a 20 MB input) for a test far larger than the statement or a stdio test whose input or output
-    provably is not in it."""
-    if len(t.input or "") + len(t.expected or "") + len(t.code or "") > 16 * len(statement) + 65536:
-        return "hidden"
-    if t.kind == "stdio" and t.input is not None and (_not_in(statement, t.expected) or _not_in(statement, t.input)):
-        return "hidden"
-    return visibility(statement, t.kind, t.code, t.input, t.expected)
-
-
-_DROPPED = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f0."   # the only ASCII characters normalise() removes
-_WORD = re.compile(r"(?<![.0-9A-Za-z])[0-9A-Za-z]+")    # kept by normalise() as its lower case (not after a '.')
-
-
-def _not_in(statement: str, text: str | None) -> bool:
-    """True only when normalise(text) cannot occur in the normalised ``statement`` (stdio visibility needs both the
-    input and the output there): for ASCII text, normalise() maps every character to one, except whitespace, '0'
-    and '.', which it may drop, so its result is at least the rest long; and a run of letters and digits not after
-    a '.' (other than 'none') is in its result as its lower case. Anything else: False (the full rule decides)."""
-    if text is None or not text.isascii():
-        return False
-    first = _WORD.search(text, 0, 1024)   # most often decides alone (a tiny test's output is one word)
-    if first is not None:
-        if (word := first.group().lower()) != "none" and word not in statement:
-            return True
-        if any(w not in statement for w in map(str.lower, _WORD.findall(text, first.end(), 1024)) if w != "none"):
-            return True
-    return len(text) > len(statement) and len(text) - sum(map(text.count, _DROPPED)) > len(statement)
+TASK_BYTES = 8 << 20     # a worker converts runs of row groups of about this many (uncompressed) bytes
+ROW_GROUP_MAX = 64 << 20   # a row group larger than this is converted here, a batch at a time (bounded memory)
+__all__ = ["ELIDE_CHARS", "ingest_hub", "resolve_target"]
 
 
 def resolve_target(adapter_name: str, target: str) -> tuple[Resolved, str, str | None]:
@@ -144,13 +53,15 @@ def resolve_target(adapter_name: str, target: str) -> tuple[Resolved, str, str |
 
 
 def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None = None, replace: bool = False,
-               flush_bytes: int = FLUSH_BYTES, batch_bytes: int = BATCH_BYTES, solutions_per_language: int = 8):
-    """Ingest one Hub dataset (config) as one source; same revision and adapter again is a no-op."""
+               flush_bytes: int = FLUSH_BYTES, batch_bytes: int = BATCH_BYTES, solutions_per_language: int = 8,
+               workers: int | None = None):
+    """Ingest one Hub dataset (config) as one source; same revision and adapter again is a no-op. ``workers``:
+    conversion processes for multi-row-group Parquet files (default: one per core, none on one core; 0: none)."""
     import pyarrow as pa
 
     from factory.lake.commit import stage_run
     from factory.lake.connection import resolve_lake_dir
-    from factory.ingest.outcome import IngestResult, file_splits as _file_splits, source_counts as _counts, validate
+    from factory.ingest.outcome import IngestResult, file_splits as _file_splits, source_counts as _counts
 
     if adapter_name not in HUB_DATASETS:
         repo = parse_url(str(paths[0])).repo_id if paths and is_hub_url(str(paths[0])) else None
@@ -171,11 +82,10 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
     run_config = {"source": source, "adapter": adapter_name, "url": resolved.url, "location": where,
                   "repo_id": resolved.repo_id or spec.repo_id, "config": config, "revision": resolved.revision,
                   "files": rel_files, "sha256": sha, "files_sha256": sha}
-    convert = ADAPTERS[adapter_name].convert
-    license_ = ADAPTERS[adapter_name].license
     files = _DataFiles(resolve_lake_dir(lake))   # rows -> data files in the lake's data path (see _DataFiles)
     try:
-        with stage_run("ingest", run_config, lake=lake) as run, _write_behind() as writer:
+        with _workers(workers) as pool, stage_run("ingest", run_config, lake=lake) as run, \
+                _write_behind() as writer:
             previous = run.con.execute("SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?",
                                        [source]).fetchall()
             if previous == [(sha,)]:
@@ -191,112 +101,53 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
             run.delete("silver.problems", "source = ?", [source])
             run.delete("bronze.raw_records", "source = ?", [source])
 
-            schemas = {t: run.catalog[t].arrow_schema() for t in _TABLES}
-            buffers: dict[str, list[dict]] = {t: [] for t in _TABLES}
-            # silver.tests is buffered column by column (600 k tiny tests: no dict each)
-            tests: dict[str, list] = {k: [] for k in ("test_id", "problem_id", "ordinal", *_TEST_FIELDS, "visibility")}
+            buffers: dict[str, list] = {t: [] for t in TABLES}   # Arrow tables of the batches not yet written
             buffered = [0]
-            counts = {t: 0 for t in _TABLES}
-            stats = {"skipped": {}, "first_skip": None, "duplicates": 0, "flushes": 0, "bytes_read": 0}
+            counts = {t: 0 for t in TABLES}
+            stats = {"skipped": Counter(), "first_skip": None, "duplicates": 0, "flushes": 0, "bytes_read": 0}
             file_splits: dict = {}
-
             files.run = run
+            job = {"adapter": adapter_name, "source": source, "sha256": sha, "revision": resolved.revision,
+                   "run_id": run.run_id, "now": run.started_at, "license": ADAPTERS[adapter_name].license,
+                   "bulky": spec.bulky, "schemas": {t: run.catalog[t].arrow_schema() for t in TABLES}}
 
-            def flush():   # rows -> Arrow here; the Parquet encoding and writing on the writer's thread
-                for t in _TABLES:
-                    if t == "silver.tests" and tests["test_id"]:
-                        arrow = _columns_to_arrow(pa, tests, schemas[t], run.run_id)   # empties the columns
-                    elif buffers[t]:
-                        arrow = _to_arrow(pa, buffers[t], schemas[t])   # empties the buffer as it converts
-                    else:
-                        continue
-                    counts[t] += arrow.num_rows
-                    writer.submit(files.write, t, arrow)
-                    del arrow
+            def flush():   # the Parquet encoding and writing on the writer's thread
+                for t in TABLES:
+                    if buffers[t]:
+                        arrow = pa.concat_tables(buffers[t])
+                        buffers[t].clear()
+                        counts[t] += arrow.num_rows
+                        writer.submit(files.write, t, arrow)
+                        del arrow
                 buffered[0] = 0
                 stats["flushes"] += 1
 
             seen: set[str] = set()
-            now = run.started_at
             for path, rel in zip(resolved.files, rel_files):
                 stats["bytes_read"] += path.stat().st_size
                 named = file_split(path)
-                opts = {"file_split": named, "file_rel": rel, "config": config,
-                        "solutions_per_language": solutions_per_language}
+                file_job = {**job, "rel": rel, "named": named,
+                            "file": f"{resolved.url}/{rel}" if is_hub_url(resolved.url) else str(path),
+                            "opts": {"file_split": named, "file_rel": rel, "config": config,
+                                     "solutions_per_language": solutions_per_language}}
                 splits = file_splits.setdefault(rel, {})
-                for line, rec in iter_records(path, batch_bytes):
-                    ctx = (f"{resolved.url}/{rel}" if is_hub_url(resolved.url) else str(path), line)
-                    try:
-                        norm = convert(rec, ctx, opts)
-                    except SkipRecord as why:
-                        reason = str(why)
-                        stats["skipped"][reason] = stats["skipped"].get(reason, 0) + 1
-                        stats["first_skip"] = stats["first_skip"] or f"{rel}:{line} ({reason})"
-                        norm = None
-                    known, digests = {}, None
-                    if norm is not None:
-                        validate(norm, ctx)
-                        if named == "test" or (named and norm.split is None):
-                            norm.split = named
-                        digests, known = _digests(norm.tests)
-                    payload = json.dumps({k: (_elide(v, known) if k in spec.bulky else v) for k, v in rec.items()},
-                                         ensure_ascii=False, default=str)
-                    del rec, known
-                    buffers["bronze.raw_records"].append({
-                        "source": source, "source_id": norm.source_id if norm else f"{rel}:{line}", "payload": payload,
-                        "file": rel, "line": line, "ingested_at": now, "source_sha256": sha, "run_id": run.run_id,
-                        "source_revision": resolved.revision})
-                    buffered[0] += len(payload)
-                    if norm is None:
-                        continue
-                    problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code, digests)
-                    if problem_id in seen:   # an exact copy of an earlier record: bronze only
-                        stats["duplicates"] += 1
-                        continue
-                    seen.add(problem_id)
-                    key = norm.split or "unsplit"
-                    splits[key] = splits.get(key, 0) + 1
-                    statement = statement_text(norm.question, norm.starter_code)
-                    buffers["silver.problems"].append({
-                        "problem_id": problem_id, "source": source, "source_id": norm.source_id,
-                        "question": norm.question, "starter_code": norm.starter_code, "entry_point": norm.entry_point,
-                        "test_preamble": norm.test_preamble, "language": norm.language, "test_format": norm.test_format,
-                        "difficulty_label": norm.difficulty_label, "license": license_, "split": norm.split,
-                        "metadata": json.dumps({**(norm.metadata or {}), "hub_revision": resolved.revision},
-                                               default=str),
-                        "created_at": now, "run_id": run.run_id})
-                    buffered[0] += len(norm.question)
-                    n = len(norm.tests)
-                    tests["test_id"] += _test_ids(problem_id, digests)
-                    tests["problem_id"] += [problem_id] * n
-                    tests["ordinal"] += range(n)
-                    for name in _TEST_FIELDS:
-                        values = list(map(attrgetter(name), norm.tests))
-                        tests[name] += values
-                        if name in _TEXTS:
-                            buffered[0] += sum(map(len, filter(None, values)))
-                    tests["visibility"] += [_visibility(statement, t) for t in norm.tests]
-                    program_ids = set()
-                    for p in norm.programs:
-                        pid = stable_hash(problem_id, p.origin, p.model, p.sample_index, p.code)
-                        if pid in program_ids:
-                            continue
-                        program_ids.add(pid)
-                        buffers["silver.programs"].append({
-                            "program_id": pid, "problem_id": problem_id, "origin": p.origin, "model": p.model,
-                            "sample_index": p.sample_index, "code": p.code, "raw_completion": p.raw_completion,
-                            "extraction_status": None, "reported_pass_rate": p.reported_pass_rate,
-                            "parent_program_id": None, "metadata": json.dumps(p.metadata) if p.metadata else None,
-                            "created_at": now, "run_id": run.run_id, "language": p.language})
-                        buffered[0] += len(p.code) + len(p.raw_completion or "")
-                    values = None   # the last column (maybe MB-sized texts) must not outlive its place in the buffer
-                    del norm
+                for batch in _converted(pool, file_job, path, batch_bytes):
+                    stats["duplicates"] += batch.drop_repeated(seen)   # exact copies of earlier records: bronze only
+                    stats["skipped"].update(batch.skipped)
+                    stats["first_skip"] = stats["first_skip"] or batch.first_skip
+                    for key in batch.splits:
+                        splits[key] = splits.get(key, 0) + 1
+                    for t, arrow in batch.tables.items():
+                        buffers[t].append(arrow)
+                    buffered[0] += batch.text_chars
+                    del batch
                     if buffered[0] >= flush_bytes:
                         flush()
             flush()
             writer.close()   # every file written and added before the run goes on
             if counts["silver.problems"] == 0:
-                raise InputError(f"no problem with usable tests (skipped: {stats['skipped']})", file=resolved.url)
+                raise InputError(f"no problem with usable tests (skipped: {dict(stats['skipped'])})",
+                                 file=resolved.url)
             run.delete("silver.programs", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
             run.delete("silver.executions", "program_id NOT IN (SELECT program_id FROM silver.programs) "
                        "OR test_id NOT IN (SELECT test_id FROM silver.tests)")
@@ -321,6 +172,100 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
         raise
 
 
+def _parts(path: Path) -> list[range] | None:
+    """A Parquet file's row groups in runs of about TASK_BYTES, for the workers; None when it is not Parquet, is one
+    run, or has a row group over ROW_GROUP_MAX."""
+    if not path.name.endswith(".parquet"):
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception:   # an unreadable file: the reader in this process raises the located error
+        return None
+    sizes = [meta.row_group(rg).total_byte_size for rg in range(meta.num_row_groups)]
+    if max(sizes, default=ROW_GROUP_MAX + 1) > ROW_GROUP_MAX:
+        return None
+    parts, start, size = [], 0, 0
+    for rg, n in enumerate(sizes):
+        size += n
+        if size >= TASK_BYTES or rg == len(sizes) - 1:
+            parts.append(range(start, rg + 1))
+            start, size = rg + 1, 0
+    return parts if len(parts) > 1 else None
+
+
+def _convert_part(job: dict, path: Path, row_groups: range, batch_bytes: int) -> list:
+    """(in a worker) The batches of ``row_groups``."""
+    return list(convert_records(job, parquet_records(path, batch_bytes, row_groups)))
+
+
+def _converted(pool, job: dict, path: Path, batch_bytes: int):
+    """The batches of one file in order: from the workers (at most one part each, plus one, ahead) when there are
+    workers and the file has several parts; else converted here. A part whose worker failed is converted here
+    again, so its error is the one this process would raise."""
+    parts = _parts(path) if pool is not None else None
+    if parts is None:
+        yield from convert_records(job, iter_records(path, batch_bytes))
+        return
+    def results(part: range, future):
+        try:
+            batches = future.result()
+        except Exception:   # noqa: BLE001 - the same part again here: its own error, or its rows
+            batches = list(convert_records(job, parquet_records(path, batch_bytes, part)))
+        while batches:
+            yield batches.pop(0)   # handed on one at a time: the caller may drop it before the next
+
+    ahead = deque()
+    for part in parts:
+        ahead.append((part, pool.submit(_convert_part, job, path, part, batch_bytes)))
+        if len(ahead) > pool.n:   # one part per worker ahead of the one being written
+            yield from results(*ahead.popleft())
+    while ahead:
+        yield from results(*ahead.popleft())
+
+
+class _Workers:
+    """``n`` conversion processes, started (spawned: nothing of this process's threads and locks is inherited) on
+    the first :meth:`submit`; a multi-row-group Parquet file is the only user."""
+
+    def __init__(self, n: int):
+        self.n, self.pool = n, None
+
+    def submit(self, fn, *args):
+        if self.pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_ignore_sigint)
+        return self.pool.submit(fn, *args)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def _workers(n: int | None):
+    """:class:`_Workers` of ``n`` processes (None: one per core when there are several), or None for none."""
+    if n is None:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        n = n if n > 1 else 0
+    workers = _Workers(n) if n else None
+    try:
+        yield workers
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C stops the ingest in the parent, which stops the pool
+
+
 @contextmanager
 def _write_behind():
     """The run's file writes on one background thread (one write batch waiting at most); leaving the block with
@@ -332,49 +277,6 @@ def _write_behind():
         yield writer
     finally:
         writer.abort()   # after close(): nothing left to stop
-
-
-def _to_arrow(pa, rows: list, schema, slice_chars: int = 8 << 20):
-    """``rows`` -> one Arrow table, converted ~``slice_chars`` of text at a time; each slice's Python rows are
-    released once converted (the list is emptied), so a write batch's text is held about once, not twice."""
-    parts, start, chars = [], 0, 0
-    bulky = [c for c in schema.names if c in PAYLOAD_COLUMNS]   # the columns whose text counts
-    texts = itemgetter(*bulky) if len(bulky) > 1 else lambda row: (row[bulky[0]],)
-    for i in range(len(rows)):
-        chars += sum(map(len, filter(None, texts(rows[i]))))
-        if chars >= slice_chars or i == len(rows) - 1:
-            parts.append(pa.Table.from_pylist(rows[start:i + 1], schema=schema))
-            rows[start:i + 1] = [None] * (i + 1 - start)   # the slice's strings are freed now
-            start, chars = i + 1, 0
-    rows.clear()
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
-
-def _columns_to_arrow(pa, columns: dict, schema, run_id: str, slice_chars: int = 8 << 20):
-    """silver.tests columns -> one Arrow table in ``schema``; the text columns are converted ~``slice_chars`` at a
-    time and each slice's Python strings released once converted (as :func:`_to_arrow` does for rows). Empties
-    ``columns``."""
-    from bisect import bisect_right
-    from itertools import accumulate
-
-    n = len(columns["test_id"])
-    arrays = {"origin": pa.array(["dataset"] * n, pa.string()), "run_id": pa.array([run_id] * n, pa.string())}
-    for name in list(columns):
-        values, kind = columns[name], schema.field(name).type
-        columns[name] = []
-        if name not in _TEXTS:
-            arrays[name] = pa.array(values, kind)
-            continue
-        longest, chunks, start = max(map(len, filter(None, values)), default=0), [], 0
-        ends = list(accumulate(len(v) if v else 0 for v in values)) if longest > 1 << 16 else None
-        while start < n:   # slices of ~slice_chars: by row count when no text is long, else by running length
-            stop = min(n, start + max(1, slice_chars // max(1, longest))) if ends is None else \
-                max(start + 1, bisect_right(ends, (ends[start - 1] if start else 0) + slice_chars))
-            chunks.append(pa.array(values[start:stop], kind))
-            values[start:stop] = [None] * (stop - start)   # the slice's strings are freed now
-            start = stop
-        arrays[name] = pa.chunked_array(chunks, kind)
-    return pa.table([arrays[f.name] for f in schema], schema=schema)
 
 
 class _DataFiles:

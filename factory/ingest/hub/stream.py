@@ -16,7 +16,7 @@ def iter_records(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[i
     if not path.is_file():
         raise InputError("file not found", file=str(path))
     if name.endswith(".parquet"):
-        yield from _parquet(path, batch_bytes)
+        yield from parquet_records(path, batch_bytes)
     elif name.endswith((".jsonl", ".jsonl.gz")):
         from factory.ingest.readers import read_jsonl   # line by line already
         yield from read_jsonl(path)
@@ -27,11 +27,12 @@ def iter_records(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[tuple[i
         raise InputError("unsupported file type in a Hub dataset (expected .parquet, .jsonl, .json)", file=str(path))
 
 
-def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
-    """Rows of a Parquet file, a row group at a time (in byte-bounded batches for large row groups; the next batch
-    read on a thread meanwhile). ``pre_buffer=False`` + ``buffer_size`` stream a column chunk instead of caching it;
-    columns are converted one at a time, each Arrow column freed before the next, so the Arrow and Python copies of
-    a big value overlap only inside one column."""
+def parquet_records(path: Path, batch_bytes: int = BATCH_BYTES, row_groups: range | None = None
+                    ) -> Iterator[tuple[int, dict]]:
+    """Rows of a Parquet file (of ``row_groups`` only, when given), a row group at a time (in byte-bounded batches
+    for large row groups; the next batch read on a thread meanwhile). ``pre_buffer=False`` + ``buffer_size``
+    stream a column chunk instead of caching it; columns are converted one at a time, each Arrow column freed before
+    the next, so the Arrow and Python copies of a big value overlap only inside one column."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -42,8 +43,8 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
     from factory.streaming.background import read_ahead
 
     pool = pa.default_memory_pool()
-    row = 0
-    for item in read_ahead(_row_group_batches(pf, path, batch_bytes), depth=1, name="parquet-read"):
+    row = sum(pf.metadata.row_group(rg).num_rows for rg in range(row_groups.start)) if row_groups else 0
+    for item in read_ahead(_row_group_batches(pf, path, batch_bytes, row_groups), depth=1, name="parquet-read"):
         rg, batch = item
         item.clear()   # the read-ahead thread's reference too: the batch is freed column by column below
         try:
@@ -63,17 +64,17 @@ def _parquet(path: Path, batch_bytes: int) -> Iterator[tuple[int, dict]]:
         while records:
             row += 1
             yield row, records.pop()
-    if row == 0:
+    if row == 0 and row_groups is None:
         raise InputError("no rows", file=str(path))
 
 
-def _row_group_batches(pf, path: Path, batch_bytes: int):
-    """[row group, batch] of every row group (read on the read-ahead thread: decompression and decoding release
-    the GIL, so they overlap the conversion of the batch before)."""
+def _row_group_batches(pf, path: Path, batch_bytes: int, row_groups: range | None):
+    """[row group, batch] of every row group in ``row_groups`` (all by default; read on the read-ahead thread:
+    decompression and decoding release the GIL, so they overlap the conversion of the batch before)."""
     meta, first = pf.metadata, 0
     for rg in range(meta.num_row_groups):
         info = meta.row_group(rg)
-        if info.num_rows:
+        if info.num_rows and (row_groups is None or rg in row_groups):
             per_row = max(1, info.total_byte_size // info.num_rows)
             batch_rows = max(1, min(4096, batch_bytes // per_row))
             try:
