@@ -178,9 +178,7 @@ def summarize(problems: dict) -> dict:
     labelled = {t for t, p in problems.items() if p["label"]}
     yes = {t for t in labelled if problems[t]["label"] == "yes"}
     out = {"labelled": len(labelled), "positives": len(yes),
-           "phrase": _prf({t for t, p in problems.items() if p["phrase"]}, yes, labelled),
-           "broad": _prf({t for t, p in problems.items() if p["broad"]}, yes, labelled),
-           "relaxed": _prf({t for t, p in problems.items() if p["relaxed"]}, yes, labelled)}
+           **{k: _prf({t for t, p in problems.items() if p[k]}, yes, labelled) for k in ("phrase", "broad", "relaxed")}}
     groups = defaultdict(list)
     for t, p in problems.items():
         if p["order_tested"]:
@@ -189,12 +187,10 @@ def summarize(problems: dict) -> dict:
                 groups[f"yes:{p['kind']}"].append(t)
                 if p["wording"] != "standard":
                     groups["yes:wording"].append(t)
-    rows = {}
-    for g, ts in sorted(groups.items()):
-        rows[g] = {"scored": len(ts), **{h: sum(problems[t][h] == 1.0 for t in ts)
-                                         for h in ("reference", "reversed", "shuffled", "wrong")},
-                   "failing_reversed": sorted(t for t in ts if problems[t]["reversed"] != 1.0)}
-    out["scores"] = rows
+    out["scores"] = {g: {"scored": len(ts), **{h: sum(problems[t][h] == 1.0 for t in ts)
+                                              for h in ("reference", "reversed", "shuffled", "wrong")},
+                         "failing_reversed": sorted(t for t in ts if problems[t]["reversed"] != 1.0)}
+                     for g, ts in sorted(groups.items())}
     return out
 
 
