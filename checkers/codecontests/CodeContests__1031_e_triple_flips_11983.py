@@ -1,33 +1,17 @@
 # CF 1031E / 1071C: at most floor(n/3)+12 arithmetic-progression triple flips that zero the array, or NO.
 # The three indices of an operation may be printed in any order (the statement allows it).
-import re
 
 ALSO = ("CodeContests__1071_c_triple_flips_5739",)   # the same problem under its other id: judged by this file
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
     data = input.split()
     n = int(data[0])
     a = [0] + [int(t) for t in data[1:1 + n]]
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) < 2:
         return False, "missing m"
     m = _int(out[1])

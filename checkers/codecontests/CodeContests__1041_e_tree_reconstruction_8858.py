@@ -1,31 +1,15 @@
 # CF 1041E: a tree on 1..n whose per-edge (max, max) component pairs equal the given multiset, or NO.
-import re
 from collections import Counter
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
     data = list(map(int, input.split()))
     n = data[0]
     want = Counter(tuple(sorted((data[1 + 2 * i], data[2 + 2 * i]))) for i in range(n - 1))
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != 1 + 2 * (n - 1):
         return False, "expected %d edges" % (n - 1)
     e = [_int(t) for t in out[1:]]

@@ -3,15 +3,6 @@
 # through kept edges that are tight (d[x] + w == d[y]).
 import gc
 import heapq
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

@@ -1,13 +1,4 @@
 # CF 1217D: an edge coloring with the minimum k (jury's k) and no monochromatic cycle.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def _acyclic(n, edges):

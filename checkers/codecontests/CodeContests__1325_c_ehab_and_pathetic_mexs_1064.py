@@ -1,16 +1,7 @@
 # CF 1325C: distinct edge labels 0..n-2 minimizing the maximum MEX over all paths.
 # If the tree is a path every labelling gives n-1.  Otherwise the optimum is 2, reached iff the
 # edges labelled 0, 1 and 2 do not all lie on one simple path (with 0 and 1 always on one, MEX >= 2).
-import re
 from itertools import combinations
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

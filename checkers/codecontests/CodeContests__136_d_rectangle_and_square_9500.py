@@ -1,13 +1,4 @@
 # CF 136D: split 8 distinct points into a square (line 2) and a rectangle (line 3), or NO.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def _shape(pts, square):
@@ -30,17 +21,10 @@ def _shape(pts, square):
 def check(input, expected, actual):
     c = list(map(int, input.split()[:16]))
     p = [(c[2 * i], c[2 * i + 1]) for i in range(8)]
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != 9:
         return False, "expected 8 indices"
     idx = [_int(t) for t in out[1:]]

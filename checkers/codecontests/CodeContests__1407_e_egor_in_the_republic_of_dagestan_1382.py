@@ -1,14 +1,5 @@
 # CF 1407E: a city coloring whose shortest safe 1 -> n path is the longest possible
 # (jury's value; -1 = no path).  The coloring is checked by a BFS over roads u -> v with t == color[u].
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

@@ -1,14 +1,5 @@
 # CF 1521D: per test case, the minimum number k of (remove edge, add edge) operations (jury's k)
 # that turn the tree into a bamboo (a path); the operations are simulated.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def _find(p, x):

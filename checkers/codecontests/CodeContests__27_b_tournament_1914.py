@@ -1,14 +1,5 @@
 # CF 27B: the missing game "x y" (x won) such that all results fit distinct speeds,
 # i.e. the completed tournament is transitive (all win counts distinct).
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

@@ -1,29 +1,13 @@
 # CF 407A: integer right triangle with legs a, b and no side parallel to an axis, or NO.
-import re
 from itertools import combinations
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
     a, b = map(int, input.split()[:2])
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != 7:
         return False, "expected three pairs of coordinates"
     c = [_int(t) for t in out[1:]]

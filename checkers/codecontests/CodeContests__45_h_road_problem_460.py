@@ -1,14 +1,5 @@
 # CF 45H: add the minimum number t of new roads (jury's t; -1 if impossible) so that the graph
 # has no bridge (2-edge-connected); no road may duplicate an existing or another new road.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def _has_bridge(n, edges):

@@ -1,30 +1,14 @@
 # CF 464B: permute the numbers within each line so the 8 points are a cube's vertices, or NO.
 # Cube test: the 28 squared distances are 12 x d, 12 x 2d, 4 x 3d with d > 0.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
     c = list(map(int, input.split()[:24]))
     rows = [sorted(c[3 * i:3 * i + 3]) for i in range(8)]
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != 25:
         return False, "expected 8 points"
     v = [_int(t) for t in out[1:]]

@@ -1,14 +1,5 @@
 # CF 507E: the minimum number k of affected roads (jury's k), each a real road changed to the
 # other state, after which the working roads are exactly one shortest 1 -> n path.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

@@ -1,14 +1,5 @@
 # CF 576A: a minimum-length list of divisibility questions that identifies every x in [1, n].
 # The jury's k is the minimum; the questions must separate all x.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):

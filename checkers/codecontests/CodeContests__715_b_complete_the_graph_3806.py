@@ -1,17 +1,8 @@
 # CF 715B / 716D: positive weights (<= 10^18) for the erased edges so that dist(s, t) == L, or NO.
 # Edges may be printed in any order (and either orientation); fixed weights must be unchanged.
 import heapq
-import re
 
 ALSO = ("CodeContests__716_d_complete_the_graph_158",)   # the same problem under its other id: judged by this file
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
@@ -21,17 +12,10 @@ def check(input, expected, actual):
     for i in range(m):
         u, v, w = data[5 + 3 * i:8 + 3 * i]
         given[(min(u, v), max(u, v))] = w
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != 1 + 3 * m:
         return False, "expected %d edges" % m
     e = [_int(x) for x in out[1:]]

@@ -1,13 +1,4 @@
 # CF 963B: an order destroying every vertex, each while it has even degree, or NO.
-import re
-
-_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
-
-
-def _int(t):
-    if not _INT.match(t) or t == "-0":
-        raise ValueError("bad integer %r" % t)
-    return int(t)
 
 
 def check(input, expected, actual):
@@ -22,17 +13,10 @@ def check(input, expected, actual):
             adj[p].append(i)
             deg[i] += 1
             deg[p] += 1
-    jury = expected.split()[0].upper()
     out = actual.split()
-    if not out:
-        return False, "empty output"
-    verdict = out[0].upper()
-    if verdict not in ("YES", "NO"):
-        return False, "expected YES/NO"
-    if verdict != jury:
-        return False, "answer says %s, jury says %s" % (verdict, jury)
-    if verdict == "NO":
-        return len(out) == 1, "NO"
+    verdict = _yes_no(expected, out)
+    if verdict:
+        return verdict
     if len(out) != n + 1:
         return False, "expected %d vertices" % n
     gone = [False] * (n + 1)

@@ -17,6 +17,7 @@ from factory.judging.file_checker import ORIGIN as DATASET_ORIGIN, script_checke
 from factory.judging.rules import Rule, checker_hash, detect_rule
 
 CHECKER_COLUMNS = ("problem_id", "policy", "atol", "rtol", "code", "origin", "detail", "checker_hash")
+PRELUDE = "_prelude.py"   # a folder's shared helpers, prepended to each of its checker programs (not a checker)
 
 
 def _source_clause(sources: list[str] | None, alias: str = "pb") -> tuple[str, list]:
@@ -32,7 +33,7 @@ def _file_key(source_id: str) -> str:
 def checker_files(folder: Path) -> dict[str, Path]:
     """A folder's checker programs by problem key: the file's stem and the keys its ``ALSO = (...)`` names (one
     program for a problem the dataset lists under several ids)."""
-    paths = sorted(folder.glob("*.py"))
+    paths = sorted(p for p in folder.glob("*.py") if p.name != PRELUDE)
     files = {p.stem: p for p in paths}   # a file of its own wins over another file's ALSO
     for p in paths:
         try:
@@ -54,7 +55,8 @@ def checker_files(folder: Path) -> dict[str, Path]:
 
 
 def read_checker_file(path: Path) -> str:
-    """A checker program's source, checked to define ``check(input, expected, actual)`` (clear error otherwise)."""
+    """A checker program's source, checked to define ``check(input, expected, actual)`` (clear error otherwise),
+    after its folder's ``_prelude.py`` where there is one."""
     code = path.read_text(encoding="utf-8")
     try:
         tree = ast.parse(code, filename=str(path))
@@ -66,7 +68,8 @@ def read_checker_file(path: Path) -> str:
     args = funcs[-1].args
     if len(args.args) + len(args.posonlyargs) != 3 and not args.vararg:
         raise InputError("check() must take three arguments: input, expected, actual", file=str(path))
-    return code
+    prelude = path.parent / PRELUDE
+    return f"{prelude.read_text(encoding='utf-8')}\n\n{code}" if prelude.is_file() else code
 
 
 def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str | Path | None = None,
