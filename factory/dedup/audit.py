@@ -83,8 +83,7 @@ def plant(text: str, transform: str) -> str:
         return _WORD.sub(swap, text)
     if transform == "truncate":
         spans = [m.end() for m in _WORD.finditer(text)]
-        keep = max(1, int(len(spans) * 0.6))
-        return text[: spans[keep - 1]]
+        return text[: spans[max(1, int(len(spans) * 0.6)) - 1]]
     raise ValueError(f"unknown planted transform {transform!r}; known: {', '.join(TRANSFORMS)}")
 
 

@@ -74,8 +74,7 @@ def dir_fingerprint(path: Path) -> str:
     """Short hash of a model folder: every file's relative path and size, plus the contents of its JSON configs."""
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        rel = f.relative_to(path).as_posix()
-        h.update(f"{rel}\0{f.stat().st_size}\0".encode())
+        h.update(f"{f.relative_to(path).as_posix()}\0{f.stat().st_size}\0".encode())
         if f.suffix == ".json":
             h.update(f.read_bytes())
     return h.hexdigest()[:12]

@@ -64,13 +64,11 @@ def _candidate_pairs_numpy(bands: pa.Table, max_bucket: int) -> pa.Table:
     band = bands["band"].to_numpy()
     bh = bands["band_hash"].to_numpy()
     by_band = np.argsort(band, kind="stable")
-    cuts = np.flatnonzero(np.diff(band[by_band])) + 1
-    groups = np.split(by_band, cuts)
+    groups = np.split(by_band, np.flatnonzero(np.diff(band[by_band])) + 1)
     k = cores()
     codes = [c for part in pool_map(lambda g: _bucket_codes(g, bh, rank, n_ids, max_bucket),
                                     [groups[i::k] for i in range(k)]) for c in part]
-    code = np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
-    pair, n_bands = np.unique(code, return_counts=True)
+    pair, n_bands = np.unique(np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64), return_counts=True)
     out_t = pa.string() if pa.types.is_large_string(ids.type) else ids.type  # DuckDB VARCHAR comes back as string
     return pa.table({"doc_id_a": sorted_ids.take(pa.array(pair // max(n_ids, 1))).cast(out_t),
                      "doc_id_b": sorted_ids.take(pa.array(pair % max(n_ids, 1))).cast(out_t),

@@ -78,8 +78,7 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The affine32 ``(a, b)`` uint32 arrays datasketch draws for ``(num_perm, seed)``."""
     gen = np.random.RandomState(seed)
     a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
-    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
-    return a, b
+    return a, gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:
@@ -231,7 +230,6 @@ def band_table(doc_ids: pa.Array | Sequence, sig: np.ndarray, params: MinHashPar
     doc_ids = doc_ids if isinstance(doc_ids, (pa.Array, pa.ChunkedArray)) else pa.array(doc_ids)
     keep = np.flatnonzero(~(sig == EMPTY).all(axis=1))
     bh = band_hashes(sig[keep], params)
-    idx = np.repeat(keep, params.bands)
-    return pa.table({"doc_id": doc_ids.take(pa.array(idx)),
+    return pa.table({"doc_id": doc_ids.take(pa.array(np.repeat(keep, params.bands))),
                      "band": pa.array(np.tile(np.arange(params.bands, dtype=np.int16), keep.size)),
                      "band_hash": pa.array(bh.reshape(-1))})

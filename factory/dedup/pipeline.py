@@ -147,8 +147,7 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
                                            cand["doc_id_a"].combine_chunks()]))
     old_needed = existing_docs.filter(pc.is_in(existing_docs["doc_id"].cast(id_type), value_set=involved))
     v_ids = pa.concat_arrays([new_ids, old_needed["doc_id"].cast(id_type).combine_chunks()])
-    v_texts = new_texts + old_needed["text"].to_pylist()
-    near = verify_pairs(cand, v_ids, v_texts, params.ngram, params.threshold)
+    near = verify_pairs(cand, v_ids, new_texts + old_needed["text"].to_pylist(), params.ngram, params.threshold)
     st["verify_s"] = time.perf_counter() - t
     edges.append(_pairs(near, "near", id_type))
     pairs = pa.concat_tables(edges)

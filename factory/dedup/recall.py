@@ -127,8 +127,7 @@ def _all_pairs_jaccard(corpus: list[str], n: int, threshold: float) -> set[tuple
     x = sp.csr_matrix((np.ones(h.size, np.int32), (rows, col)), shape=(len(corpus), int(col.max()) + 1))
     inter = sp.triu(x @ x.T, k=1).tocoo()
     size = np.diff(off)
-    jac = inter.data / (size[inter.row] + size[inter.col] - inter.data)
-    keep = jac >= threshold
+    keep = inter.data / (size[inter.row] + size[inter.col] - inter.data) >= threshold
     return set(zip(inter.row[keep].tolist(), inter.col[keep].tolist()))
 
 

@@ -104,8 +104,7 @@ def _test_of(key: str) -> tuple:
     if kind == "in":
         return ("in", body)
     args, out = body.split("=>", 1)
-    first = json.loads(args)[:1]
-    return ("io", json.dumps(first), out)
+    return ("io", json.dumps(json.loads(args)[:1]), out)
 
 
 def shared_test_overlap(problems: dict[str, set], benchmarks: dict[tuple[str, str], set],

@@ -121,5 +121,4 @@ def verify_pairs(pairs: pa.Table, doc_ids: pa.Array | Sequence, texts: Sequence[
     local = local.reshape(-1)
     off, h = shingle_hashes([texts[g] for g in need.tolist()], n)
     jac = pair_jaccard(off, h, local[: pa_pos.size], local[pa_pos.size :])
-    out = pairs.append_column("jaccard", pa.array(jac))
-    return out.filter(pa.array(jac >= threshold))
+    return pairs.append_column("jaccard", pa.array(jac)).filter(pa.array(jac >= threshold))
