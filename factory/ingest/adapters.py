@@ -304,8 +304,7 @@ def verl(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         if not users:
             raise input_error(ctx, "no user message in prompt", "prompt")
         prompt = users[-1]
-    reward = require(rec, "reward_model", ctx, dict)
-    truth = reward.get("ground_truth")
+    truth = require(rec, "reward_model", ctx, dict).get("ground_truth")
     extra = rec.get("extra_info") or {}
     ours = bool(extra.get("problem_id"))   # a `factory export --format verl` row
     try:

@@ -39,8 +39,7 @@ def normalise(text: str) -> str:
         s = re.sub(r"(\d\.\d*?)0+(?!\d)", r"\1", s)        # 2.50000 -> 2.5, 1.0 -> 1.
         s = re.sub(r"(\d)\.(?!\d)", r"\1", s)               # 1. -> 1 (also a sentence's full stop after a number)
     s = re.sub(r"\s+", " ", s)
-    s = re.sub(rf"\s*([{_PUNCT}])\s*", r"\1", s)
-    return s.strip()
+    return re.sub(rf"\s*([{_PUNCT}])\s*", r"\1", s).strip()
 
 
 Pair = tuple[tuple[str, ...], tuple[str, ...]]   # (argument parts, accepted renderings of the expected output)
