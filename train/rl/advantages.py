@@ -103,8 +103,7 @@ ADV_ESTIMATORS = {
 def outcome_to_token_rewards(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """Place each sequence's scalar score on its last valid response token (verl NaiveRewardManager)."""
     out = torch.zeros_like(response_mask, dtype=torch.float32)
-    lengths = response_mask.long().sum(-1)
-    rows = torch.nonzero(lengths > 0).squeeze(-1)
+    rows = torch.nonzero(response_mask.long().sum(-1) > 0).squeeze(-1)
     last = response_mask.shape[1] - 1 - response_mask.long().flip(-1).argmax(-1)
     out[rows, last[rows]] = scores.float()[rows]
     return out

@@ -85,8 +85,7 @@ def response_log_probs(policy, input_ids, attention_mask, prompt_len: int, tempe
     position_ids = (attention_mask.cumsum(-1) - 1).clamp_min(0)
     logits = policy(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                     use_cache=False).logits[:, prompt_len - 1:-1].float() / temperature
-    targets = input_ids[:, prompt_len:]
-    logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logp = torch.log_softmax(logits, -1).gather(-1, input_ids[:, prompt_len:].unsqueeze(-1)).squeeze(-1)
     return logp, (entropy_from_logits(logits) if with_entropy else None)
 
 

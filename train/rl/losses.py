@@ -60,8 +60,7 @@ def agg_loss(loss_mat: torch.Tensor, loss_mask: torch.Tensor, loss_agg_mode: str
     if loss_agg_mode == "seq-mean-token-mean":
         n_tok = m.sum(-1)
         valid = n_tok > 0
-        per_seq = seq_sum / n_tok.clamp_min(1.0)
-        return (per_seq * valid).sum() / valid.sum().clamp_min(1)
+        return (seq_sum / n_tok.clamp_min(1.0) * valid).sum() / valid.sum().clamp_min(1)
     if loss_agg_mode == "seq-mean-token-sum-norm":
         factor = loss_scale_factor if loss_scale_factor is not None else loss_mask.shape[-1]
         return seq_sum.sum() / factor
@@ -98,8 +97,7 @@ def ppo_clip_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mo
     ratio, neg_kl = _ratio(old_log_prob, log_prob)
     pg1 = -advantages * ratio
     pg2 = -advantages * torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high)
-    clip1 = torch.maximum(pg1, pg2)
-    pg, lower_frac = _dual_clip(clip1, advantages, cfg, response_mask)
+    pg, lower_frac = _dual_clip(torch.maximum(pg1, pg2), advantages, cfg, response_mask)
     metrics = {"pg_clipfrac": masked_mean((pg2 > pg1).float(), response_mask),
                "pg_clipfrac_lower": lower_frac, "ppo_kl": masked_mean(-neg_kl, response_mask).detach()}
     return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics)
@@ -192,8 +190,7 @@ def kl_penalty(log_prob: torch.Tensor, ref_log_prob: torch.Tensor, kind: str = "
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Per-position entropy H = logsumexp(z) − Σ softmax(z)·z."""
-    p = torch.softmax(logits, -1)
-    return torch.logsumexp(logits, -1) - (p * logits).sum(-1)
+    return torch.logsumexp(logits, -1) - (torch.softmax(logits, -1) * logits).sum(-1)
 
 
 class AdaptiveEntropyController:

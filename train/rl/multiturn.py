@@ -206,8 +206,7 @@ class BackendPolicy:
             text, reason = res.completions[0], (res.finish_reasons or [None])[0]
             if text.count("```python") > len(CODE_DONE.findall(text)):   # cut at the closing fence's stop
                 text = text.rstrip("`\n") + "\n```"
-            finish = "step" if step_done(text) else ("length" if reason == "length" else "eos")
-            out.append((text, finish))
+            out.append((text, "step" if step_done(text) else ("length" if reason == "length" else "eos")))
         return out
 
 

@@ -73,8 +73,7 @@ def tokenize_pairs(rows: list[dict], tokenizer, max_length: int, overlong: str =
 
 def _forward(model, batch: list[dict], pad_id: int, side: str, device):
     ids, mask = pad_batch([b["chosen"] for b in batch] + [b["rejected"] for b in batch], pad_id, side)
-    rewards = sequence_rewards(model, ids.to(device), mask.to(device))
-    r_c, r_r = rewards.chunk(2)
+    r_c, r_r = sequence_rewards(model, ids.to(device), mask.to(device)).chunk(2)
     margins = [b["margin"] for b in batch]
     margin = None if any(m is None for m in margins) else torch.tensor(margins, device=device)
     return r_c, r_r, margin, int(mask.sum())
