@@ -172,35 +172,16 @@ def toolchain_paths() -> list:
     return list(dict.fromkeys(p for lang in SUPPORTED[1:] for p in (toolchain(lang) or {}).get("paths", [])))
 
 
+# what java_code_only blanks: // and /* */ comments, text blocks, string and char literals (a string ends at its line)
+_NOT_CODE = re.compile(r'//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)|"""(?:\\[\s\S]?|(?!""")[^\\])*(?:"""|\Z)'
+                       r'|"(?:\\[\s\S]?|[^"\\\n])*["\n]?' r"|'(?:\\[\s\S]?|[^'\\\n])*['\n]?")
+
+
 def java_code_only(source: str) -> str:
     """``source`` with its comments, string, character and text-block literals blanked (same length, newlines
     kept): what is left is the code, in which declarations can be looked for without being fooled by
     ``// A public class Pair would be overkill`` or ``"class Main"``."""
-    out, i, n = list(source), 0, len(source)
-    while i < n:
-        c = source[i]
-        if source.startswith("//", i):
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-        elif source.startswith("/*", i):
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-        elif source.startswith('"""', i):
-            j = i + 3
-            while j < n and not source.startswith('"""', j):
-                j += 2 if source[j] == "\\" else 1
-            j = min(n, j + 3)
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            j = min(n, j + 1)
-        else:
-            i += 1
-            continue
-        out[i:j] = [ch if ch == "\n" else " " for ch in out[i:j]]   # blanked, its newlines kept
-        i = j
-    return "".join(out)
+    return _NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)   # blanked, its newlines kept
 
 
 _MODS = r"(?:(?:public|protected|private|static|final|abstract|strictfp|sealed|non-sealed|synchronized|native)\s+" \
