@@ -11,10 +11,9 @@ writes the JSON; ``--ship`` also writes audit/decontam/measured.json, the figure
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-from harness import ROOT, parser, table as md_table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import ROOT, parser, table as md_table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 ORDER = ("default", "text", "test", "lineage", "text_literal", "literal_default")
 NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence rule)", "test": "test",
@@ -38,9 +37,8 @@ def main(argv=None) -> int:
     ap.add_argument("--audit-dir", default=str(ROOT / "audit" / "decontam"))
     ap.add_argument("--ship", action="store_true", help="also write audit/decontam/measured.json")
     args = ap.parse_args(argv)
-    t = time.time()
-    result = audit_decontam(args.lake, args.audit_dir)
-    result["seconds"] = round(time.time() - t, 1)
+    seconds, result = timed(audit_decontam, args.lake, args.audit_dir)
+    result["seconds"] = round(seconds, 1)
     result["lake"] = str(args.lake)
     print(f"labels: {result['labels']}; planted copies: {result['planted']}; {result['seconds']} s")
     print(table(result))
@@ -52,10 +50,9 @@ def main(argv=None) -> int:
                 print("  " + e)
     write(args.out, result)
     if args.ship:
-        keep = {m: {k: result["methods"][m][k] for k in ("flagged", "precision", "recall", "false_positives")}
-                | {"recall_lineage": result["methods"][m]["by_kind"].get("lineage", {}).get("rate"),
-                   "recall_planted": result["methods"][m]["by_kind"].get("planted", {}).get("rate")}
-                for m in ORDER}
+        keep = {m: {k: r[k] for k in ("flagged", "precision", "recall", "false_positives")}
+                | {f"recall_{k}": r["by_kind"].get(k, {}).get("rate") for k in ("lineage", "planted")}
+                for m in ORDER for r in [result["methods"][m]]}
         (Path(args.audit_dir) / "measured.json").write_text(json.dumps(
             {"labels": result["labels"], "planted": result["planted"], "methods": keep,
              "measured_on": "a lake of ../shared/data (bench/decontam_audit.py)"}, indent=2, sort_keys=True) + "\n")

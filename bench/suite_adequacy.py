@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import DATA, jsonl, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, jsonl, parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from factory.stages.augment import run_augment, run_suite_reduce  # noqa: E402
 from factory.stages.curate import curate  # noqa: E402
@@ -81,9 +80,8 @@ def main() -> None:
     timings: dict[str, float] = {}
 
     def step(name, fn, *a, **kw):
-        t0 = time.time()
-        out = fn(*a, **kw)
-        timings[name] = round(time.time() - t0, 1)
+        seconds, out = timed(fn, *a, **kw)
+        timings[name] = round(seconds, 1)
         print(f"[{timings[name]:7.1f}s] {name}", file=sys.stderr, flush=True)
         return out
 
