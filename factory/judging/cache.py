@@ -88,10 +88,6 @@ def _payload(verdicts: list[Verdict]) -> list[dict]:
     return [{k: x for k, x in v.as_dict().items() if k != "program_id"} for v in verdicts]
 
 
-def _rebuild(payload: list[dict], program_id: str) -> list[Verdict]:
-    return [Verdict(program_id=program_id, **d) for d in payload]
-
-
 @dataclass
 class CacheStats:
     jobs: int = 0
@@ -100,7 +96,6 @@ class CacheStats:
     misses: int = 0               # jobs run in the sandbox
     stored: int = 0
     saved_cpu_s: float = 0.0      # CPU seconds the served jobs took when they were run
-    saved_wall_s: float = 0.0
 
     def add(self, other: "CacheStats") -> None:
         for name in self.__dataclass_fields__:
@@ -232,6 +227,5 @@ def run_cached(jobs: list[Job], limits: Limits, runner, store, stats: CacheStats
             stats.batch_duplicates += 1
             payload = _payload(ran[k.key])
         stats.saved_cpu_s += sum(d.get("cpu_ms") or 0.0 for d in payload) / 1000
-        stats.saved_wall_s += sum(d.get("wall_ms") or 0.0 for d in payload) / 1000
-        out += _rebuild(payload, job.program_id)
+        out += [Verdict(program_id=job.program_id, **d) for d in payload]
     return out
