@@ -158,9 +158,9 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
     checked = {pid: lineage for pid, src, t, lineage, _ in meta if not t}
     rows: list[dict] = []
     if "lineage" in methods:
-        for r in lineage_overlap({p: lin for p, lin in checked.items() if lin},
-                                 {(src, pid): lin for pid, (src, lin, _) in targets.items() if lin}):
-            rows.append(_row(r, "lineage"))
+        rows += [_row(r, "lineage") for r in lineage_overlap(
+            {p: lin for p, lin in checked.items() if lin},
+            {(src, pid): lin for pid, (src, lin, _) in targets.items() if lin})]
     if "test" in methods:
         info: dict = {}   # the digest keys of long tests (MB-sized inputs): keys, never the test text, are kept
         bench_of = {pid: src for pid, (src, _, _) in targets.items()}
@@ -177,9 +177,8 @@ def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapPar
         problem_k = _stream_keys(con, checked, info, wanted) if wanted else {}
         families = {pid: lin for pid, lin in checked.items() if lin}
         families.update({pid: lin for pid, (_, lin, _) in targets.items() if lin})
-        for r in shared_test_overlap({p: problem_k[p] for p in checked if problem_k.get(p)}, bench_keys,
-                                     test_params, families, info):
-            rows.append(_row(r, "test"))
+        rows += [_row(r, "test") for r in shared_test_overlap(
+            {p: problem_k[p] for p in checked if problem_k.get(p)}, bench_keys, test_params, families, info)]
     return rows
 
 
@@ -197,21 +196,15 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
 
     from factory.ingest.visibility import normalise
 
-    tails = None
-    if wanted is not None:   # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
-        tails = set()
-        for key in wanted:
-            tails.update(info[key][4] if key in info else key_tails(key))
+    # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
+    tails = None if wanted is None else set().union(*(info[k][4] if k in info else key_tails(k) for k in wanted))
     con.register("_decontam_ids", pa.table({"problem_id": pa.array(list(problems), pa.string())}))
     try:   # the narrow pass: no test text is read
-        candidates = []
         reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN _decontam_ids "
                              f"USING (problem_id) WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS * 16)
-        for batch in reader:
-            for tid, kind, expected in zip(*(batch.column(i).to_pylist() for i in range(3))):
-                if tails is None or kind != "stdio" or (
-                        expected is not None and output_tail(normalise(expected)) in tails):
-                    candidates.append(tid)
+        candidates = [tid for batch in reader for tid, kind, expected in zip(*(c.to_pylist() for c in batch.columns))
+                      if tails is None or kind != "stdio" or (
+                          expected is not None and output_tail(normalise(expected)) in tails)]
     finally:
         con.unregister("_decontam_ids")
     keys: dict[str, set] = {}
