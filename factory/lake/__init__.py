@@ -8,8 +8,8 @@
 * :mod:`factory.lake.status` - ``factory status``, from the catalog alone;
 * :mod:`factory.lake.templating` - the SQL transforms' parameters and ``{{ placeholder }}`` rendering.
 
-The lake core imports nothing else of factory but :mod:`factory.errors`. ``from factory.lake import connect``
-(and every other name of the connection module) keeps working: they are re-exported here.
+The lake core imports nothing else of factory but :mod:`factory.errors`; the connection module's names are
+re-exported here (``from factory.lake import connect``).
 """
 from factory.lake.connection import (
     CATALOG_FILE, CONFIG_FILE, DATA_DIR, LAKE_ALIAS, attach_sql, connect, current_snapshot, existing_columns,

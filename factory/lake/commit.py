@@ -407,14 +407,6 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                 raise
 
 
-def is_commit_conflict(exc: BaseException) -> bool:
-    """DuckLake refused the commit because a concurrent transaction changed what this one touched (only possible
-    with a shared catalog: a SQLite lake has one writer at a time)."""
-    import duckdb
-
-    return isinstance(exc, duckdb.TransactionException) and "Transaction conflict" in str(exc)
-
-
 def run_stage(stage: str, config: dict, body, *, lake=None, attempts: int = 5, catalog: Catalog | None = None,
               backoff_s: float = 0.2):
     """Optimistic concurrency for a re-runnable stage body: ``body(run)`` inside :func:`stage_run`; when the commit
@@ -434,7 +426,8 @@ def run_stage(stage: str, config: dict, body, *, lake=None, attempts: int = 5, c
                     run.summary = f"{run.summary + '; ' if run.summary else ''}commit retries after conflicts: {attempt}"
             return result
         except duckdb.TransactionException as exc:
-            if not is_commit_conflict(exc) or attempt == attempts - 1:
+            # a concurrent transaction changed what this one touched (a shared catalog: SQLite has one writer)
+            if "Transaction conflict" not in str(exc) or attempt == attempts - 1:
                 raise
             time.sleep(backoff_s * (2 ** attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")

@@ -103,13 +103,6 @@ def _packaged_extension(module: str, filename: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def _extension_cache() -> Path:
-    import duckdb
-
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "factory" / "duckdb-extensions" / f"v{duckdb.__version__}"
-
-
 def extension_paths() -> dict[str, Path] | None:
     """Paths of loadable DuckLake + SQLite extension files from pip packages, or None if not installed.
 
@@ -129,8 +122,11 @@ def _linked(path: Path, name: str) -> Path:
     venv's run never re-points the one a printed `factory shell --print-init` names."""
     import hashlib
 
+    import duckdb
+
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    target = _extension_cache() / key / f"{name}.duckdb_extension"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "factory" / "duckdb-extensions"
+    target = cache / f"v{duckdb.__version__}" / key / f"{name}.duckdb_extension"
     if not target.exists() or target.resolve() != path.resolve():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".tmp{os.getpid()}")
