@@ -228,7 +228,6 @@ def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamPara
     rows = []
     for pi, bi, matched, inf_matched, positions, inf_positions, b_all, b_inf in zip(*(hits[c].to_pylist() for c in (
             "pidx", "bidx", "matched", "inf_matched", "positions", "inf_positions", "b_all", "b_inf"))):
-        inf_positions = inf_positions or []
         coverage = inf_matched / b_inf if b_inf else 0.0
         need_cov = params.same_dataset_coverage if _same_dataset(p_fams[pi], b_fams[bi]) else params.min_coverage
         evidence = inf_matched > 0 and coverage >= need_cov
