@@ -187,6 +187,7 @@ def java_code_only(source: str) -> str:
 _MODS = r"(?:(?:public|protected|private|static|final|abstract|strictfp|sealed|non-sealed|synchronized|native)\s+" \
         r"|@[A-Za-z_$][\w$.]*(?:\s*\([^)]*\))?\s*)*"
 _JAVA_TYPE = re.compile(r"(?<![\w$.])(" + _MODS + r")(class|interface|enum|record)\s+([A-Za-z_$][\w$]*)")
+_BRACE = re.compile(r"[{}]")
 _JAVA_MAIN = re.compile(r"(?<![\w$.])(" + _MODS + r")void\s+main\s*\(")
 
 
@@ -196,13 +197,10 @@ def _body_end(code: str, start: int) -> int:
     if i < 0:
         return len(code)
     depth = 0
-    for k in range(i, len(code)):
-        if code[k] == "{":
-            depth += 1
-        elif code[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k
+    for m in _BRACE.finditer(code, i):
+        depth += 1 if m.group() == "{" else -1
+        if depth == 0:
+            return m.start()
     return len(code)
 
 

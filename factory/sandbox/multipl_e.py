@@ -60,11 +60,8 @@ _NOT_NAMES = {"if", "for", "while", "switch", "function", "fn", "return", "sizeo
 
 def function_name(prompt: str) -> str | None:
     """The name of the function a MultiPL-E prompt ends by opening (its last line with ``name(``)."""
-    for line in reversed([ln for ln in prompt.splitlines() if ln.strip()]):
-        for m in re.finditer(r"([A-Za-z_]\w*)\s*\(", line):
-            if m.group(1) not in _NOT_NAMES:
-                return m.group(1)
-    return None
+    return next((m.group(1) for line in reversed([ln for ln in prompt.splitlines() if ln.strip()])
+                 for m in re.finditer(r"([A-Za-z_]\w*)\s*\(", line) if m.group(1) not in _NOT_NAMES), None)
 
 
 def split_at_function(code: str, prompt: str) -> tuple[str, str]:
