@@ -59,9 +59,7 @@ def parse_items(svc: Service, body) -> tuple[list, list[dict], object, dict]:
                      "binary": gt.is_binary(opts["binary"])})
         # this problem's calibrated limit (silver.time_limits): the item's, else the exported ground truth's
         # (as factory.reward uses it in process); capped by the server
-        cpu_s = item["cpu_s"] if item.get("cpu_s") is not None else gt.cpu_s
-        if cpu_s is not None:
-            cpu_s = _positive(cpu_s, f"{where}cpu_s", caps.max_cpu_s)
+        cpu_s = _positive(item["cpu_s"] if item.get("cpu_s") is not None else gt.cpu_s, f"{where}cpu_s", caps.max_cpu_s)
         if code is not None and tests:
             jobs.append(Job(f"{i}", code, tests, entry_point=entry, preamble=gt.preamble, cpu_s=cpu_s, language=lang))
     return jobs, meta, limits, opts

@@ -36,10 +36,8 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
             budget = max(1.0, client_wait - run_s - START_MARGIN_S)
         key = hashlib.sha1(raw).hexdigest()
         priority, expired_before = places.take(key)
-        if priority is None:
-            priority = arrived
-        # the client's last attempt: no 504 (it would be scored as an error); it waits, taken back if the client
-        # gives up
+        priority = arrived if priority is None else priority
+        # the client's last attempt gets no 504 (scored as an error): it waits, taken back if the client gives up
         deadline = arrived + budget if expired_before < client_retries else None
         try:
             ticket = (await svc.run_jobs([job], limits, request, deadline=deadline,

@@ -386,9 +386,7 @@ def _check_specs(tests: list[TestSpec], where: str) -> None:
             raise BadRequest(f"field '{name}.comparison' must be one of {', '.join(COMPARISONS)}, got "
                              f"{t.comparison!r}"[:300], f"{name}.comparison")
         for key in ("atol", "rtol"):
-            value = getattr(t, key)
-            if value is not None:
-                _positive(value, f"{name}.{key}", 1e300, zero_ok=True)
+            _positive(getattr(t, key), f"{name}.{key}", 1e300, zero_ok=True)
     if len({t.test_id for t in tests}) != len(tests):
         raise BadRequest(f"'{where}' has two tests with the same test_id", where)
 

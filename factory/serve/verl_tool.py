@@ -67,8 +67,7 @@ class FactoryInterpreterTool(BaseTool):
             self.instances[instance_id] = None
         return instance_id, ToolResponse()
 
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float,
-                                                                                                dict]:
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]:
         code = parameters.get("code") if isinstance(parameters, dict) else None
         if not isinstance(code, str) or not code.strip():
             return ToolResponse(text="Error: the 'code' argument (a string of Python) is required."), 0.0, \
