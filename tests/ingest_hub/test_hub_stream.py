@@ -13,7 +13,7 @@ from tests.ingest_hub import hubfixtures as fx
 from tests.lakeutil import init_lake, query
 
 CHILD = textwrap.dedent("""
-    import json, sys
+    import json, resource, sys
     from pathlib import Path
     from factory.ingest.hub.ingest import ingest_hub
     import pyarrow  # loaded before the baseline
@@ -27,8 +27,11 @@ CHILD = textwrap.dedent("""
     connect(lake, read_only=True).close()   # DuckDB and the lake's extensions loaded before the baseline too
     Path("/proc/self/clear_refs").write_text("5")   # reset the high-water mark: measure the ingest alone
     base = vm("VmRSS")
-    r = ingest_hub("hf-deepcoder", [folder], lake=lake, flush_bytes=8 << 20)
-    print(json.dumps({"delta": vm("VmHWM") - base, "problems": r.problems, "tests": r.tests}))
+    r = ingest_hub("hf-deepcoder", [folder], lake=lake, flush_bytes=8 << 20, workers=int(sys.argv[3]))
+    # the conversion workers' peaks count too (each at most the largest one's: RUSAGE_CHILDREN gives the largest)
+    workers = int(sys.argv[3]) * resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(json.dumps({"delta": vm("VmHWM") - base + workers, "workers": workers, "problems": r.problems,
+                      "tests": r.tests}))
 """)
 
 
@@ -42,26 +45,30 @@ def _big_rows(n: int, chars: int) -> list[dict]:
     return rows
 
 
-def _measure(tmp_path, n: int, chars: int) -> dict:
+def _measure(tmp_path, n: int, chars: int, workers: int) -> dict:
     folder = tmp_path / f"ds{n}"
     fx.write_parquet(folder / "taco" / "train-00000-of-00001.parquet", _big_rows(n, chars), fx.DEEPCODER_SCHEMA,
                      row_group_size=1)
     lake = init_lake(tmp_path / f"lake{n}")
-    r = subprocess.run([sys.executable, "-c", CHILD, str(folder / "taco"), str(lake)], capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", CHILD, str(folder / "taco"), str(lake), str(workers)],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return {**json.loads(r.stdout.strip().splitlines()[-1]), "lake": lake}
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_memory_does_not_grow_with_the_dataset(tmp_path):
+@pytest.mark.parametrize("workers", [0, 2])
+def test_memory_does_not_grow_with_the_dataset(tmp_path, workers):
     mb8 = 8 << 20
-    small, large = _measure(tmp_path, 2, mb8), _measure(tmp_path, 10, mb8)
-    assert (small["problems"], large["problems"]) == (2, 10)
+    small, large = _measure(tmp_path, 2, mb8, workers), _measure(tmp_path, 10, mb8, workers)
+    assert (small["problems"], large["problems"]) == (2, 10) and (large["workers"] > 0) == (workers > 0)
     # 10 problems carry 5x the bytes of 2 (80 MB of inputs); a run that kept rows until COMMIT (DuckLake's own
     # INSERT in one transaction: ~3 bytes of RSS per byte written) would peak far above 1.5x the small run
     assert large["delta"] < 1.5 * small["delta"] + (16 << 20), (small["delta"], large["delta"])
-    assert large["delta"] < 400 << 20, (small["delta"], large["delta"])   # measured ~190 MB (far under 4 GB)
+    # this process measured ~150-190 MB; each worker ~260-280 MB at its peak (its own interpreter and pyarrow
+    # included), whatever the dataset's size
+    assert large["delta"] - large["workers"] < 400 << 20, (small, large)
+    assert large["workers"] <= workers * (340 << 20), (small, large)
     lengths = query(large["lake"], "SELECT max(length(input)), count(*) FROM silver.tests")
     assert lengths[0][1] == 20 and lengths[0][0] > mb8 - 64
     big = query(large["lake"], "SELECT input FROM silver.tests t JOIN silver.problems p USING (problem_id) WHERE "
@@ -84,7 +91,7 @@ def _one_problem_peak(tmp_path, name: str, chars: int) -> dict:
     folder = tmp_path / name
     fx.write_parquet(folder / "taco" / "train-00000-of-00001.parquet", rows, fx.DEEPCODER_SCHEMA)
     lake = init_lake(tmp_path / f"lake-{name}")
-    r = subprocess.run([sys.executable, "-c", CHILD, str(folder / "taco"), str(lake)], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CHILD, str(folder / "taco"), str(lake), "0"], capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return {**json.loads(r.stdout.strip().splitlines()[-1]), "lake": lake, "input": big + "\n"}
