@@ -203,9 +203,7 @@ def _same_tokens(ta, te, equal, same_ok=None) -> bool:
     for x, y in itertools.zip_longest(ta, te, fillvalue=end):
         if x is end or y is end:
             return False
-        if x == y and (same_ok is None or same_ok(x)):
-            continue
-        if not equal(x, y):
+        if not (x == y and (same_ok is None or same_ok(x))) and not equal(x, y):
             return False
     return True
 

@@ -67,12 +67,9 @@ def function_name(prompt: str) -> str | None:
 def split_at_function(code: str, prompt: str) -> tuple[str, str]:
     """(up to the end of the line declaring the prompt's function, the rest); ("", code) when not found."""
     name = function_name(prompt)
-    m = None
-    for found in (re.finditer(r"(?<![\w.])" + re.escape(name) + r"\s*\(", code) if name else ()):
-        line = code[code.rfind("\n", 0, found.start()) + 1:found.start()].lstrip()
-        if not line.startswith(("//", "/*", "*", "#")):   # a mention in a doc comment is not the declaration
-            m = found
-            break
+    found = re.finditer(r"(?<![\w.])" + re.escape(name) + r"\s*\(", code) if name else ()
+    m = next((f for f in found if not code[code.rfind("\n", 0, f.start()) + 1:f.start()].lstrip()
+              .startswith(("//", "/*", "*", "#"))), None)   # a mention in a doc comment is not the declaration
     if m is None:
         return "", code
     eol = code.find("\n", m.end())
