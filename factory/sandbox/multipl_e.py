@@ -108,8 +108,7 @@ def prompt_header(prompt: str, code: str) -> str:
     comes from the prompt's ``#include<assert.h>``), so a chat answer that defines only the function gets them,
     as a continuation does; a line the program already has is not repeated (Rust refuses a duplicate ``use``)."""
     have = {ln.strip() for ln in code.splitlines()}
-    lines = [ln for ln in prompt.splitlines() if _HEADER.match(ln) and ln.strip() not in have]
-    return "".join(ln + "\n" for ln in lines)
+    return "".join(ln + "\n" for ln in prompt.splitlines() if _HEADER.match(ln) and ln.strip() not in have)
 
 
 def job(row: dict, completion: str, program_id: str | None = None, *, full: bool | None = None, **kwargs) -> Job:

@@ -344,8 +344,7 @@ def _compile_error(raw: dict, v: Verdict) -> Verdict:
 
 
 def _last_line(stderr: bytes) -> str | None:
-    last = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return last[-1] if last else None
+    return next((ln for ln in reversed(stderr.decode("utf-8", "replace").splitlines()) if ln.strip()), None)
 
 
 def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
