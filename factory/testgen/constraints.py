@@ -17,7 +17,7 @@ arguments (a tree or linked-list argument as its LeetCode level-order list); a l
 never guessed. Numbers whose exponent the dataset flattened (``104``, ``109``, ``231``) are read as the power
 (10^4, 10^9, 2^31): the looser reading, so a valid input is never rejected for it.
 
-:func:`fitted` drops every check that one of the problem's own examples violates (a misread line), so the
+:meth:`Checker.fit` drops every check that one of the problem's own examples violates (a misread line), so the
 parsed constraints can only narrow generation to what the statement says *and* the examples satisfy.
 """
 from __future__ import annotations
@@ -434,7 +434,6 @@ class Checker:
         self.defs = definitions(question)
         self.checks = parse_constraints(question) if self.names else []
         self.aliases = {k: v for k, v in aliases(question).items() if k not in self.names}
-        self.dropped: list[str] = []
 
     def violated(self, args: list) -> list[str]:
         env = environment(self.names, args, self.kinds, self.defs)
@@ -460,7 +459,6 @@ class Checker:
     def fit(self, examples: list[list]) -> "Checker":
         """Drop every check one of the problem's own examples violates (the line was misread)."""
         bad = {t for ex in examples for t in self.violated(ex)}
-        self.dropped = sorted(bad)
         self.checks = [c for c in self.checks if c.text not in bad]
         return self
 
