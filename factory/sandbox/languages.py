@@ -60,12 +60,8 @@ def normalize(name: str | None) -> str:
     key = str(name).strip().lower()
     if key in ALIASES:
         return ALIASES[key]
-    raise UnknownLanguage(f"unknown language {name!r}: supported languages are {', '.join(supported_names())}")
-
-
-def supported_names() -> list[str]:
-    """Every accepted spelling, canonical names first."""
-    return list(SUPPORTED) + [a for a in ALIASES if a not in SUPPORTED]
+    raise UnknownLanguage(f"unknown language {name!r}: supported languages are "   # every spelling, canonical first
+                          f"{', '.join(list(SUPPORTED) + [a for a in ALIASES if a not in SUPPORTED])}")
 
 
 def _which(tool: str, extra: tuple[str, ...] = ()) -> str | None:
