@@ -107,8 +107,7 @@ def mutate_value(v: Any, rng: random.Random, depth: int = 0) -> Any:
     if isinstance(v, dict):
         if not v:
             return v
-        keys = list(v)
-        key = keys[rng.randrange(len(keys))]
+        key = rng.choice(list(v))
         out = dict(v)
         if rng.random() < 0.25 and len(out) > 1:
             del out[key]
