@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import ROOT, machine, parser, run, table, write
+from harness import ROOT, factory, machine, parser, run, table, write
 
 import duckdb
 
@@ -27,9 +27,8 @@ RELEASE = "comments-v1"
 
 
 def plain(lake: Path, env: dict) -> duckdb.DuckDBPyConnection:
-    init = run([sys.executable, "-m", "factory.cli", "shell", "--print-init", "--lake", lake], env=env)[1]
     con = duckdb.connect()
-    con.execute(init)
+    con.execute(factory("shell", "--print-init", lake=lake, env=env))
     return con
 
 
