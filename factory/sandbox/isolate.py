@@ -100,16 +100,12 @@ def drop_capabilities() -> None:
         raise _err("capset")
 
 
-def ns_flags(plan: dict) -> int:
-    return sum(bit for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
-                                    ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS))
-               if plan.get(key))   # distinct bits: the sum is their OR
-
-
 def enter_namespaces(plan: dict) -> None:
     """In C: unshare; inside a new user namespace map our uid/gid to 0."""
     uid, gid = os.geteuid(), os.getegid()
-    flags = ns_flags(plan)
+    flags = sum(bit for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
+                                     ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS))
+                if plan.get(key))   # distinct bits: the sum is their OR
     if flags:
         unshare(flags)
     if plan.get("userns"):
