@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
-from factory.errors import reraise_if_interrupt
+from factory.errors import FactoryError, reraise_if_interrupt
+from factory.lake.connection import LAKE_ALIAS
 from factory.lake.templating import DEFAULTS
 
 
@@ -56,8 +59,6 @@ def rl_partitions(con) -> int:
     """1 when gold.rl_problems is packed in one statement (as any view), else how many ~PARTITION_BYTES parts of
     test text the lake's tests hold (estimated from silver.tests' file sizes: no test text is read): a lake above
     PARTITION_BYTES is packed by :func:`materialize_rl_problems`, streaming."""
-    from factory.lake.connection import LAKE_ALIAS
-
     try:
         size = con.execute(f"SELECT coalesce(sum(data_file_size_bytes), 0) FROM ducklake_list_files('{LAKE_ALIAS}', "
                            f"'tests', schema => 'silver')").fetchone()[0]
@@ -87,10 +88,6 @@ def _enclosing(text: str, at: int, step: int) -> int:
 def _split_rl_sql(body: str, where: str) -> tuple[str, str]:
     """sql/gold/rl_problems.sql -> (the per-test query: one row per usable test with its JSON, marked by
     PARTITION_MARK; the whole query with that subquery's ``test_json`` replaced by NULL, so no test text is read)."""
-    import re
-
-    from factory.errors import FactoryError
-
     if body.count(PARTITION_MARK) != 1:
         raise FactoryError(f"{where} lacks the partition mark {PARTITION_MARK!r} curate streams a large lake by")
     token = "__rl_tests_mark__"
@@ -158,8 +155,6 @@ class _PackedFiles:
             self.writer = None
 
     def close(self) -> None:
-        from factory.lake.connection import LAKE_ALIAS
-
         self._flush_group()
         if self.writer is not None:
             self.behind.submit(self.writer.close)
@@ -172,10 +167,6 @@ class _PackedFiles:
 
 def local_data_path(con):
     """The lake's data path when it is a local folder (else None: object storage)."""
-    from pathlib import Path
-
-    from factory.lake.connection import LAKE_ALIAS
-
     row = con.execute(f"SELECT value FROM {LAKE_ALIAS}.options() WHERE option_name = 'data_path'").fetchone()
     return Path(row[0]) if row and row[0] and "://" not in row[0] else None
 
@@ -213,9 +204,7 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from factory.errors import FactoryError
     from factory.lake.commit import PROJECT_ROOT, describe
-    from factory.lake.connection import LAKE_ALIAS
     from factory.lake.templating import render_sql, transform_params
 
     spec = run.catalog[RL_PROBLEMS]
@@ -257,12 +246,10 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
                 continue
             table = pa.Table.from_batches([batch])
             pids = table.column("problem_id").to_pylist()
-            starts = [i for i in range(len(pids)) if i == 0 or pids[i] != pids[i - 1]]
-            if len(starts) != len(set(pids)):   # a problem's rows not together in this batch: sort (stable)
-                table = table.take(pc.sort_indices(table, [("problem_id", "ascending")]))
+            if 1 + sum(a != b for a, b in zip(pids, pids[1:])) != len(set(pids)):   # a problem's rows apart: sort
+                table = table.take(pc.sort_indices(table, [("problem_id", "ascending")]))   # (stable)
                 pids = table.column("problem_id").to_pylist()
-                starts = [i for i in range(len(pids)) if i == 0 or pids[i] != pids[i - 1]]
-            starts.append(len(pids))
+            starts = [i for i in range(len(pids)) if i == 0 or pids[i] != pids[i - 1]] + [len(pids)]
             for a, b in zip(starts, starts[1:]):
                 pid, part = pids[a], table.slice(a, b - a)
                 got = pending.setdefault(pid, [[], 0])
@@ -374,8 +361,6 @@ def cmd_curate(args) -> None:
     from factory.streaming.allocator import keep_freed_memory
 
     keep_freed_memory()   # MB-sized strings freed and allocated row after row
-    from factory.errors import FactoryError
-
     overrides = {}
     if args.config:
         import yaml
