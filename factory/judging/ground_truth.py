@@ -1,4 +1,4 @@
-"""One item's ground truth read once (#49): the typed value the reward (``factory.reward``), the judge (``factory
+"""One item's ground truth, read once: the typed value the reward (``factory.reward``), the judge (``factory
 serve``) and the export's row check take. Its JSON forms and keys: the ``factory.reward`` docstring and
 :func:`factory.release.prompts.ground_truth`; a final-answer one (:mod:`factory.answers`) carries no tests."""
 from __future__ import annotations
