@@ -69,10 +69,8 @@ def funnel(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], dict[str, dict[
         if status != "success":
             continue
         for table, c in json.loads(counts or "{}").items():
-            if "rows" in c:  # materialized transform: its size after this run
-                net[table] = c["rows"]
-            else:
-                net[table] = net.get(table, 0) + c.get("inserted", 0) - c.get("deleted", 0)
+            # a materialized transform reports its size after this run
+            net[table] = c["rows"] if "rows" in c else net.get(table, 0) + c.get("inserted", 0) - c.get("deleted", 0)
             producer[table] = stage
     order = {name: i for i, name in enumerate(catalog.tables)}
     layers = {"bronze": 0, "silver": 1, "gold": 2, "ops": 3}

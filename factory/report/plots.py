@@ -1,6 +1,7 @@
 """Matplotlib (Agg) figures of the report; each returns the PNG it wrote, or None with a note for the page."""
 from __future__ import annotations
 
+from itertools import cycle, product
 from pathlib import Path
 
 import matplotlib
@@ -228,8 +229,7 @@ def curation(rows: list[dict] | None, path: Path) -> Path | None:
     # one color per rule (none of the left panel's), as many as REASONS has: a rule without a color was dropped
     palette = ("tab:purple", "tab:orange", "tab:olive", "tab:brown", "tab:pink", "tab:cyan", "gold", "navy",
                "darkred", "lime")
-    colors = [palette[i % len(palette)] for i in range(len(REASONS))]
-    for reason, color in zip(REASONS, colors):
+    for reason, color in zip(REASONS, cycle(palette)):
         vals = [r[reason] for r in rows]
         b.barh(names, vals, left=left, color=color, label=reason)
         left = [x + y for x, y in zip(left, vals)]
@@ -272,10 +272,9 @@ def recipes(data: dict | None, path: Path) -> Path | None:
     im = d.imshow(matrix, vmin=0, vmax=1, cmap="viridis")
     d.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
     d.set_yticks(range(len(names)), names, fontsize=8)
-    for i in range(len(names)):
-        for j in range(len(names)):
-            d.text(j, i, f"{matrix[i][j]:.2f}", ha="center", va="center", fontsize=7,
-                   color="white" if matrix[i][j] < 0.6 else "black")
+    for i, j in product(range(len(names)), repeat=2):
+        d.text(j, i, f"{matrix[i][j]:.2f}", ha="center", va="center", fontsize=7,
+               color="white" if matrix[i][j] < 0.6 else "black")
     d.set_title("overlap of kept problems (Jaccard)")
     fig.colorbar(im, ax=d, fraction=0.046)
     return _save(fig, path)

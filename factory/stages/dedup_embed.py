@@ -204,12 +204,9 @@ def _same_clusters(con, params_hash: str, rows: pa.Table) -> bool:
                       "silver.embedding_clusters WHERE params_hash = ? ORDER BY problem_id", [params_hash]).fetchall()
     new = rows.select(["problem_id", "cluster_id", "cluster_size", "is_keeper", "max_cosine"]).sort_by("problem_id")
     new = list(zip(*[new[c].to_pylist() for c in new.column_names]))
-    if len(old) != len(new):
-        return False
-    for a, b in zip(old, new):
-        if a[:4] != b[:4] or (a[4] is None) != (b[4] is None) or (a[4] is not None and abs(a[4] - b[4]) > 1e-5):
-            return False
-    return True
+    return len(old) == len(new) and not any(
+        a[:4] != b[:4] or (a[4] is None) != (b[4] is None) or (a[4] is not None and abs(a[4] - b[4]) > 1e-5)
+        for a, b in zip(old, new))
 
 
 def register(sub, add_lake) -> None:

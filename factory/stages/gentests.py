@@ -98,14 +98,11 @@ def load_targets(con, source: str | None, limit: int | None, problem_ids: list[s
         kind = Counter(r[0] for r in io).most_common(1)[0][0]
         same = [r for r in io if r[0] == kind]
         ref = refs.get(problem_id)
-        t = Target(problem_id, source_, source_id, question, kind, entry_point, starter, preamble or "",
-                   comparison=same[0][2], atol=same[0][3],
-                   known=[r[1] for r in same if r[4] != "gentests"],
-                   existing={input_key(kind, r[1]) for r in same},
-                   next_ordinal=max(r[5] for r in rows) + 1,
-                   ref_id=ref[0] if ref else None, ref_code=ref[1] if ref else None,
-                   voters=voters.get(problem_id, []), survivors=dict(survivors.get(problem_id, {})))
-        out.append(t)
+        out.append(Target(problem_id, source_, source_id, question, kind, entry_point, starter, preamble or "",
+                          comparison=same[0][2], atol=same[0][3], known=[r[1] for r in same if r[4] != "gentests"],
+                          existing={input_key(kind, r[1]) for r in same}, next_ordinal=max(r[5] for r in rows) + 1,
+                          ref_id=ref[0] if ref else None, ref_code=ref[1] if ref else None,
+                          voters=voters.get(problem_id, []), survivors=dict(survivors.get(problem_id, {}))))
     return out
 
 

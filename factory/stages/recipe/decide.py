@@ -193,11 +193,9 @@ def select_tests(tests: list[dict], spec: dict) -> list[dict]:
 def rules_table(rows: list[dict]) -> str:
     """Plain-text table of the per-rule removals (printed by `factory recipe run`)."""
     head = f"{'#':>3}  {'rule':<34} {'stage':<10} {'candidates':>10} {'removed':>8} {'remaining':>9}"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(f"{r['position']:>3}  {r['rule'][:34]:<34} {(r['stage'] or '')[:10]:<10} {r['candidates']:>10} "
-                     f"{r['removed']:>8} {r['remaining']:>9}")
-    return "\n".join(lines)
+    return "\n".join([head, "-" * len(head)] + [
+        f"{r['position']:>3}  {r['rule'][:34]:<34} {(r['stage'] or '')[:10]:<10} {r['candidates']:>10} "
+        f"{r['removed']:>8} {r['remaining']:>9}" for r in rows])
 
 
 def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None, date: str | None = None,
