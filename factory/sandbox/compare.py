@@ -12,12 +12,12 @@
 
 ``float`` follows testlib's conventions (``rcmp``/``doubleCompare``): tokens are whitespace-separated and their
 counts must match; where the *expected* token is an integer (``-?[0-9]+``) the output token must be exactly that
-number (decimal arithmetic, any length, no tolerance: ``3.0`` is 3, ``1000001`` is not 1000000); where the expected token is a decimal number
-(``-?digits[.digits][e±k]``) the output token must also be one -- Python-only spellings (``0.500_000``,
-``inf``, ``nan``, ``0x10``, ``1_000``) are wrong answers -- and is accepted when its absolute error is at most
-``atol`` *or* its relative error at most ``rtol`` (defaults 1e-6 each, a stated ``rtol`` of 0 means absolute
-only; 1e-15 slack for binary rounding); any other expected token compares exactly. Values too large for a
-double (``1e400``) are never within a tolerance.
+number (decimal arithmetic, any length, no tolerance: ``3.0`` is 3, ``1000001`` is not 1000000); where it is a
+decimal number (``-?digits[.digits][e±k]``) the output token must also be one (``0.500_000``, ``inf``, ``nan``,
+``0x10``, ``1_000`` are wrong answers) and is accepted when its absolute error is at most ``atol`` *or* its
+relative error at most ``rtol`` (defaults 1e-6 each, a stated ``rtol`` of 0 means absolute only; 1e-15 slack for
+binary rounding); any other expected token compares exactly. Values too large for a double (``1e400``) are never
+within a tolerance.
 
 Every comparison is total: whatever value or text a program produces, the answer is True or False, never an
 exception (an overflow, a recursion limit, a value whose ``==`` raises all mean "not equal").
