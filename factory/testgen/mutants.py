@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import ast
 import random
-import warnings
 from dataclasses import dataclass
+
+from factory.generation.pyast import parse
 
 _ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult,
           ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult,
@@ -130,9 +131,7 @@ def mutants(code: str, max_mutants: int | None = 50, seed: int = 0,
     """Distinct mutants of ``code`` (syntax errors in ``code`` raise). Mutants whose ``ast.unparse`` equals the
     original's or an earlier mutant's are skipped. When more than ``max_mutants`` exist, a ``seed``-determined
     subset is returned in site order. Same inputs -> same output."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))  # invalid escapes (old MBPP)
-        tree = ast.parse(code)
+    tree = parse(code)   # without SyntaxWarning noise (invalid escapes in old MBPP)
     original = ast.unparse(tree)
     seen = {original}
     out: list[Mutant] = []
