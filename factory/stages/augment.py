@@ -376,8 +376,7 @@ def register(sub, add_lake) -> None:
 def cmd_augment(args) -> None:
     report = run_augment(args.lake, args.source, budget=args.budget, seed=args.seed, rounds=args.rounds,
                          per_round=args.per_round, limits=Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb),
-                         public_only=args.public_only,
-                         workers=args.workers)
+                         public_only=args.public_only, workers=args.workers)
     print(f"{report['tests_added']} tests added to {report['problems']} problems with surviving mutants "
           f"({report['verdicts']} verdicts); by source: {json.dumps(report['by_source'])}")
     print("run `factory curate` to see the new mutation scores (gold.suite_adequacy)")

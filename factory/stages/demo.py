@@ -55,8 +55,7 @@ def prepare_out_dir(out: Path, force: bool = False) -> None:
 
 
 def torch_threads() -> int:
-    """Threads for the demo's model steps: the cores the machine has free (load average), at least 1 (on a busy
-    2-core box SmolLM2 decoded 0.8 tokens/s with 2 threads, 4.4 with 1)."""
+    """Threads for the demo's model steps: the cores the machine has free (load average), at least 1."""
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]
@@ -197,7 +196,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     sampled = sorted(p for p in humaneval_ids if is_heldout(p, HOLDOUT))[:sample_problems]
     if sampled:
         _set_torch_threads()
-        # SmolLM2 is loaded once for both sampling passes (the GGUF takes ~17 s to dequantise on 2 cores)
+        # SmolLM2 is loaded once for both sampling passes
         from factory.generation.hf_backend import DEFAULT_MODEL, load_model, resolve_model_path
         policy = steps.run("load SmolLM2", lambda: load_model(resolve_model_path(None)), lambda _: DEFAULT_MODEL)
         meter = _TokenMeter()
@@ -218,8 +217,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                 lambda r: f"{r['programs']} programs, extraction rate {r['extraction_rate']}, "
                           f"{meter.tokens} tokens", progress=sampling_progress)
         del policy, loaded
-    # references get room for legitimately slow solutions (sanitized MBPP 123: 3.6-6.1 s of CPU); looping mutants
-    # and samples should not cost that much each (HumanEval references need a few ms: 0.25 s is a 50x margin)
+    # references get room for legitimately slow solutions; looping mutants and samples should not cost that much
     limits = {"reference": Limits(cpu_s=10.0, wall_min_s=15.0), "mutants": Limits(cpu_s=0.25, wall_min_s=2.0),
               "samples": Limits(cpu_s=2.0, wall_min_s=6.0)}
     for select in ("reference", "mutants", "samples"):
@@ -258,14 +256,12 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
         steps.run(f"export {fmt}", lambda f=fmt: export_release("demo-v1", f, out / "exports" / f,
                                                                  releases_dir=releases),
                   lambda r: json.dumps(r.get("files", r))[:120])
-    # on a 2-core CPU the demo fine-tunes the top 4 of SmolLM2's 30 blocks + the head (6 s/step, < 3 GB);
-    # the full model gives the same held-out accuracy here at 18 s/step and ~10 GB
+    # the demo fine-tunes the top 4 of SmolLM2's 30 blocks + the head (as accurate held out as the full model)
     # the tiny RM reads bytes (one token per character): a prompt with its program needs ~1,000 of them
     max_length = 1024 if rm_model == "tiny" else 384
     _set_torch_threads()
     rm = steps.run("train RM", lambda: run_train_rm(lake, "demo-v1", model=rm_model, out_dir=out / "rm",
-                                                    max_steps=rm_steps, batch_size=4, max_length=max_length,
-                                                    lr=1e-4,
+                                                    max_steps=rm_steps, batch_size=4, max_length=max_length, lr=1e-4,
                                                     train_top_layers=None if rm_model == "tiny" else 4,
                                                     holdout_fraction=HOLDOUT, releases_dir=releases),
                    lambda r: f"held-out pair accuracy {_share(r['heldout_accuracy'])} on {r['n_eval']} pairs "
@@ -291,7 +287,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     print(f"  python:   python -c \"import factory.lake as L; "
           f"L.connect('{lake}', read_only=True).sql('FROM gold.model_pass_rates LIMIT 10').show()\"")
     print(f"  duckdb:   factory shell --lake {lake} --print-init  # paste into any duckdb 1.5.5 session")
-    print(f"  splits:   gold.rl_problems in demo-v1: " + ", ".join(f"{k} {v}" for k, v in splits.items()))
+    print("  splits:   gold.rl_problems in demo-v1: " + ", ".join(f"{k} {v}" for k, v in splits.items()))
     if kept_out:
         print("  kept out of training (gold.training_exclusions, applied; `factory sql --lake ... "
               "\"FROM gold.training_exclusions\"`):")
