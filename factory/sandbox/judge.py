@@ -48,11 +48,9 @@ class _SolutionModule(type(sys)):
         if name == "__all__":  # `from solution import *`: every public name in one round trip
             found = ns.client.value(ns.client.request({"op": "getmany"}))[0]
             found = found if isinstance(found, dict) else {}
-            for k, v in found.items():
-                if isinstance(k, str) and k not in self.__dict__:
-                    self.__dict__[k] = v
-            self.__dict__["__all__"] = [k for k in found if isinstance(k, str)]
-            return self.__dict__["__all__"]
+            names = [k for k in found if isinstance(k, str)]
+            self.__dict__.update({k: found[k] for k in names if k not in self.__dict__}, __all__=names)
+            return names
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         try:
