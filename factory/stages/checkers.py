@@ -55,11 +55,9 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
                 WHERE {where} AND NOT (t.kind IN ('call', 'stdio') AND t.expected IS NULL)
                 ORDER BY t.problem_id, t.ordinal""", params).to_arrow_table().to_pylist():
             tests[t["problem_id"]].append(t)
-    jobs = []
-    for p in problems:
-        if p["program_id"] and tests[p["problem_id"]]:
-            row = dict(p, code=programs[p["program_id"]])
-            jobs.append(program_job(row, tests[p["problem_id"]], judging.get(p["problem_id"], NO_OVERRIDE)))
+    jobs = [program_job(dict(p, code=programs[p["program_id"]]), tests[p["problem_id"]],
+                        judging.get(p["problem_id"], NO_OVERRIDE))
+            for p in problems if p["program_id"] and tests[p["problem_id"]]]
     best: dict[tuple[str, str], float] = {}
     bad: dict[str, str] = {}
     by_program = {j.program_id: j for j in jobs}

@@ -26,8 +26,7 @@ def register(sub, add_lake) -> None:
     p.add_argument("--date", help="release date label (default: today, UTC, YYYYMMDD)")
     p.add_argument("--skip", action="append", default=[], metavar="STEP",
                    help="leave out a pipeline step, rule or curriculum stage whose input is missing (the run "
-                        "refuses otherwise); "
-                        "recorded in the release's manifest and card")
+                        "refuses otherwise); recorded in the release's manifest and card")
     p.set_defaults(fn=cmd_run)
 
     p = rsub.add_parser("diff", help="problems one recipe's release keeps and the other's does not, and why")
@@ -68,9 +67,8 @@ def cmd_run(args) -> None:
 def steps_resources(steps: list[dict]) -> str:
     """Each step's status, wall time and peak RSS (this process, since the step began) as an aligned table."""
     head = f"{'step':<16} {'status':<8} {'seconds':>9} {'peak RSS MB':>12}"
-    lines = [head, "-" * len(head)]
-    for s in steps:
-        lines.append(f"{s['step'][:16]:<16} {s['status']:<8} {s['seconds']:>9.1f} {s.get('peak_rss_mb', 0):>12}")
+    lines = [head, "-" * len(head)] + [
+        f"{s['step'][:16]:<16} {s['status']:<8} {s['seconds']:>9.1f} {s.get('peak_rss_mb', 0):>12}" for s in steps]
     lines.append(f"{'total':<16} {'':<8} {sum(s['seconds'] for s in steps):>9.1f} "
                  f"{max((s.get('peak_rss_mb', 0) for s in steps), default=0):>12}")
     return "\n".join(lines)
@@ -101,10 +99,9 @@ def cmd_show(args) -> None:
     if args.dot:
         from factory.recipes.pipeline import graph_dot
         print(graph_dot(r.pipeline, r.name))
-        return
-    if not args.json:
+    elif not args.json:
         print(steps_text(r))
-        return
-    json.dump({**r.resolved(), "file": r.file, "title": r.title, "paper": r.paper, "recipe_hash": r.hash},
-              sys.stdout, indent=2, sort_keys=True)
-    print()
+    else:
+        json.dump({**r.resolved(), "file": r.file, "title": r.title, "paper": r.paper, "recipe_hash": r.hash},
+                  sys.stdout, indent=2, sort_keys=True)
+        print()
