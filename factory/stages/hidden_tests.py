@@ -1,6 +1,6 @@
 """`factory hidden-tests`: hidden tests for problems whose every test is visible in the prompt.
 
-A reward is a signal only where the policy cannot read it off the prompt (#31): LeetCodeDataset's tests are the
+A reward is a signal only where the policy cannot read it off the prompt: LeetCodeDataset's tests are the
 statement's own examples, so those problems have no hidden test and leave the RL views. This stage gives them
 hidden tests the way EvalPlus grows a suite, with the reference as the oracle:
 
@@ -114,10 +114,9 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
     # training-side problems only: a benchmark or a test split keeps the tests it was published with
     where = (f"AND coalesce(pb.split, 'train') <> 'test' AND pb.source NOT IN "
              f"({', '.join(repr(b) for b in DEFAULT_BENCHMARKS)})")
-    params: list = []
+    params = list(sources or [])
     if sources:
         where += f" AND pb.source IN ({', '.join('?' for _ in sources)})"
-        params = list(sources)
     rows = con.execute(f"""
         WITH ref_ok AS (
             SELECT r.problem_id, r.program_id AS ref_id
@@ -223,13 +222,6 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
     return out, no_seed
 
 
-def _transform(t):
-    from factory.testgen.nodes import canonical
-    if not any(t.kinds):
-        return None
-    return lambda args: [canonical(k, a) for k, a in zip(t.kinds + [None] * len(args), args)]
-
-
 def _valid_input(t, args, stats) -> bool:
     from factory.testgen.nodes import is_bst
     if not t.contract(args):
@@ -273,14 +265,17 @@ def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict)
     import random
 
     from factory.ingest.visibility import visibility
-    from factory.sandbox import TestSpec, clean_text, deserialize_value
+    from factory.sandbox import Job, TestSpec, clean_text, deserialize_value
     from factory.sandbox.rows import is_json, merge_verdicts
     from factory.testgen.input_mutation import generate_inputs
+    from factory.testgen.nodes import canonical
 
     cands = {}
     for t in active:
         rng = random.Random(f"hidden-tests|{seed}|{t.problem_id}|{rnd}")
-        made = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars, transform=_transform(t))
+        transform = None if not any(t.kinds) else \
+            (lambda args, kinds=t.kinds: [canonical(k, a) for k, a in zip(kinds + [None] * len(args), args)])
+        made = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars, transform=transform)
         st = stats[t.source]
         st["candidates"] += len(made)
         cands[t.problem_id] = [(text, args) for text, args in made if _valid_input(t, args, st)]
@@ -323,7 +318,6 @@ def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict)
             t.seeds.append(args)            # valid inputs seed later rounds
         ok[t.problem_id] = good
         if good:
-            from factory.sandbox import Job
             jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=[g[4] for g in good],
                             entry_point=t.entry_point, preamble=t.preamble))
     status = {k: v.status for k, (v, _) in merge_verdicts(list(pool.run(jobs))).items()} if jobs else {}
@@ -467,7 +461,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
     from factory.ingest.normalize import stable_hash
     from factory.judging.rules import ProblemJudging
     from factory.lake.commit import stage_run, utcnow
-    from factory.sandbox import Job, Limits, SandboxPool
+    from factory.sandbox import Job, Limits, SandboxPool, TestSpec
     from factory.sandbox.rows import merge_verdicts, verdict_row
     if per_problem < 1 or rounds < 1 or per_round < 1:
         raise FactoryError(f"per_problem, rounds and per_round must be >= 1 (got {per_problem}, {rounds}, "
@@ -510,7 +504,6 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
                                         "kind": kind, "code": code, "input": inp, "expected": out,
                                         "comparison": "exact", "atol": None, "origin": "augment",
                                         "subset": SUBSET, "visibility": "hidden"}
-                        from factory.sandbox import TestSpec
                         specs.append(rule.apply(TestSpec(test_id, kind, code=code, input=inp, expected=out)))
                     if specs:   # the verdicts that validate them: the reference under the run's limits and rule
                         jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point,
