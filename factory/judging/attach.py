@@ -26,10 +26,6 @@ def _source_clause(sources: list[str] | None, alias: str = "pb") -> tuple[str, l
     return f"{alias}.source IN ({', '.join('?' for _ in sources)})", list(sources)
 
 
-def _file_key(source_id: str) -> str:
-    return source_id.replace("/", "__")
-
-
 def checker_files(folder: Path) -> dict[str, Path]:
     """A folder's checker programs by problem key: the file's stem and the keys its ``ALSO = (...)`` names (one
     program for a problem the dataset lists under several ids)."""
@@ -100,10 +96,11 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
         matched_keys = set()
         unusable = 0
         for problem_id, source_id, question, test_format, outputs, dataset_checker in problems:
-            path = files.get(_file_key(source_id))
+            key = source_id.replace("/", "__")   # its checker file's stem
+            path = files.get(key)
             if path is not None:
                 code = read_checker_file(path)
-                matched_keys.add(_file_key(source_id))
+                matched_keys.add(key)
                 found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
             elif detect and dataset_checker and test_format == "stdio":
                 # the dataset's own checker (open-r1/codeforces generated_checker: several correct outputs), run in
