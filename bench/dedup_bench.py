@@ -15,14 +15,13 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from harness import DATA, jsonl as jl, machine, median_time, parser, timed, write  # noqa: I001  (first: sys.path)
+from harness import DATA, jsonl as jl, machine, median_time, parser, run, timed, write  # noqa: I001  (first: sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
 from factory.dedup import shingle  # noqa: E402
@@ -174,9 +173,8 @@ def main() -> None:
     print(f"{'docs':>9} {'minhash_s':>9} {'lsh_s':>7} {'verify_s':>8} {'cluster_s':>9} {'total_s':>8} {'cpu_s':>7} "
           f"{'load':>5} {'cands':>9} {'pairs':>8} {'peak_MB':>8}")
     for n in [int(x) for x in args.sizes.split(",") if x]:
-        p = subprocess.run([sys.executable, __file__, "--one", str(n), "--dup-rate", str(args.dup_rate)],
-                           capture_output=True, text=True, check=True)
-        r = json.loads(p.stdout.strip().splitlines()[-1])
+        out_n = run([sys.executable, __file__, "--one", n, "--dup-rate", args.dup_rate])[1]
+        r = json.loads(out_n.strip().splitlines()[-1])
         res["sizes"].append(r)
         print(f"{n:>9} {r['minhash_s']:>9.1f} {r['lsh_s']:>7.2f} {r['verify_s']:>8.2f} {r['cluster_s']:>9.2f} "
               f"{r['dedup_s']:>8.1f} {r['dedup_cpu_s']:>7.1f} {r['cluster_load_avg']:>5.1f} "
