@@ -200,8 +200,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
         cols = tuple(replace(_parse_column(name, c, t), comment=comments.get((name, c)))
                      for c, t in entry["columns"].items())
         pk = tuple(entry.get("primary_key") or ())
-        missing = [k for k in pk if k not in {c.name for c in cols}]
-        if missing:
+        if missing := [k for k in pk if k not in {c.name for c in cols}]:
             raise FactoryError(f"{path}: table {name!r}: primary key columns {missing} not declared")
         sql = entry.get("sql")
         deps: tuple[str, ...] = ()
@@ -216,8 +215,7 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
                                  producer=entry["producer"], primary_key=pk, columns=cols, sql=sql, depends_on=deps)
     catalog = Catalog(schemas=schemas, tables=tables, fingerprint=hashlib.sha256(text.encode()).hexdigest()[:16])
     for spec in tables.values():
-        unknown = [d for d in spec.depends_on if d not in tables]
-        if unknown:
+        if unknown := [d for d in spec.depends_on if d not in tables]:
             raise FactoryError(f"{path}: {spec.name} ({spec.sql}) reads undeclared tables {unknown}")
     return catalog
 

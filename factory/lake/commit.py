@@ -229,8 +229,7 @@ class StageRun:
 def check_columns(spec: TableSpec, arrow: pa.Table) -> None:
     """Refuse columns the catalog does not declare and nulls in NOT NULL columns."""
     declared = set(spec.column_names)
-    unknown = [c for c in arrow.column_names if c not in declared]
-    if unknown:
+    if unknown := [c for c in arrow.column_names if c not in declared]:
         raise FactoryError(f"{spec.name}: columns {unknown} are not declared in data_catalog.yaml")
     for col in (c for c in spec.columns if c.not_null):
         if col.name not in arrow.column_names:

@@ -39,8 +39,7 @@ def check_known(con, kind: str, names, sql: str, hint: str) -> None:
     if not names:
         return
     valid = sorted(str(r[0]) for r in con.execute(sql).fetchall() if r[0] is not None)
-    unknown = [n for n in names if n not in valid]
-    if unknown:
+    if unknown := [n for n in names if n not in valid]:
         from factory.errors import did_you_mean
 
         listed = ", ".join(valid) if valid else f"none yet ({hint})"

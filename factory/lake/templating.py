@@ -46,10 +46,9 @@ DEFAULTS: dict = {
     "dataset_min_kept_tests": 1,           # a dataset's own suite (MBPP: 3 asserts) needs this many valid tests
     # pass rates
     "k_list": [1, 5, 10],
-    "exclude_in_process_judged": True,     # tests judged inside the candidate's process (unittest verdicts the
-                                           # program could forge) count neither as passed nor in the total; a
-                                           # problem with only such tests is excluded ('forgeable'), as the reward
-                                           # leaves them out too (factory.reward exclude_in_process=True)
+    "exclude_in_process_judged": True,     # tests judged in the candidate's process (unittest verdicts it could
+                                           # forge) count neither as passed nor in the total; a problem with only
+                                           # such tests is excluded ('forgeable'), as factory.reward leaves them out
     # difficulty / potential / curriculum
     "difficulty_model": "mutant",          # model whose pass rates define difficulty ('auto' = most-sampled model)
     # paper filters (DeepCoder's >= 5 tests, Klear's >= 16 tests and pass rate > 0.5, Skywork's 1..n-1, AceReason's
@@ -70,7 +69,7 @@ DEFAULTS: dict = {
                                            # the latest `factory decontam` run, else DEFAULT_BENCHMARKS
     "min_reference_pass_rate": 0.99,       # gold.source_health: a source below this is reported as unhealthy
     # test visibility: 'hidden' = rewards and pass-rate scores use only tests whose input/output the prompt does
-    # not show (silver.tests.visibility); 'all' = every usable test (public examples included, the old behaviour)
+    # not show (silver.tests.visibility); 'all' = every usable test (public examples included)
     "reward_tests": "hidden",
 }
 
@@ -83,8 +82,7 @@ def _quote(value: str) -> str:
 
 def transform_params(overrides: dict | None = None, *, run_id: str = "") -> dict:
     """DEFAULTS + overrides, plus the derived SQL fragments the templates use."""
-    unknown = set(overrides or {}) - set(DEFAULTS)
-    if unknown:
+    if unknown := set(overrides or {}) - set(DEFAULTS):
         raise FactoryError(f"unknown transform parameters {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     p = {**DEFAULTS, **(overrides or {})}
     oracle = str(p["oracle"])
@@ -130,8 +128,7 @@ def _names(value) -> list[str]:
 
 def _exclusions(value) -> tuple[str, str]:
     reasons = _names(value)
-    unknown = [r for r in reasons if r not in EXCLUSION_REASONS]
-    if unknown:
+    if unknown := [r for r in reasons if r not in EXCLUSION_REASONS]:
         raise FactoryError(f"exclude: unknown reasons {unknown}; known: {list(EXCLUSION_REASONS)} "
                            "(exclude=[] keeps every problem that passed validation)")
     return _sql_list(reasons), ", ".join(reasons) or "nothing (opted in)"

@@ -42,8 +42,7 @@ def check_views(views: list[str], catalog: Catalog) -> list[str]:
         catalog[v]  # raises FactoryError for an unknown view
     out = list(dict.fromkeys(views))
     dirs = [view_dirname(v) for v in out]
-    dup = {d for d in dirs if dirs.count(d) > 1}
-    if dup:
+    if dup := {d for d in dirs if dirs.count(d) > 1}:
         raise FactoryError(f"views {out} share the folder name(s) {sorted(dup)}; release them separately")
     return out
 

@@ -168,8 +168,7 @@ class Service:
                 try:
                     response = await fn(request, rid)
                 except BadRequest as exc:
-                    extra = ({"limit_bytes": self.max_body_bytes} if exc.status == 413 and exc.field is None
-                             else {})
+                    extra = {"limit_bytes": self.max_body_bytes} if exc.status == 413 and exc.field is None else {}
                     response = error_response(exc.status, str(exc), rid, exc.field, **extra)
                 except ClientGone:   # nobody reads this; 499 (client closed request) for the metrics
                     response = error_response(499, "client closed the connection", rid)
