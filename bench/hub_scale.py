@@ -21,6 +21,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -188,7 +189,8 @@ def shapes(args) -> dict:
         out[shape] = {**info, **m, "mb_per_s": round(mb / m["wall_s"], 1), "mb_per_cpu_s": round(mb / m["cpu_s"], 1),
                       "load_before": load, "load_after": Path("/proc/loadavg").read_text().split()[:3]}
         print(f"{shape:<6} {mb:7.1f} MB {info['tests']:>7} tests  wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s  "
-              f"{out[shape]['mb_per_s']:6.1f} MB/s  peak {m['peak_rss_mb']:6.0f} MB  load {' '.join(load)}", flush=True)
+              f"{out[shape]['mb_per_s']:6.1f} MB/s  peak {m['peak_rss_mb']:6.0f} MB (all processes {m['peak_tree_mb']:6.0f})  "
+              f"load {' '.join(load)}", flush=True)
     return out
 
 
@@ -200,8 +202,12 @@ def run_measured(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> d
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
+        tree = [0]
+        sampler = threading.Thread(target=_sample_tree, args=(proc.pid, tree), daemon=True)
+        sampler.start()
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -209,11 +215,30 @@ def run_measured(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> d
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-3000:]}")
     return {"wall_s": round(wall, 2), "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
-            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "stdout": stdout[-2000:]}
+            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "peak_tree_mb": round(tree[0] / 1024, 1),
+            "stdout": stdout[-2000:]}
 
 
-def _vm(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def _sample_tree(pid: int, peak: list) -> None:
+    """peak[0]: the largest sum of VmRSS (kB) over ``pid`` and its descendants (conversion workers), every 20 ms
+    until ``pid`` is gone (ru_maxrss gives the largest single process only)."""
+    while True:
+        total, todo = 0, [pid]
+        while todo:
+            p = todo.pop()
+            try:
+                total += _vm("VmRSS", p)
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+        if total == 0:
+            return
+        peak[0] = max(peak[0], total)
+        time.sleep(0.02)
+
+
+def _vm(field: str, pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1])   # kB
     return 0

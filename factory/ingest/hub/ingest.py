@@ -27,8 +27,9 @@ from factory.ingest.hub.resolve import Resolved, is_hub_url, parse_url, resolve_
 from factory.ingest.hub.stream import BATCH_BYTES, iter_records, parquet_records
 
 FLUSH_BYTES = 64 << 20   # write the buffered rows once they hold about this many bytes of text
-TASK_BYTES = 8 << 20     # a worker converts runs of row groups of about this many (uncompressed) bytes
+TASK_BYTES = 4 << 20     # a worker converts runs of row groups of about this many (uncompressed) bytes
 ROW_GROUP_MAX = 64 << 20   # a row group larger than this is converted here, a batch at a time (bounded memory)
+VALUE_BYTES = 1024       # workers convert files whose values average fewer (uncompressed) bytes than this
 __all__ = ["ELIDE_CHARS", "ingest_hub", "resolve_target"]
 
 
@@ -174,7 +175,8 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
 
 def _parts(path: Path) -> list[range] | None:
     """A Parquet file's row groups in runs of about TASK_BYTES, for the workers; None when it is not Parquet, is one
-    run, or has a row group over ROW_GROUP_MAX."""
+    run, has a row group over ROW_GROUP_MAX, or has values of VALUE_BYTES or more on average: the conversion costs
+    per value (many small tests), and moving large values to and from a worker costs more than it saves."""
     if not path.name.endswith(".parquet"):
         return None
     import pyarrow.parquet as pq
@@ -183,8 +185,10 @@ def _parts(path: Path) -> list[range] | None:
         meta = pq.ParquetFile(path).metadata
     except Exception:   # an unreadable file: the reader in this process raises the located error
         return None
-    sizes = [meta.row_group(rg).total_byte_size for rg in range(meta.num_row_groups)]
-    if max(sizes, default=ROW_GROUP_MAX + 1) > ROW_GROUP_MAX:
+    groups = [meta.row_group(rg) for rg in range(meta.num_row_groups)]
+    sizes = [g.total_byte_size for g in groups]
+    values = sum(g.column(c).num_values for g in groups for c in range(g.num_columns))
+    if max(sizes, default=ROW_GROUP_MAX + 1) > ROW_GROUP_MAX or sum(sizes) >= VALUE_BYTES * values:
         return None
     parts, start, size = [], 0, 0
     for rg, n in enumerate(sizes):
