@@ -109,11 +109,9 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
                     break
                 r = session.run(code, cpu_s=limit, wall_s=limit)
                 out.append(jupyter_cell(r))
-                if r.status == "timeout":
-                    status = "TimeLimitExceeded"
-                    break
-                if r.status in ("killed", "closed"):   # the kernel died: later cells would run in a fresh one
-                    status = "Error"
+                # killed / closed: the kernel died, later cells would run in a fresh one
+                status = {"timeout": "TimeLimitExceeded", "killed": "Error", "closed": "Error"}.get(r.status, status)
+                if status != "Finished":
                     break
             if status == "Finished":
                 for path in body["fetch_files"]:
