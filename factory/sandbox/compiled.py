@@ -69,8 +69,7 @@ class Program:
 
     def __init__(self, files: list[tuple[str, int, int]], argv: list[str], stack: int | None = None,
                  env: dict | None = None):
-        self.files, self.argv = files, argv
-        self.body = exec_body(argv, stack, env)
+        self.files, self.body = files, exec_body(argv, stack, env)
 
     def place(self) -> None:
         """Into the current (fresh) /tmp: root-owned, read-only; the program cannot change it for a later test

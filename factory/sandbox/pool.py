@@ -175,8 +175,7 @@ class SandboxPool:
         for t in threads:
             t.join()
         if self._boot_errors:
-            error = self._boot_errors[0]
-            self._boot_errors = []
+            error, self._boot_errors = self._boot_errors[0], []
             self._close_workers()
             raise error
 
