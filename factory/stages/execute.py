@@ -73,10 +73,6 @@ def _where(selection: str, sources: list[str] | None, model: str | None) -> tupl
     return " AND ".join(clauses), params
 
 
-def _tty() -> bool:
-    return sys.stderr.isatty()
-
-
 def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport,
                           con=None) -> bool:
     """Compute missing expected values of call tests by running each problem's reference program. With ``con``
@@ -102,17 +98,16 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
         WHERE t.kind = 'call' AND t.expected IS NULL {src_clause}
         QUALIFY row_number() OVER (PARTITION BY t.test_id ORDER BY p.program_id) = 1
         ORDER BY t.problem_id, t.ordinal""", sources or []).to_arrow_table().to_pylist()
+    if pending or own:
+        con.close()   # the commit below needs the catalog: a caller's connection is closed too (returns True)
     if not pending:
-        if own:
-            con.close()
         return False
-    con.close()   # the commit below needs the catalog: a caller's connection is closed too (returns True)
     by_program: dict[str, list[dict]] = defaultdict(list)
     for row in pending:
         by_program[row["program_id"]].append(row)
     jobs = [program_job(rows[0], [dict(r, expected=None) for r in rows]) for rows in by_program.values()]
     actual = {}
-    for v in pool.run(jobs, progress=_tty()):
+    for v in pool.run(jobs, progress=sys.stderr.isatty()):
         if v.status == "no_expected" and v.actual is not None:
             expected = clean_text(v.actual)  # serialized JSON: a surrogate escaped as \udXXX parses back the same
             if is_json(expected):
@@ -146,10 +141,8 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     committed here, by the driver, through the same batches. ``shard=(i, n)`` takes only the programs whose id
     hashes to i mod n, so n drivers on n machines split one selection and commit into one lake.
 
-    Batches are sized by time, not count: the first holds FIRST_BATCH programs, each next one as many as the
-    measured rate finishes in half of ``commit_every_s`` (at most ``batch_programs``); a commit holds the batches
-    that finish within half of ``commit_every_s`` (a small run is one commit), so results are committed at least
-    every ``commit_every_s`` seconds of work and an interrupt loses at most that.
+    Batches are sized by time (FIRST_BATCH programs, then :func:`next_batch_size`, at most ``batch_programs``); a
+    commit holds the batches that finish within half of ``commit_every_s``: an interrupt loses at most that much.
 
     Each problem is judged by its own rule where it has one (``silver.checkers``: a tolerance, case-insensitive
     answers or a checker program) and, with ``time_limits="calibrated"``, under its calibrated CPU limit
@@ -177,9 +170,9 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
             from factory.judging.attach import apply_shipped_rules
             if apply_shipped_rules(lake, sources, con=con):
                 con = connect(lake, read_only=True)
-        if fill_expected and (shard is None or shard[0] == 0):   # one writer fills expected outputs
-            if fill_expected_outputs(lake, pool, sources, report, con=con):
-                con = connect(lake, read_only=True)
+        if fill_expected and (shard is None or shard[0] == 0) and \
+                fill_expected_outputs(lake, pool, sources, report, con=con):   # one writer fills expected outputs
+            con = connect(lake, read_only=True)
         check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
                     "run `factory ingest` first")
         check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs",
@@ -272,7 +265,7 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
     """All verdicts of the jobs; progress counts (program, test row) pairs as their first verdict arrives."""
     seen: set = set()
     out = []
-    for v in pool.run(jobs, progress=progress is None and _tty()):
+    for v in pool.run(jobs, progress=progress is None and sys.stderr.isatty()):
         out.append(v)
         if progress is not None and v.test_id is not None:
             key = (v.program_id, v.test_id.split("::", 1)[0])
@@ -362,8 +355,7 @@ def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, re
         row = verdict_row(program_id, test_id, v, in_process, key[program_id], now)
         report.status_counts[row["status"]] += 1
         rows.append(row)
-    expected_pairs = {(t["program_id"], t["test_id"]) for t in tests}
-    missing = expected_pairs - set(merged)
+    missing = {(t["program_id"], t["test_id"]) for t in tests} - set(merged)
     if missing:
         raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
                            f"e.g. {sorted(missing)[0]}")
