@@ -105,6 +105,8 @@ def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: 
                     log=print) -> dict:
     """Run the missing rollouts and commit them (one stage run). ``policy`` (an HFPolicy / BackendPolicy) is
     used as given, labelled ``model``; otherwise ``model`` is loaded (see :func:`load_policy`)."""
+    from functools import partial
+
     import torch
 
     from factory.ingest.normalize import stable_hash
@@ -142,11 +144,8 @@ def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: 
         policy, _ = load_policy(model, backend, max_new_tokens=max_new_tokens, temperature=temperature,
                                 base_url=base_url)
     torch.manual_seed(seed)
-
-    def session():
-        return InterpreterSession(cpu_s_per_call=cpu_s_per_call, wall_s_per_call=wall_s_per_call,
-                                  memory_mb=memory_mb, idle_timeout_s=max(120.0, 4 * wall_s_per_call))
-
+    session = partial(InterpreterSession, cpu_s_per_call=cpu_s_per_call, wall_s_per_call=wall_s_per_call,
+                      memory_mb=memory_mb, idle_timeout_s=max(120.0, 4 * wall_s_per_call))
     t0 = time.perf_counter()
     run_rollouts(policy, todo, session, max_calls=max_calls, batch_size=batch_size, log=log)
     seconds = time.perf_counter() - t0
@@ -245,8 +244,7 @@ def cut_stage_releases(lake=None, *, recipe: str = "r1-code-interpreter", releas
     ``export_dir/<release>`` when given. A release with the same rows already on disk is reused."""
     from factory.lake import connect
     from factory.release.create import create_release
-    from factory.release.locate import resolve_releases_dir
-    from factory.release.locate import free_name, same_release, today
+    from factory.release.locate import free_name, resolve_releases_dir, same_release, today
 
     date = date or today()
     with connect(lake, read_only=True) as con:
