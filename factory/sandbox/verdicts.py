@@ -95,9 +95,8 @@ def split_job(job: Job, meta: str, limits: str) -> tuple[list[SubJob], list[Verd
         lang = languages.normalize(job.language)
         if lang != languages.PYTHON:
             languages.require(lang)
-    except (languages.UnknownLanguage, languages.ToolchainMissing) as exc:
-        etype = "UnknownLanguage" if isinstance(exc, languages.UnknownLanguage) else "ToolchainMissing"
-        return [], [_invalid(job, spec, str(exc), meta, limits, etype) for spec in job.tests]
+    except (languages.UnknownLanguage, languages.ToolchainMissing) as exc:   # error_type: the class's name
+        return [], [_invalid(job, spec, str(exc), meta, limits, type(exc).__name__) for spec in job.tests]
     subs: dict[str, SubJob] = {}
     bad = []
     for spec in job.tests:
