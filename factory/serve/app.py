@@ -75,9 +75,8 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None,
             engine.draining = True          # new requests get 503 at once; in-flight ones keep running
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=drain_s,
-                            access_log=False, lifespan="off")
-    server = Server(config)
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=drain_s,
+                                   access_log=False, lifespan="off"))
     if on_ready is not None:
         on_ready(engine)
     try:

@@ -55,8 +55,7 @@ class Metrics:
         recent = [t for t in times if now - t <= WINDOW_S]
         if not recent:
             return 0.0
-        span = max(1.0, min(WINDOW_S, now - recent[0]))
-        return len(recent) / span
+        return len(recent) / max(1.0, min(WINDOW_S, now - recent[0]))
 
     def programs_per_s(self) -> float:
         with self.lock:
