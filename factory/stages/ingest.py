@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,8 +59,6 @@ def resolve_paths(adapter_name: str | None, paths: list[str | Path]) -> tuple[li
 
 
 def _folder_files(adapter_name: str | None, folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
-    from fnmatch import fnmatch
-
     data = sorted(x for x in folder.iterdir() if x.is_file() and not x.name.startswith(".")
                   and x.name.endswith(DATA_SUFFIXES))
     if not data:
@@ -308,12 +307,10 @@ def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, lake=None
                               replace=replace, answer_rule=answer_rule)]
     files, skipped = resolve_paths(adapter_name, paths)
     groups = file_groups(adapter_name, files, source)
-    results = []
-    for k, (name, group) in enumerate(groups):
-        r = ingest_source(adapter_name, group, lake=lake, source=name, mapping=mapping, test_format=test_format,
-                          replace=replace, answer_rule=answer_rule)
-        r.skipped = skipped if k == len(groups) - 1 else []
-        results.append(r)
+    results = [ingest_source(adapter_name, group, lake=lake, source=name, mapping=mapping, test_format=test_format,
+                             replace=replace, answer_rule=answer_rule) for name, group in groups]
+    for k, r in enumerate(results):
+        r.skipped = skipped if k == len(results) - 1 else []
     return results
 
 
@@ -344,13 +341,10 @@ def ingest_reasoning_gym(tasks: list[str], size: int, seed: int, *, lake=None,
     tasks = [t.strip() for t in tasks if t and t.strip()]
     if not tasks:
         raise FactoryError("ingest reasoning-gym needs --tasks a,b (reasoning-gym dataset names)")
-    results = []
     with tempfile.TemporaryDirectory(prefix="factory-rg-") as tmp:
         files = {task: write_task_file(Path(tmp), task, size, seed) for task in tasks}   # all generate first
-        for task, path in files.items():
-            results.append(ingest_source("reasoning-gym", [path], lake=lake, source=f"reasoning-gym-{task}",
-                                         replace=replace))
-    return results
+        return [ingest_source("reasoning-gym", [path], lake=lake, source=f"reasoning-gym-{task}", replace=replace)
+                for task, path in files.items()]
 
 
 def register(sub, add_lake) -> None:
@@ -413,5 +407,4 @@ def cmd_ingest(args) -> None:
 def _parse_mapping(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise FactoryError(f"--map expects field=column, got {text!r}")
-    field, column = text.split("=", 1)
-    return field.strip(), column.strip()
+    return tuple(part.strip() for part in text.split("=", 1))
