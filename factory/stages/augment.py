@@ -319,8 +319,7 @@ def run_suite_reduce(lake=None, sources: list[str] | None = None, k: int = DEEPC
         suites: dict[str, dict] = {}
         for problem_id, source, test_id, ordinal in valid:
             if problem_id in mutants:
-                s = suites.setdefault(problem_id, {"source": source, "ordinal": {}})
-                s["ordinal"][test_id] = ordinal
+                suites.setdefault(problem_id, {"source": source, "ordinal": {}})["ordinal"][test_id] = ordinal
         rows = []
         for problem_id, s in sorted(suites.items()):
             kills = {t: frozenset(kill_pairs.get(t, ())) for t in s["ordinal"]}
