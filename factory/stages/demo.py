@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -114,8 +115,6 @@ class Steps:
 
     def run(self, name: str, fn, describe=lambda r: "", progress=None, beat: bool = True):
         """``beat=False`` for a step that prints its own progress lines (execute)."""
-        import threading
-
         print(f"==> {name}", flush=True)
         t = time.perf_counter()
         stop = threading.Event()
