@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from factory.errors import FactoryError, reraise_if_interrupt
@@ -33,8 +34,6 @@ def not_executed(con) -> list[dict]:
 
 
 def warn_not_executed(rows: list[dict]) -> None:
-    import sys
-
     for r in rows:
         print(f"curate: {r['source']}: {r['never_executed']} of {r['references']} references never executed - "
               f"their train problems are held out of gold.rl_problems as unvalidated; run `factory execute "
