@@ -69,9 +69,7 @@ def diff_recipes(a: str, b: str, releases_dir=None, examples: int = 5) -> dict:
 
 
 def _reason(decision: dict | None) -> str:
-    if decision is None:
-        return "not a candidate (source not selected)"
-    return decision["removed_by"] or "kept"
+    return "not a candidate (source not selected)" if decision is None else decision["removed_by"] or "kept"
 
 
 def _failed(decision: dict | None) -> list[str]:
@@ -94,10 +92,9 @@ def diff_text(d: dict) -> str:
     for key, label, other in (("only_a", "only in A", "B"), ("only_b", "only in B", "A")):
         part = d[key]
         lines.append(f"{label}: {part['problems']}")
-        for reason, n in part["why_other_dropped"].items():
-            lines.append(f"    {n:>6}  {other} removed them by {reason}")
-        for ex in part["examples"]:
-            lines.append(f"    e.g. {ex['problem_id']}: fails {', '.join(ex['other_failed'])} in {other}")
+        lines += [f"    {n:>6}  {other} removed them by {reason}" for reason, n in part["why_other_dropped"].items()]
+        lines += [f"    e.g. {ex['problem_id']}: fails {', '.join(ex['other_failed'])} in {other}"
+                  for ex in part["examples"]]
     for key, label in (("rules_only_a", "rules only in A"), ("rules_only_b", "rules only in B"),
                        ("rules_changed", "rules with other parameters")):
         if d[key]:

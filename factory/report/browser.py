@@ -38,10 +38,8 @@ def _last_drawn_row(img) -> int:
     """Index of the lowest row holding a pixel that is not the page background (-1 for a blank image)."""
     width, height = img.size
     px = img.load()
-    for y in range(height - 1, -1, -1):
-        if any(px[x, y] != BACKGROUND for x in range(0, width, 2)):
-            return y
-    return -1
+    drawn = (y for y in range(height - 1, -1, -1) if any(px[x, y] != BACKGROUND for x in range(0, width, 2)))
+    return next(drawn, -1)
 
 
 def screenshot(page: str | Path, png: str | Path, width: int = 1280, height: int | None = None,

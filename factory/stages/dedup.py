@@ -129,13 +129,11 @@ def _recall_curve(lake, texts: list[str], params: MinHashParams, pairs: int) -> 
     with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text())
     rows = recall_curve(texts, params, pairs_per_target=pairs).to_pylist()
-    try:
+    with contextlib.suppress(OSError):   # a read-only lake directory: no cache, same curve
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(rows))
         os.replace(tmp, path)
-    except OSError:
-        pass   # a read-only lake directory: no cache, same curve
     return rows
 
 
