@@ -3,11 +3,9 @@
 -- by potential quartile (1 = highest potential, trained first; paper filters on these are recipe rules).
 -- The quartiles are cut over the train split only (no benchmark source, no test split): a test problem gets the
 -- stage of its potential by the train cut points, so test rows never move them.
-WITH benchmarks AS (
-    SELECT unnest({{ benchmarks }}) AS source
-), m AS (
+WITH m AS (
     SELECT m.*, 4 * m.mean_pass_rate * (1 - m.mean_pass_rate) AS potential,
-           p.source, (p.source NOT IN (SELECT source FROM benchmarks) AND coalesce(p.split, '') <> 'test') AS train
+           p.source, (NOT list_contains({{ benchmarks }}, p.source) AND coalesce(p.split, '') <> 'test') AS train
     FROM gold.model_pass_rates AS m JOIN silver.problems AS p USING (problem_id)
     WHERE m.model = '{{ difficulty_model }}'
       -- a problem whose reference misses a module is not hard, it is unscorable here (gold.environment_failures)

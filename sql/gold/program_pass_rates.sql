@@ -6,9 +6,7 @@
 -- On a train-split problem only hidden tests count ({{ reward_tests_label }}; silver.tests.visibility), so pass
 -- rates measure what the RL reward measures; a benchmark ({{ benchmarks_label }}) or test-split problem counts
 -- every test (HumanEval/34's only test is its docstring example).
-WITH benchmarks AS (
-    SELECT unnest({{ benchmarks }}) AS source
-), in_process_tests AS (
+WITH in_process_tests AS (
     SELECT DISTINCT test_id FROM gold.latest_executions
     WHERE judged_in_process AND {{ exclude_in_process_judged }}
 ), tests AS (
@@ -16,7 +14,7 @@ WITH benchmarks AS (
     JOIN silver.problems AS pb ON pb.problem_id = v.problem_id
     WHERE v.test_id NOT IN (SELECT test_id FROM in_process_tests)
       AND ({{ reward_all }} OR coalesce(st.visibility, 'unknown') = 'hidden'
-           OR pb.split = 'test' OR pb.source IN (SELECT source FROM benchmarks))
+           OR pb.split = 'test' OR list_contains({{ benchmarks }}, pb.source))
 ), denominators AS (
     SELECT problem_id,
            count(*) AS original_tests,

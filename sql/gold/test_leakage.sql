@@ -2,11 +2,9 @@
 -- can a policy read its reward off the prompt, and what decontamination found (columns: data_catalog.yaml).
 -- Reward tests are counted from gold.rl_tests (the rows packed); rl_rows_all_reward_public must be 0 (a
 -- test-split row is not counted: it rewards every test, visibility is for training).
-WITH benchmarks AS (
-    SELECT unnest({{ benchmarks }}) AS source
-), p AS (
+WITH p AS (
     SELECT problem_id, source,
-           CASE WHEN source IN (SELECT source FROM benchmarks) OR split = 'test' THEN 'test'
+           CASE WHEN list_contains({{ benchmarks }}, source) OR split = 'test' THEN 'test'
                 ELSE coalesce(split, 'train') END AS split
     FROM silver.problems
 ), vis AS (

@@ -14,9 +14,7 @@
 --                 e.g. APPS without solutions) and that has no cross-checked generated tests (`factory gentests`)
 --   validation    AceCoder test validation excluded it (gold.problem_validation; always applied), or the problem
 --                 has several correct outputs (metadata needs_checker) and no checker program judges them
-WITH benchmarks AS (
-    SELECT unnest({{ benchmarks }}) AS source
-), contaminated AS (
+WITH contaminated AS (
     SELECT c.problem_id, 'contaminated' AS reason,
            string_agg(DISTINCT coalesce(c.method, 'ngram'), '+' ORDER BY coalesce(c.method, 'ngram')) || ': '
                || count(DISTINCT c.benchmark_id) || ' benchmark item(s), e.g. '
@@ -37,7 +35,7 @@ WITH benchmarks AS (
     FROM silver.dedup_clusters AS d
     JOIN silver.problems AS k ON k.problem_id = d.cluster_id
     JOIN silver.problems AS p ON p.problem_id = d.problem_id
-    WHERE NOT d.is_keeper AND p.source NOT IN (SELECT source FROM benchmarks)
+    WHERE NOT d.is_keeper AND NOT list_contains({{ benchmarks }}, p.source)
 ), other_task AS (
     SELECT problem_id, 'other_task' AS reason,
            CASE WHEN json_extract_string(metadata, '$.task') = 'answer'
@@ -55,7 +53,7 @@ WITH benchmarks AS (
     FROM silver.problems AS p
     JOIN gold.problem_validation AS pv USING (problem_id)
     WHERE pv.oracle_tested = 0
-      AND p.source NOT IN (SELECT source FROM benchmarks) AND coalesce(p.split, '') <> 'test'
+      AND NOT list_contains({{ benchmarks }}, p.source) AND coalesce(p.split, '') <> 'test'
       AND p.problem_id NOT IN (SELECT problem_id FROM silver.tests WHERE origin = 'gentests')
 ), validation AS (
     SELECT problem_id, 'validation' AS reason, exclude_reason AS detail
