@@ -64,8 +64,7 @@ class TableSpec:
         return (PROJECT_ROOT / self.sql).read_text()
 
     def create_table_sql(self, catalog: str = "lake") -> str:
-        cols = ", ".join(c.ddl() for c in self.columns)
-        return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({cols})"
+        return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({', '.join(c.ddl() for c in self.columns)})"
 
     def arrow_schema(self, skip: tuple[str, ...] = ()):
         """The pyarrow schema of this table's declared columns (minus ``skip``), for building rows to write."""

@@ -182,8 +182,7 @@ class StageRun:
             body = render_sql(spec.sql_text(), values, spec.sql).strip().rstrip(";")
             verb = "VIEW" if spec.kind == "view" else "TABLE"
             if (spec.name in views) != (verb == "VIEW"):   # the catalog changed its kind (e.g. a view now materialized)
-                other = "VIEW" if spec.name in views else "TABLE"
-                self.con.execute(f"DROP {other} IF EXISTS {LAKE_ALIAS}.{spec.name}")
+                self.con.execute(f"DROP {'VIEW' if spec.name in views else 'TABLE'} IF EXISTS {LAKE_ALIAS}.{spec.name}")
             self.con.execute(f"CREATE OR REPLACE {verb} {LAKE_ALIAS}.{spec.name} AS {body}")
             n = self.con.execute(f"SELECT count(*) FROM {LAKE_ALIAS}.{spec.name}").fetchone()[0]
             self._count(spec.name, "rows", n)

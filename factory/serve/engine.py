@@ -238,8 +238,7 @@ class VerifierEngine:
 
     # ---- admission -------------------------------------------------------------------------------------
     def retry_after(self, n: int = 1) -> float:
-        rate = self.metrics.programs_per_s() or self.workers
-        return (self.in_flight + n) / max(rate, 1e-3)
+        return (self.in_flight + n) / max(self.metrics.programs_per_s() or self.workers, 1e-3)
 
     def admit(self, n: int) -> None:
         """Reserve room for n programs or raise :class:`Overloaded`."""

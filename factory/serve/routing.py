@@ -202,5 +202,4 @@ class Service:
     async def run_jobs(self, jobs: list[Job], limits, request: Request, deadline: float | None = None,
                        priority: float | None = None) -> dict[str, Ticket]:
         """Admit, queue and await every job (taken back if the client goes); keyed by the caller's program id."""
-        running = self.start_jobs(jobs, limits, priority)
-        return {pid: t async for pid, t in running.results(request, deadline)}
+        return {pid: t async for pid, t in self.start_jobs(jobs, limits, priority).results(request, deadline)}

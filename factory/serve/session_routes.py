@@ -160,8 +160,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
         code = code_of_action(action)
         if code is None:
             return "", False, False
-        r = pool.run(tid, code)
-        return wrap_observation(action, cell_text(r)[:MAX_OBSERVATION_CHARS]), False, True
+        return wrap_observation(action, cell_text(pool.run(tid, code))[:MAX_OBSERVATION_CHARS]), False, True
 
     @svc.endpoint("get_observation")
     async def get_observation(request: Request, rid: str):
