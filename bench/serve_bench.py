@@ -33,6 +33,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from itertools import takewhile
 from pathlib import Path
 
 from harness import DATA, factory, oversubscribed, parser, table, timed, write  # noqa: I001  (first: sys.path)
@@ -253,6 +254,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=3600)
     a = ap.parse_args()
     deadline = time.time() + a.time_limit
+    in_time = lambda _: time.time() <= deadline   # each served run starts only before the deadline
     tmp = tempfile.mkdtemp(prefix="serve-bench-")
     lake = Path(a.lake) if a.lake else Path(tmp) / "lake"
     t0 = time.time()
@@ -282,26 +284,20 @@ def main() -> None:
                     return None
                 runs = [o["verdicts_per_s"] for o in out["offline"] if o["rollouts"] == n]
                 return round(verdicts / seconds / (sum(runs) / len(runs)), 2)
-            for c in a.native_concurrency:
-                if time.time() > deadline:
-                    break
+            for c in takewhile(in_time, a.native_concurrency):
                 before = server_stats(server.url)
                 res = asyncio.run(judge_async(server.url, rollouts, 1, c))
                 row = {"concurrency": c, **served(rollouts, res), "server": _delta(before, server_stats(server.url))}
                 row["vs_offline"] = ratio(row["verdicts"], res["seconds"])
                 out["native_per_rollout"].append(row)
                 print(json.dumps(row), flush=True)
-            for k in a.oversub:
-                if time.time() > deadline:
-                    break
+            for k in takewhile(in_time, a.oversub):
                 with oversubscribed(k):
                     res = asyncio.run(judge_async(server.url, rollouts, a.batch, a.concurrency))
                 row = {"oversub": k, **served(rollouts, res), "rollouts_per_s": round(n / res["seconds"], 1)}
                 out["native"].append(row)
                 print(json.dumps(row), flush=True)
-            for c in a.verl_concurrency:
-                if time.time() > deadline:
-                    break
+            for c in takewhile(in_time, a.verl_concurrency):
                 v = run_verl(server.url, rollouts, c)
                 row = {"rollouts": n, "max_concurrent": c, "seconds": round(v["seconds"], 2),
                        "verdicts": v["verdicts"], "verdicts_per_s": round(v["verdicts"] / v["seconds"], 1),
