@@ -51,9 +51,7 @@ def curation_funnel(con) -> list[dict]:
     reason_columns = ", ".join(
         f"coalesce((SELECT n FROM reasons AS x WHERE x.source = p.source AND x.reason = '{r}'), 0) AS {r}"
         for r in REASONS)
-    cur = con.execute(_FUNNEL_SQL.format(reason_columns=reason_columns))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return con.execute(_FUNNEL_SQL.format(reason_columns=reason_columns)).to_arrow_table().to_pylist()
 
 
 _EXAMPLES_SQL = """
@@ -119,10 +117,9 @@ def funnel_detail_markdown(rows: list[dict], examples: dict[str, list[dict]]) ->
 
 def unhealthy_sources(con) -> list[dict]:
     """Sources whose references pass below the configured rate, with the missing modules that explain it."""
-    cur = con.execute("SELECT source, references_run, references_passed, reference_pass_rate, environment_failures, "
-                      "missing_modules FROM gold.source_health WHERE NOT healthy ORDER BY source")
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return con.execute("SELECT source, references_run, references_passed, reference_pass_rate, environment_failures, "
+                       "missing_modules FROM gold.source_health WHERE NOT healthy ORDER BY source"
+                       ).to_arrow_table().to_pylist()
 
 
 _CAUSES_SQL = """
