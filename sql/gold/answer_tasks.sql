@@ -11,10 +11,6 @@ WITH answer_tests AS (
     FROM silver.tests
     WHERE kind = 'answer'
     QUALIFY row_number() OVER (PARTITION BY problem_id ORDER BY ordinal, test_id) = 1
-), excluded AS (
-    SELECT DISTINCT problem_id
-    FROM gold.training_exclusions
-    WHERE applied AND reason IN ('contaminated', 'duplicate')
 ), curriculum AS (
     SELECT problem_id, recipe, model, pass_rate, potential, curriculum_stage
     FROM gold.r1ci_tasks
@@ -34,4 +30,5 @@ SELECT p.problem_id, p.source, p.source_id, p.split,
 FROM silver.problems AS p
 JOIN answer_tests AS a USING (problem_id)
 LEFT JOIN curriculum AS c USING (problem_id)
-WHERE p.problem_id NOT IN (SELECT problem_id FROM excluded)
+WHERE p.problem_id NOT IN (SELECT problem_id FROM gold.training_exclusions
+                           WHERE applied AND reason IN ('contaminated', 'duplicate'))
