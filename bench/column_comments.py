@@ -26,15 +26,11 @@ TRAINING_VIEW = "gold.rl_problems"
 RELEASE = "comments-v1"
 
 
-def plain(lake: Path, env: dict) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute(factory("shell", "--print-init", lake=lake, env=env))
-    return con
-
-
 def counts(lake: Path, env: dict, declared: dict) -> dict:
-    """{layer: {columns, column, shown}} and the training view's, over the catalog's columns in the lake."""
-    with plain(lake, env) as con:
+    """{layer: {columns, column, shown}} and the training view's, over the catalog's columns in the lake, read in
+    plain DuckDB through `factory shell --print-init`."""
+    with duckdb.connect() as con:
+        con.execute(factory("shell", "--print-init", lake=lake, env=env))
         cols = {(f"{s}.{t}", c): cm for s, t, c, cm in con.execute(
             "SELECT schema_name, table_name, column_name, comment FROM duckdb_columns() WHERE database_name = 'lake'"
         ).fetchall()}
