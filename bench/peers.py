@@ -43,13 +43,12 @@ def rows_of(name: str, d: dict) -> list[dict]:
                  "ratio": d["ours"]["seconds"] / d["human_eval"]["seconds"], "load": d["load_avg_start"]}]
     if name == "serve":
         agree = d["agreement"]
-        out = [{"work": "serve /run_code verdicts agreeing with SandboxFusion",
-                "factory": f"{sum(r['all_fields_agree'] for r in agree)}/{sum(r['programs'] for r in agree)}",
-                "peer": "SandboxFusion (isolation none)", "ratio": None, "load": None}]
-        out += [{"work": f"serve throughput, {r['language']} at concurrency {r['concurrency']}",
-                 "factory": f"{r['factory_rps']:.0f} req/s", "peer": f"{r['sandboxfusion_rps']:.0f} req/s",
-                 "ratio": r["sandboxfusion_rps"] / r["factory_rps"], "load": r["load_avg_1m"]} for r in d["speed"]]
-        return out
+        return ([{"work": "serve /run_code verdicts agreeing with SandboxFusion",
+                  "factory": f"{sum(r['all_fields_agree'] for r in agree)}/{sum(r['programs'] for r in agree)}",
+                  "peer": "SandboxFusion (isolation none)", "ratio": None, "load": None}]
+                + [{"work": f"serve throughput, {r['language']} at concurrency {r['concurrency']}",
+                    "factory": f"{r['factory_rps']:.0f} req/s", "peer": f"{r['sandboxfusion_rps']:.0f} req/s",
+                    "ratio": r["sandboxfusion_rps"] / r["factory_rps"], "load": r["load_avg_1m"]} for r in d["speed"]])
     if name == "ingest":
         runs = d["shapes"]
         label = "peers" if "peers" in runs else list(runs)[-1]
