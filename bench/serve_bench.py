@@ -184,7 +184,7 @@ def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
     examples, lost_examples, call_s = [], [], []
     original = vsf.call_sandbox_api
 
-    def timed(*args, **kwargs):
+    def timed_call(*args, **kwargs):
         t0 = time.perf_counter()
         try:
             return original(*args, **kwargs)
@@ -196,7 +196,7 @@ def run_verl(url: str, rollouts: list[dict], max_concurrent: int) -> dict:
                                           memory_limit_mb=1024, concurrent_semaphore=sem)
         return r, res, meta
     before = server_stats(url)
-    vsf.call_sandbox_api = timed
+    vsf.call_sandbox_api = timed_call
     t0 = time.perf_counter()
     try:
         with ThreadPoolExecutor(max_concurrent) as ex:
