@@ -171,16 +171,11 @@ def text_candidates(data: dict, manual: dict) -> list[dict]:
         for bid, rec in data[b].items():
             for g in _grams(rec["text"]):
                 grams[g].add((b, bid))
-    rows = []
-    for s in checked_sources(data):
-        for sid, rec in data[s].items():
-            hits = set().union(*(grams.get(g, set()) for g in _grams(rec["text"])))
-            for b, bid in sorted(hits):
-                lab = label_pair(s, sid, b, bid, data, manual)
-                if lab:
-                    rows.append({"kind": lab[0], "label": lab[1], "source": s, "source_id": sid, "benchmark": b,
-                                 "benchmark_id": bid, "methods": "text", "basis": lab[2]})
-    return rows
+    return [{"kind": lab[0], "label": lab[1], "source": s, "source_id": sid, "benchmark": b, "benchmark_id": bid,
+             "methods": "text", "basis": lab[2]}
+            for s in checked_sources(data) for sid, rec in data[s].items()
+            for b, bid in sorted(set().union(*(grams.get(g, set()) for g in _grams(rec["text"]))))
+            if (lab := label_pair(s, sid, b, bid, data, manual))]
 
 
 def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
