@@ -4,6 +4,7 @@ problems without tests spread over several parts."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import pytest
 
@@ -13,6 +14,12 @@ from tests.ingest_hub import hubfixtures as fx
 from tests.lakeutil import init_lake, query
 
 TABLES = ("bronze.raw_records", "silver.problems", "silver.tests", "silver.programs")
+CONVERT_PART = hub._convert_part
+
+
+def _in_a_worker(*args):
+    assert multiprocessing.parent_process() is not None, "a part was converted in the ingest's process"
+    return CONVERT_PART(*args)
 
 
 def _rows(data, n: int = 80) -> list[dict]:
@@ -54,11 +61,8 @@ def test_workers_give_the_rows_of_one_process(tmp_path, shared_data, monkeypatch
     path = fx.write_parquet(tmp_path / "probe.parquet", rows, fx.CODE_CONTESTS_SCHEMA, row_group_size=4)
     assert len(hub._parts(path)) >= 4
     one_lake, one = _ingest(tmp_path, "one", rows, workers=0)
-
-    def here(*args):
-        raise AssertionError("a part was converted in the ingest's process, not by a worker")
-
-    monkeypatch.setattr(hub, "convert_records", here)   # the workers (spawned) have their own
+    monkeypatch.setattr(hub, "_convert_part", _in_a_worker)
+    monkeypatch.setattr(hub, "iter_records", None)   # no file is read in the ingest's process either
     two_lake, two = _ingest(tmp_path, "two", rows, workers=2)
     assert one.duplicates == two.duplicates > 2 and one.records_skipped == two.records_skipped != {}
     assert (one.problems, one.tests, one.programs, one.raw_records, one.file_splits) == \

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections import Counter, deque
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,7 +86,8 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                   "files": rel_files, "sha256": sha, "files_sha256": sha}
     files = _DataFiles(resolve_lake_dir(lake))   # rows -> data files in the lake's data path (see _DataFiles)
     try:
-        with _workers(workers) as pool, stage_run("ingest", run_config, lake=lake) as run, \
+        parts = {path: _parts(path) for path in resolved.files} if workers != 0 else {}
+        with _workers(workers, any(parts.values())) as pool, stage_run("ingest", run_config, lake=lake) as run, \
                 _write_behind() as writer:
             previous = run.con.execute("SELECT DISTINCT source_sha256 FROM bronze.raw_records WHERE source = ?",
                                        [source]).fetchall()
@@ -132,7 +134,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                             "opts": {"file_split": named, "file_rel": rel, "config": config,
                                      "solutions_per_language": solutions_per_language}}
                 splits = file_splits.setdefault(rel, {})
-                for batch in _converted(pool, file_job, path, batch_bytes):
+                for batch in _converted(pool, file_job, path, parts.get(path), batch_bytes):
                     stats["duplicates"] += batch.drop_repeated(seen)   # exact copies of earlier records: bronze only
                     stats["skipped"].update(batch.skipped)
                     stats["first_skip"] = stats["first_skip"] or batch.first_skip
@@ -204,64 +206,60 @@ def _convert_part(job: dict, path: Path, row_groups: range, batch_bytes: int) ->
     return list(convert_records(job, parquet_records(path, batch_bytes, row_groups)))
 
 
-def _converted(pool, job: dict, path: Path, batch_bytes: int):
-    """The batches of one file in order: from the workers (at most one part each, plus one, ahead) when there are
-    workers and the file has several parts; else converted here. A part whose worker failed is converted here
-    again, so its error is the one this process would raise."""
-    parts = _parts(path) if pool is not None else None
-    if parts is None:
+def _converted(pool, job: dict, path: Path, parts: list[range] | None, batch_bytes: int):
+    """The batches of one file in order: of its ``parts`` from the workers (at most one part each ahead of the one
+    handed on) when there are both; else converted here. A part whose worker failed is converted here again, so its
+    error is the one this process would raise."""
+    if pool is None or parts is None:
         yield from convert_records(job, iter_records(path, batch_bytes))
         return
+
     def results(part: range, future):
         try:
             batches = future.result()
         except Exception:   # noqa: BLE001 - the same part again here: its own error, or its rows
-            batches = list(convert_records(job, parquet_records(path, batch_bytes, part)))
+            batches = _convert_part(job, path, part, batch_bytes)
         while batches:
             yield batches.pop(0)   # handed on one at a time: the caller may drop it before the next
 
     ahead = deque()
     for part in parts:
         ahead.append((part, pool.submit(_convert_part, job, path, part, batch_bytes)))
-        if len(ahead) > pool.n:   # one part per worker ahead of the one being written
+        if len(ahead) > pool.workers:
             yield from results(*ahead.popleft())
     while ahead:
         yield from results(*ahead.popleft())
 
 
-class _Workers:
-    """``n`` conversion processes, started (spawned: nothing of this process's threads and locks is inherited) on
-    the first :meth:`submit`; a multi-row-group Parquet file is the only user."""
-
-    def __init__(self, n: int):
-        self.n, self.pool = n, None
-
-    def submit(self, fn, *args):
-        if self.pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(self.n, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_ignore_sigint)
-        return self.pool.submit(fn, *args)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-
-
 @contextmanager
-def _workers(n: int | None):
-    """:class:`_Workers` of ``n`` processes (None: one per core when there are several), or None for none."""
+def _workers(n: int | None, wanted: bool):
+    """A pool of ``n`` conversion processes (None: one per core when there are several) when ``wanted``, started
+    now, before the lake opens: forked when this thread is the only one (a lock another thread held would stay held
+    in the child), else spawned (a script that calls this needs an ``if __name__ == "__main__"`` guard, as for
+    any spawned pool). None for none."""
+    import threading
+
     if n is None:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         n = n if n > 1 else 0
-    workers = _Workers(n) if n else None
+    if not (wanted and n):
+        yield None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    for thread in threading.enumerate():
+        if thread.name == "warm-pandas":   # factory.lake.connection's import of pandas: done before a fork
+            thread.join()
+    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context(method), initializer=_ignore_sigint)
+    pool.workers = n
     try:
-        yield workers
+        for started in [pool.submit(os.getpid) for _ in range(n)]:   # every worker started before the lake opens
+            started.result()
+        yield pool
     finally:
-        if workers is not None:
-            workers.close()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ignore_sigint() -> None:
