@@ -49,16 +49,13 @@ def evalplus_verdicts(rows: list[dict], work: Path) -> dict[str, dict]:
     run([sys.executable, "-m", "evalplus.evaluate", "--dataset", "humaneval", "--samples", samples, "--base_only",
          "--parallel", os.cpu_count() or 2, "--i_just_wanna_run", "--test_details"], env=env)
     result = json.loads((work / "samples_eval_results.json").read_text())
-    out: dict[str, dict] = {}
     # evalplus keeps the samples of a task in file order; pair them back with our program ids
     by_task: dict[str, list[str]] = {}
     for r in rows:
         by_task.setdefault(r["task_id"], []).append(r["program_id"])
-    for task_id, evals in result["eval"].items():
-        for pid, ev in zip(by_task[task_id], evals):
-            out[pid] = {"passed": ev["base_status"] == "pass", "status": ev["base_status"],
-                        "fails": [i for i, ok in enumerate(ev.get("base_details") or []) if not ok][:5]}
-    return out
+    return {pid: {"passed": ev["base_status"] == "pass", "status": ev["base_status"],
+                  "fails": [i for i, ok in enumerate(ev.get("base_details") or []) if not ok][:5]}
+            for task_id, evals in result["eval"].items() for pid, ev in zip(by_task[task_id], evals)}
 
 
 def main() -> None:
