@@ -79,11 +79,9 @@ def build(work: Path, data: Path) -> Path:
 
 def second_solutions(data: Path) -> dict[str, str]:
     """source_id -> a second solution's code (LeetCode ``response``; KodCode: another passing trial)."""
-    out = {}
-    for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz"):
-        code = (re.findall(r"```python\n(.*?)```", r.get("response") or "", re.S) or [None])[-1]   # its last block
-        if code:
-            out[r["task_id"]] = code
+    out = {r["task_id"]: code   # the response's last code block
+           for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")
+           if (code := (re.findall(r"```python\n(.*?)```", r.get("response") or "", re.S) or [None])[-1])}
     for f in sorted((data / "kodcode_demo").glob("Verified_KodCode_*_Complete.json")):
         for r in json.loads(f.read_text()):
             m = r.get("metadata") or {}
