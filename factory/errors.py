@@ -15,9 +15,7 @@ class InputError(FactoryError):
                  field: str | None = None):
         self.file, self.line, self.field = file, line, field
         where = ":".join(str(x) for x in (file, line) if x is not None)
-        prefix = f"{where}: " if where else ""
-        suffix = f" (field {field!r})" if field else ""
-        super().__init__(f"{prefix}{message}{suffix}")
+        super().__init__(f"{where}: " * bool(where) + message + (f" (field {field!r})" if field else ""))
 
 
 class Interrupted(KeyboardInterrupt):

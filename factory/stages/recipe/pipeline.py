@@ -10,6 +10,7 @@ or once with :func:`register_step`).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -303,13 +304,10 @@ def _short(obj) -> str:
 # -- time and memory per step ------------------------------------------------------------------------------
 def _rss_mb() -> int | None:
     """This process's resident set now (Linux /proc), in MiB."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) // 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
     return None
 
 
@@ -359,9 +357,8 @@ def _previous(con, stage: str, chash: str) -> dict | None:
     row = con.execute("SELECT state, summary FROM ops.pipeline_steps WHERE stage = ? AND config_hash = ? "
                       "AND status IN ('ran', 'current') ORDER BY recorded_at DESC LIMIT 1",
                       [stage, chash]).fetchone()
-    if row is None:
-        return None
-    return {"state": json.loads(row[0]) if isinstance(row[0], str) else row[0], "summary": row[1]}
+    return None if row is None else {"state": json.loads(row[0]) if isinstance(row[0], str) else row[0],
+                                     "summary": row[1]}
 
 
 def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
