@@ -3,8 +3,8 @@
 Records are read row group by row group (:mod:`factory.ingest.hub.stream`), converted in batches
 (:mod:`factory.ingest.hub.convert`) and written to the lake in files of about ``flush_bytes`` of text inside ONE
 stage transaction: a failure anywhere writes nothing, and memory holds a few read batches plus one write batch
-whatever the dataset's size. A Parquet file of several row groups is converted by worker processes, one per core,
-in order; this process drops exact duplicates and writes. Test payloads are stored once (silver.tests); bronze
+whatever the dataset's size. A Parquet file of several row groups of small values is converted by worker processes
+(one per core, in order; see _parts); this process drops exact duplicates and writes. Test payloads are stored once (silver.tests); bronze
 keeps every other field verbatim and, for the columns that carry tests and programs, their sha256 and size
 (``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the run's config and the
 release card), file and row locate the original bytes.
@@ -58,7 +58,7 @@ def ingest_hub(adapter_name: str, paths: list, *, lake=None, source: str | None 
                flush_bytes: int = FLUSH_BYTES, batch_bytes: int = BATCH_BYTES, solutions_per_language: int = 8,
                workers: int | None = None):
     """Ingest one Hub dataset (config) as one source; same revision and adapter again is a no-op. ``workers``:
-    conversion processes for multi-row-group Parquet files (default: one per core, none on one core; 0: none)."""
+    conversion processes for Parquet files of many small values (default: one per core, none on one core; 0: none)."""
     import pyarrow as pa
 
     from factory.lake.commit import stage_run
