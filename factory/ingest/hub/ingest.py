@@ -5,9 +5,9 @@ Records are read row group by row group (:mod:`factory.ingest.hub.stream`), conv
 stage transaction: a failure anywhere writes nothing, and memory holds a few read batches plus one write batch
 whatever the dataset's size. A Parquet file of several row groups of small values is converted by worker processes
 (one per core, in order; see _parts); this process drops exact duplicates and writes. Test payloads are stored
-once (silver.tests); bronze keeps every other field verbatim and, for the columns that carry tests and programs, their sha256 and size
-(``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the run's config and the
-release card), file and row locate the original bytes.
+once (silver.tests); bronze keeps every other field verbatim and, for the columns that carry tests and programs,
+their sha256 and size (``{"$elided": ...}``): the exact revision (``bronze.raw_records.source_revision``, the
+run's config and the release card), file and row locate the original bytes.
 """
 from __future__ import annotations
 
