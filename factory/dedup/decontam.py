@@ -37,7 +37,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .lsh import _arrow, _conn, _register
+from .lsh import _arrow, _conn, _registered
 from .shingle import RECIPE, WordHasher, shingle_hashes, tokenize
 
 OUTPUT_COLUMNS = ("problem_id", "benchmark", "benchmark_id", "matched_ngrams", "benchmark_ngrams",
@@ -187,42 +187,42 @@ def decontaminate(problems: pa.Table, benchmarks: pa.Table, params: DecontamPara
     p_fams, b_fams = _families(problems, "problem_id", "p"), _families(benchmarks, "benchmark_id", "b")
     fams = _codes(p_fams + b_fams, "f:")   # one code space: a family shared by both sides has one code
     p_fam, b_fam = fams[:problems.num_rows], fams[problems.num_rows:]
-    prob = _register(con, pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": p_src[p_doc],
-                                    "fam": p_fam[p_doc], "content": p_content}), "prob")
-    bench = _register(con, pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": b_src[b_doc],
-                                     "fam": b_fam[b_doc], "content": b_content}), "bench")
-    stock = [f"""SELECT h FROM (SELECT h, fam FROM {prob} UNION SELECT h, fam FROM {bench})
-                 GROUP BY h HAVING count(*) > {int(params.stock_df)}"""]
-    if params.max_benchmark_df is not None:
-        stock.append(f"SELECT h FROM {bench} GROUP BY h HAVING count(DISTINCT bidx) > {int(params.max_benchmark_df)}")
-    if params.template_df is not None:
-        stock.append(template_sql(prob, bench, params))
+    prob_rows = pa.table({"pidx": p_doc, "pos": p_pos, "h": p_h.view(np.int64), "src": p_src[p_doc],
+                          "fam": p_fam[p_doc], "content": p_content})
+    bench_rows = pa.table({"bidx": b_doc, "h": b_h.view(np.int64), "src": b_src[b_doc], "fam": b_fam[b_doc],
+                           "content": b_content})
     need = min(int(params.min_content), n) if params.ignore_numeric else 0
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _decontam_stock AS {' UNION '.join(stock)}")
-        con.execute(f"""CREATE OR REPLACE TEMP TABLE _decontam_b AS
-            SELECT DISTINCT bidx, h, content >= {need} AND h NOT IN (SELECT h FROM _decontam_stock) AS inf
-            FROM {bench}""")
-        hits = _arrow(con.execute(f"""
-            WITH m AS (
-                SELECT p.pidx, b.bidx, count(DISTINCT p.h)::BIGINT AS matched,
-                       count(DISTINCT p.h) FILTER (WHERE b.inf)::BIGINT AS inf_matched,
-                       list(p.pos ORDER BY p.pos) AS positions,
-                       list(p.pos ORDER BY p.pos) FILTER (WHERE b.inf) AS inf_positions
-                FROM {prob} p JOIN _decontam_b b USING (h)
-                GROUP BY p.pidx, b.bidx
-            ), bi AS (
-                SELECT bidx, count(*)::BIGINT AS b_all, count(*) FILTER (WHERE inf)::BIGINT AS b_inf
-                FROM _decontam_b GROUP BY bidx
-            )
-            SELECT m.*, bi.b_all, bi.b_inf FROM m JOIN bi USING (bidx) ORDER BY m.pidx, m.bidx
-        """))
-        n_stock = con.execute("SELECT count(*) FROM _decontam_stock").fetchone()[0]
-    finally:
-        con.unregister(prob)
-        con.unregister(bench)
-        con.execute("DROP TABLE IF EXISTS _decontam_stock")
-        con.execute("DROP TABLE IF EXISTS _decontam_b")
+    with _registered(con, prob=prob_rows, bench=bench_rows) as (prob, bench):
+        stock = [f"""SELECT h FROM (SELECT h, fam FROM {prob} UNION SELECT h, fam FROM {bench})
+                     GROUP BY h HAVING count(*) > {int(params.stock_df)}"""]
+        if params.max_benchmark_df is not None:
+            stock.append(f"SELECT h FROM {bench} GROUP BY h "
+                         f"HAVING count(DISTINCT bidx) > {int(params.max_benchmark_df)}")
+        if params.template_df is not None:
+            stock.append(template_sql(prob, bench, params))
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _decontam_stock AS {' UNION '.join(stock)}")
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE _decontam_b AS
+                SELECT DISTINCT bidx, h, content >= {need} AND h NOT IN (SELECT h FROM _decontam_stock) AS inf
+                FROM {bench}""")
+            hits = _arrow(con.execute(f"""
+                WITH m AS (
+                    SELECT p.pidx, b.bidx, count(DISTINCT p.h)::BIGINT AS matched,
+                           count(DISTINCT p.h) FILTER (WHERE b.inf)::BIGINT AS inf_matched,
+                           list(p.pos ORDER BY p.pos) AS positions,
+                           list(p.pos ORDER BY p.pos) FILTER (WHERE b.inf) AS inf_positions
+                    FROM {prob} p JOIN _decontam_b b USING (h)
+                    GROUP BY p.pidx, b.bidx
+                ), bi AS (
+                    SELECT bidx, count(*)::BIGINT AS b_all, count(*) FILTER (WHERE inf)::BIGINT AS b_inf
+                    FROM _decontam_b GROUP BY bidx
+                )
+                SELECT m.*, bi.b_all, bi.b_inf FROM m JOIN bi USING (bidx) ORDER BY m.pidx, m.bidx
+            """))
+            n_stock = con.execute("SELECT count(*) FROM _decontam_stock").fetchone()[0]
+        finally:
+            con.execute("DROP TABLE IF EXISTS _decontam_stock")
+            con.execute("DROP TABLE IF EXISTS _decontam_b")
     pidx = hits["pidx"].to_numpy()
     bidx = hits["bidx"].to_numpy()
     rows = []

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from .lsh import _arrow, _conn, _register
+from .lsh import _arrow, _conn, _registered
 
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -81,14 +81,11 @@ def exact_pairs(doc_ids: pa.Array, keys: pa.Array, con: duckdb.DuckDBPyConnectio
     """Star edges ``(doc_id_a=min id of the key group, doc_id_b)`` for every duplicated key
     (DuckDB ``GROUP BY key``). With ``skip_empty`` the hash of "" never links documents."""
     con = _conn(con)
-    t = _register(con, pa.table({"doc_id": doc_ids, "key": keys}), "exact")
     empty = exact_hashes([""])[0].as_py()
     where = f"WHERE key <> '{empty}'" if skip_empty else ""
-    try:
+    with _registered(con, exact=pa.table({"doc_id": doc_ids, "key": keys})) as (t,):
         return _arrow(con.execute(f"""
             WITH g AS (SELECT key, min(doc_id) AS anchor FROM {t} {where} GROUP BY key HAVING count(*) > 1)
             SELECT g.anchor AS doc_id_a, d.doc_id AS doc_id_b FROM {t} d JOIN g USING (key)
             WHERE d.doc_id <> g.anchor ORDER BY doc_id_a, doc_id_b
         """))
-    finally:
-        con.unregister(t)

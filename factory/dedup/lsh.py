@@ -7,6 +7,7 @@ transitive through that anchor. Pairs are ``(doc_id_a < doc_id_b)`` and distinct
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import duckdb
@@ -28,10 +29,17 @@ def _arrow(result) -> pa.Table:
     return (getattr(result, "to_arrow_table", None) or result.fetch_arrow_table)()
 
 
-def _register(con: duckdb.DuckDBPyConnection, table: pa.Table, stem: str) -> str:
-    name = f"_dedup_{stem}_{next(_counter)}"
-    con.register(name, table)
-    return name
+@contextlib.contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table):
+    """The tables registered in ``con`` under fresh names (yielded in order) for the block, unregistered after."""
+    names = [f"_dedup_{stem}_{next(_counter)}" for stem in tables]
+    for name, table in zip(names, tables.values()):
+        con.register(name, table)
+    try:
+        yield names
+    finally:
+        for name in names:
+            con.unregister(name)
 
 
 def candidate_pairs(bands: pa.Table, con: duckdb.DuckDBPyConnection | None = None, max_bucket: int = 200) -> pa.Table:
@@ -111,9 +119,8 @@ def _candidate_pairs_sql(bands: pa.Table, con: duckdb.DuckDBPyConnection | None 
                          max_bucket: int = 200) -> pa.Table:
     """The reference DuckDB query of :func:`candidate_pairs` (any id type)."""
     con = _conn(con)
-    t = _register(con, bands, "bands")
-    try:
-        sql = f"""
+    with _registered(con, bands=bands) as (t,):
+        return _arrow(con.execute(f"""
         WITH buckets AS (
             SELECT band, band_hash, count(*) AS n, min(doc_id) AS anchor
             FROM {t} GROUP BY band, band_hash HAVING count(*) > 1
@@ -130,10 +137,7 @@ def _candidate_pairs_sql(bands: pa.Table, con: duckdb.DuckDBPyConnection | None 
         )
         SELECT doc_id_a, doc_id_b, count(*)::INTEGER AS n_bands
         FROM edges GROUP BY doc_id_a, doc_id_b ORDER BY doc_id_a, doc_id_b
-        """
-        return _arrow(con.execute(sql))
-    finally:
-        con.unregister(t)
+        """))
 
 
 def cross_candidate_pairs(new_bands: pa.Table, existing_bands: pa.Table,
@@ -143,16 +147,10 @@ def cross_candidate_pairs(new_bands: pa.Table, existing_bands: pa.Table,
     only read, never recomputed. Rows of ``new_bands`` whose doc_id is already in
     ``existing_bands`` are ignored (anti-join), so re-submitting old docs is harmless."""
     con = _conn(con)
-    n = _register(con, new_bands, "new")
-    e = _register(con, existing_bands, "old")
-    try:
-        sql = f"""
+    with _registered(con, new=new_bands, old=existing_bands) as (n, e):
+        return _arrow(con.execute(f"""
         WITH fresh AS (SELECT * FROM {n} ANTI JOIN (SELECT DISTINCT doc_id FROM {e}) o USING (doc_id))
         SELECT f.doc_id AS doc_id_a, o.doc_id AS doc_id_b, count(*)::INTEGER AS n_bands
         FROM fresh f JOIN {e} o USING (band, band_hash)
         GROUP BY f.doc_id, o.doc_id ORDER BY doc_id_a, doc_id_b
-        """
-        return _arrow(con.execute(sql))
-    finally:
-        con.unregister(n)
-        con.unregister(e)
+        """))
