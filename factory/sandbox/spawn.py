@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import time
 import traceback
 
@@ -93,7 +94,6 @@ class KeptJudge:
     behind by uid (:func:`kill_candidates`) and spare the judge."""
 
     def __init__(self, z):
-        import socket
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.pid = spawn(z, "judge-files", {6: theirs.fileno()}, None, -1, judge_body(None, z.limits), z.plan,
                           KEPT_JUDGE_TESTS)
@@ -102,7 +102,6 @@ class KeptJudge:
         self.programs = 0
 
     def send(self, memfd: int, blob: tuple, start: int, chan: list[int]) -> None:
-        import socket
         from .judge import JOB_MSG
         socket.send_fds(self.sock, [JOB_MSG.pack(blob[0], blob[1], start)], [memfd, *chan])
         self.programs += 1
@@ -256,7 +255,7 @@ def open_pidfd(pid: int) -> int | None:
 
 def exit_status(pid: int, pidfd: int | None, ready: list) -> int | None:
     """``pid``'s wait status once it has exited (its pidfd among ``ready``; polled without a pidfd), else None."""
-    if not ((pidfd in ready) if pidfd is not None else has_exited(pid)):
+    if pidfd is not None and pidfd not in ready:
         return None
     try:
         got, status = os.waitpid(pid, os.WNOHANG)
