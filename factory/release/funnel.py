@@ -18,14 +18,13 @@ REASONS = ("contaminated", "duplicate", "other_task", "environment", "unvalidate
 _FUNNEL_SQL = """
 WITH problems AS (
     SELECT source, count(*) AS problems FROM silver.problems GROUP BY source
-), reasons AS (
-    SELECT source, reason, count(DISTINCT problem_id) AS n FROM gold.training_exclusions WHERE applied GROUP BY ALL
 ), reported AS (
     SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions
     WHERE NOT applied AND problem_id NOT IN (SELECT problem_id FROM gold.training_exclusions WHERE applied)
     GROUP BY source
 ), excluded AS (
-    SELECT source, count(DISTINCT problem_id) AS n FROM gold.training_exclusions WHERE applied GROUP BY source
+    SELECT source, count(DISTINCT problem_id) AS n, {reason_counts} FROM gold.training_exclusions WHERE applied
+    GROUP BY source
 ), kept AS (
     SELECT source, count(*) FILTER (WHERE split = 'test') AS test, count(*) FILTER (WHERE split IS DISTINCT FROM 'test')
            AS train FROM gold.rl_problems GROUP BY source
@@ -48,10 +47,9 @@ _SHOWN = ("problems", *REASONS, "no_usable_tests", "train", "test")   # the coun
 
 def curation_funnel(con) -> list[dict]:
     """One dict per source: source, problems, each reason, excluded, no_usable_tests, train, test, kept_by_opt_in."""
-    reason_columns = ", ".join(
-        f"coalesce((SELECT n FROM reasons AS x WHERE x.source = p.source AND x.reason = '{r}'), 0) AS {r}"
-        for r in REASONS)
-    return con.execute(_FUNNEL_SQL.format(reason_columns=reason_columns)).to_arrow_table().to_pylist()
+    counts = ", ".join(f"count(DISTINCT problem_id) FILTER (reason = '{r}') AS {r}" for r in REASONS)
+    columns = ", ".join(f"coalesce(e.{r}, 0) AS {r}" for r in REASONS)
+    return con.execute(_FUNNEL_SQL.format(reason_counts=counts, reason_columns=columns)).to_arrow_table().to_pylist()
 
 
 _EXAMPLES_SQL = """

@@ -91,10 +91,9 @@ def _diff_view(con: duckdb.DuckDBPyConnection, root_a: Path, root_b: Path, ia: d
     for side, root, info in (("ra", root_a, ia), ("rb", root_b, ib)):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {side} AS SELECT {k}, {digest(content)} AS h, "
                     f"{digest(provenance)} AS p FROM read_parquet('{root}/data/{info['config_name']}/*.parquet')")
-    added = con.execute(f"SELECT count(*) FROM rb ANTI JOIN ra USING ({k})").fetchone()[0]
-    removed = con.execute(f"SELECT count(*) FROM ra ANTI JOIN rb USING ({k})").fetchone()[0]
-    changed = con.execute(f"SELECT count(*) FROM ra JOIN rb USING ({k}) WHERE ra.h <> rb.h").fetchone()[0]
-    moved = con.execute(f"SELECT count(*) FROM ra JOIN rb USING ({k}) WHERE ra.h = rb.h AND ra.p <> rb.p").fetchone()[0]
+    added, removed, changed, moved = con.execute(
+        "SELECT count(*) FILTER (ra.h IS NULL), count(*) FILTER (rb.h IS NULL), count(*) FILTER (ra.h <> rb.h), "
+        f"count(*) FILTER (ra.h = rb.h AND ra.p <> rb.p) FROM ra FULL JOIN rb USING ({k})").fetchone()
     return {"rows_a": ia["rows"], "rows_b": ib["rows"], "added": added, "removed": removed, "changed": changed,
             "provenance_only": moved, "provenance_columns": provenance,
             "schema_changed": ia["schema_hash"] != ib["schema_hash"], "schema": schema}
