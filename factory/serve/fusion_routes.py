@@ -49,9 +49,7 @@ def routes(svc: Service, queue_timeout_s: float | None = None, client_retries: i
 
     @svc.endpoint("submit")
     async def submit(request: Request, rid: str):
-        body = await svc.read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("request body must be a JSON object", None)
+        body = await svc.read_json(request, needs="")
         _get(body, "dataset", str, required=True)
         sub_id = _get(body, "id", (str, int), required=True)
         completion = _get(body, "completion", str, required=True)

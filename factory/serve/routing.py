@@ -149,14 +149,18 @@ class Service:
                              None, 413)
         return b"".join(chunks)
 
-    async def read_json(self, request: Request, raw: bytes | None = None):
+    async def read_json(self, request: Request, raw: bytes | None = None, needs: str | None = None):
+        """The parsed body; with ``needs`` (" with 'code'"), a 400 unless it is a JSON object."""
         raw = await self.read_body(request) if raw is None else raw
         if not raw.strip():
             raise BadRequest("empty request body: send a JSON object", None, 400)
         try:
-            return json.loads(raw)
+            body = json.loads(raw)
         except ValueError as exc:
             raise BadRequest(f"malformed JSON: {exc}", None, 400) from None
+        if needs is not None and not isinstance(body, dict):
+            raise BadRequest(f"request body must be a JSON object{needs}", None)
+        return body
 
     def endpoint(self, name: str):
         """Decorator: ``fn(request, request_id)`` becomes a Starlette handler; known failures become their status

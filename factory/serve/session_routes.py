@@ -128,9 +128,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
 
     @svc.endpoint("run_jupyter")
     async def run_jupyter(request: Request, rid: str):
-        body = await svc.read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("request body must be a JSON object with 'cells'", None)
+        body = await svc.read_json(request, needs=" with 'cells'")
         cells = _get(body, "cells", list, required=True)
         for i, c in enumerate(cells):
             if not isinstance(c, str):
@@ -165,9 +163,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
     @svc.endpoint("get_observation")
     async def get_observation(request: Request, rid: str):
         t0 = time.monotonic()
-        body = await svc.read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("request body must be a JSON object with 'trajectory_ids' and 'actions'", None)
+        body = await svc.read_json(request, needs=" with 'trajectory_ids' and 'actions'")
         tids = _get(body, "trajectory_ids", list, required=True)
         actions = _get(body, "actions", list, required=True)
         if not tids:
@@ -220,9 +216,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
     @svc.endpoint("session_run")
     async def session_run(request: Request, rid: str):
         sid = request.path_params["sid"]
-        body = await svc.read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("request body must be a JSON object with 'code'", None)
+        body = await svc.read_json(request, needs=" with 'code'")
         code = _get(body, "code", str, required=True)
         try:
             r = await call(pool.run, sid, code)
