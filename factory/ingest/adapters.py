@@ -25,13 +25,11 @@ from factory.ingest.normalize import (
 @adapter("humaneval", "MIT", "OpenAI HumanEval: prompt + check(candidate)")
 def humaneval(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     prompt = require(rec, "prompt", ctx)
-    entry = require(rec, "entry_point", ctx)
-    test = require(rec, "test", ctx)
-    solution = require(rec, "canonical_solution", ctx)
-    return Normalized(
-        source_id=require(rec, "task_id", ctx), question=prompt, starter_code=prompt, entry_point=entry,
-        test_format="check", tests=[TestRow("check", code=t) for t in split_check(test)],
-        programs=[ProgramRow(prompt + solution)], split="test",
+    return Normalized(   # fields required in the order prompt, entry_point, test, canonical_solution, task_id
+        question=prompt, starter_code=prompt, entry_point=require(rec, "entry_point", ctx), test_format="check",
+        tests=[TestRow("check", code=t) for t in split_check(require(rec, "test", ctx))],
+        programs=[ProgramRow(prompt + require(rec, "canonical_solution", ctx))], split="test",
+        source_id=require(rec, "task_id", ctx),
     )
 
 

@@ -1,9 +1,7 @@
 """MBPP+ test inputs as the functions receive them in EvalPlus.
 
-MbppPlus.jsonl stores inputs as JSON, which has no tuples, sets or complex numbers; EvalPlus restores them per
-task before calling the function (``mbpp_deserialize_inputs``). Without that, e.g. ``Mbpp/106``'s reference
-(``test_tup + tuple(test_list)``) raises on every input. The table below records which task gets which
-restoration; stored inputs are then written with :func:`factory.sandbox.serialize_value`, which keeps the types.
+MbppPlus.jsonl stores inputs as JSON (no tuples, sets or complex numbers); EvalPlus restores them per task
+(``mbpp_deserialize_inputs``), and so does :func:`mbppplus_args`, by the table below.
 """
 from __future__ import annotations
 

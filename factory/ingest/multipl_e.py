@@ -1,23 +1,14 @@
-"""MultiPL-E (nuprl/MultiPL-E): HumanEval and MBPP translated to other languages, each problem a prompt (the
-function's signature and doc comment in the language) and a test harness in the language (``tests``: a ``main``
-of asserts that opens by closing the prompt's function), judged by compiling prompt + completion + harness and
-running it: pass iff it exits 0.
+"""MultiPL-E (nuprl/MultiPL-E): HumanEval and MBPP translated to other languages, each problem judged by compiling
+prompt + completion + test harness and running it (pass iff it exits 0).
 
-Published layout (dataset card ``dataset_info`` of every config, and ``dataset_builder/prepare_prompts_json.py`` /
-``prepare_prompts_for_hfhub.py`` in github.com/nuprl/MultiPL-E, which write the rows): one row per problem with
-``name``, ``language`` (MultiPL-E's file extension: cpp, java, js, rs, py, ...), ``prompt``, ``doctests``
-(keep | remove | transform), ``original`` (the path of the Python original), ``prompt_terminology`` (verbatim |
-reworded), ``tests`` (all strings) and ``stop_tokens`` (a list of strings). On the Hub each config is a folder
-``<benchmark>-<language>/test-00000-of-00001.parquet`` (humaneval-cpp, mbpp-rs, ...; older revisions
-``humaneval-cpp-keep``, ...); the repository writes the same rows as JSON / JSONL (``prompts/humaneval-cpp-keep.jsonl``).
-
-A row becomes a problem of test format ``harness`` in its language (``silver.problems.language``): its one test is
-the harness (kind ``harness``), ``starter_code`` is the prompt, the stop tokens are kept in the metadata, so a
-continuation (``execute --samples`` ``completion``) is cut and placed the way MultiPL-E does it
-(:mod:`factory.sandbox.multipl_e`). The dataset ships no solutions: known-correct programs come in as samples.
-Every harness verdict is judged in the program's own process (``judged_in_process``), so rewards leave it out
-by default (docs/languages.md). Rows are a benchmark: split ``test``, lineage ``humaneval:<n>`` / ``mbpp:<n>``
-(the Python original's task), so decontamination links them to HumanEval and MBPP.
+A row (``name``, ``language`` (MultiPL-E's file extension: cpp, java, js, rs, py, ...), ``prompt``, ``doctests``,
+``original``, ``prompt_terminology``, ``tests``: strings; ``stop_tokens``: a list of strings), read from the Hub
+(one folder per config, ``<benchmark>-<language>/test-00000-of-00001.parquet``) or from the repository's JSON /
+JSONL files, becomes a problem of test format ``harness`` in its language: its one test is the harness,
+``starter_code`` is the prompt, and the stop tokens stay in the metadata to cut a continuation the way MultiPL-E
+does (:mod:`factory.sandbox.multipl_e`). No solutions ship: known-correct programs come in as samples. Harness
+verdicts are judged in the program's own process (``judged_in_process``, docs/languages.md). Rows are a benchmark:
+split ``test``, lineage ``humaneval:<n>`` / ``mbpp:<n>`` (the Python original's task).
 """
 from __future__ import annotations
 
@@ -74,9 +65,7 @@ def convert(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                       split="test", metadata=meta, language=lang)
 
 
-# `ingest multipl-e --path FILE...`: the repository's JSON / JSONL files (or one config's parquet); an hf:// path
-# given to it goes to the Hub ingest as with hf-multipl-e, which also reads a local folder in the Hub's layout
-# (one folder per config, every file named test-00000-of-00001.parquet)
+# `ingest multipl-e --path FILE...`; an hf:// path or a folder in the Hub's layout goes to the Hub ingest (hf-multipl-e)
 adapter("multipl-e", "MIT", "MultiPL-E rows from files (the repo's prompts/*.jsonl, a config's parquet): harness "
         "tests in C++/Java/JavaScript/Rust/Python; a folder in the Hub's layout or hf://datasets/nuprl/MultiPL-E"
         "[/CONFIG]: hf-multipl-e")(convert)

@@ -6,10 +6,8 @@ named task with reasoning_gym's own seeded generator (same seed -> same items), 
 verifier needs state the item does not carry is refused, naming it), and ingests each task as the source
 ``reasoning-gym-<task>``: one problem per item with one test of kind ``answer`` (expected = the reference
 answer, comparison = ``reasoning_gym``); the item itself (question, answer, metadata) rides in the problem's
-metadata for the verifier. The problems' ``metadata.task`` is ``answer``, so code-generation views leave them
-out (gold.training_exclusions ``other_task``); gold.answer_tasks holds them as RL rows that need no rollouts
-(`factory release create --view gold.answer_tasks`, then `factory export --format verl|trl-grpo`), and the R1-CI
-stage (`factory interpreter-rollouts`) reads them for potential and curriculum.
+metadata for the verifier. The problems' ``metadata.task`` is ``answer``: code-generation views leave them out
+(gold.training_exclusions ``other_task``); gold.answer_tasks and `factory interpreter-rollouts` read them.
 """
 from __future__ import annotations
 
