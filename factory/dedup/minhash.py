@@ -14,6 +14,7 @@ import functools
 import hashlib
 from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from importlib.metadata import version
 
 import numpy as np
 import pyarrow as pa
@@ -22,9 +23,7 @@ from .shingle import (RECIPE, _H0, _K, WordHasher, cores, fmix64_inplace, parall
                       shingle_hashes_serial, shingle_strings, tokenize)
 
 try:  # only recorded, never required
-    from importlib.metadata import version as _v
-
-    DATASKETCH_VERSION = _v("datasketch")
+    DATASKETCH_VERSION = version("datasketch")
 except Exception:  # pragma: no cover
     DATASKETCH_VERSION = "not-installed"
 

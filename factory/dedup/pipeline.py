@@ -87,18 +87,19 @@ def dedup(docs: pa.Table, params: MinHashParams = MinHashParams(), con: duckdb.D
     edges.append(_pairs(near, "near", id_type))
     pairs = pa.concat_tables(edges)
     cl = _timed(st, "cluster_s", clusters, pairs, docs)
-    st.update(_counts(docs.num_rows, bands, params, cand, pairs, cl))
+    return _result(st, t0, docs.num_rows, bands, params, cand, pairs, cl)
+
+
+def _result(st: dict, t0: float, n_docs, bands, params, cand, pairs, cl, **extra) -> DedupResult:
+    """The result, ``st`` completed with the counts, ``extra``, ``total_s`` (since ``t0``) and ``params``."""
+    kinds = pc.value_counts(pairs["kind"]).to_pylist() if pairs.num_rows else []
+    st.update({"n_docs": n_docs, "n_signed": bands.num_rows // params.bands, "n_candidates": cand.num_rows,
+               "n_pairs": {k["values"]: k["counts"] for k in kinds},
+               "n_dup_clusters": int(pc.sum(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).as_py() or 0),
+               "n_removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py())}, **extra)
     st["total_s"] = time.perf_counter() - t0
     st["params"] = params.as_dict()
     return DedupResult(cl, pairs, bands, st)
-
-
-def _counts(n_docs, bands, params, cand, pairs, cl) -> dict:
-    kinds = pc.value_counts(pairs["kind"]).to_pylist() if pairs.num_rows else []
-    return {"n_docs": n_docs, "n_signed": bands.num_rows // params.bands, "n_candidates": cand.num_rows,
-            "n_pairs": {k["values"]: k["counts"] for k in kinds},
-            "n_dup_clusters": int(pc.sum(pc.and_(cl["is_keeper"], pc.greater(cl["cluster_size"], 1))).as_py() or 0),
-            "n_removed": int(cl.num_rows - pc.sum(cl["is_keeper"]).as_py())}
 
 
 def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_docs: pa.Table,
@@ -162,8 +163,4 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
         cl_edges = pa.concat_tables([pairs.select(["doc_id_a", "doc_id_b"]), pa.table({
             "doc_id_a": prev["cluster_id"].cast(id_type), "doc_id_b": prev["doc_id"].cast(id_type)})])
     cl = _timed(st, "cluster_s", clusters, cl_edges, all_docs)
-    st.update(_counts(all_docs.num_rows, bands, params, cand, pairs, cl))
-    st["n_new_docs"] = new_docs.num_rows
-    st["total_s"] = time.perf_counter() - t0
-    st["params"] = params.as_dict()
-    return DedupResult(cl, pairs, bands, st)
+    return _result(st, t0, all_docs.num_rows, bands, params, cand, pairs, cl, n_new_docs=new_docs.num_rows)

@@ -316,9 +316,7 @@ def shingle_hashes(texts: Sequence[str | None], n: int, hasher: WordHasher | Non
     shingle hashes of ``texts[i]`` (sorted and de-duplicated when ``unique``, else in text order).
     From :data:`PARALLEL_MIN_TEXTS` texts on, contiguous parts run on one thread per core (same result).
     """
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    hasher = hasher if hasher is not None else WordHasher()
+    hasher = hasher if hasher is not None else WordHasher()   # n < 1: ValueError from shingle_hashes_serial
     return _concat_csr(parallel_map(lambda part: shingle_hashes_serial(part, n, hasher, unique), texts))
 
 
