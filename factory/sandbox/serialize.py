@@ -101,14 +101,6 @@ class MatchValue:
         return f"<re.Match object; span={self.span}, match={self.text!r}>"
 
 
-def _match_tree(v, depth, stack):
-    re_mod = sys.modules.get("re")
-    if re_mod is None or type(v) is not re_mod.Match:  # re.Match cannot be subclassed
-        return None
-    m = re_mod.Match
-    return {"$m": [m.start(v), m.end(v), _tree(m.group(v, 0), depth, stack)]}
-
-
 def _type_name(v) -> str:
     try:
         return str(type.__dict__["__qualname__"].__get__(type(v)))[:80]
@@ -167,10 +159,11 @@ _DD_FACTORIES = ("int", "float", "str", "bytes", "bool", "complex", "list", "tup
 _COLLECTION_FACTORIES = ("Counter", "OrderedDict", "deque", "defaultdict")
 
 
-def _factory_name(f, col) -> str | None:
+def _factories() -> dict:
+    """The defaultdict factories that cross, by name (builtin types, collections classes)."""
     import builtins
-    named = [(name, builtins) for name in _DD_FACTORIES] + [(name, col) for name in _COLLECTION_FACTORIES]
-    return next((name for name, mod in named if f is getattr(mod, name)), None)
+    col = _module("collections")
+    return {**{n: getattr(builtins, n) for n in _DD_FACTORIES}, **{n: getattr(col, n) for n in _COLLECTION_FACTORIES}}
 
 
 def _pairs(items, depth, stack, fallback) -> list:
@@ -190,7 +183,8 @@ def _library_tree(v, depth, stack, fallback):
         if isinstance(v, col.OrderedDict):
             return {"$od": _pairs(col.OrderedDict.items(v), depth, stack, fallback)}
         if isinstance(v, col.defaultdict):
-            factory = _factory_name(col.defaultdict.default_factory.__get__(v), col)
+            f = col.defaultdict.default_factory.__get__(v)
+            factory = next((name for name, g in _factories().items() if g is f), None)
             return {"$dd": [factory, _pairs(dict.items(v), depth, stack, fallback)]}
         if isinstance(v, col.deque):
             return {"$dq": [col.deque.maxlen.__get__(v),
@@ -229,34 +223,27 @@ def _tree(v, depth=0, stack=None, fallback=None):
         return {"$o": "too-deep"}
     if stack is None:
         stack = set()
-    if t not in _PLAIN and "numpy" in sys.modules:   # before int/float/str: np.float64 subclasses float
-        key = id(v)
-        if key in stack:
-            return {"$o": "cycle"}
-        stack.add(key)
-        try:
-            got = _numpy_tree(v, depth, stack, fallback)
-        finally:
-            stack.discard(key)
-        if got is not None:
-            return got
-    if isinstance(v, int):   # a subclass (bool cannot be subclassed: handled above)
-        return _tree(int.__int__(v), depth, stack, fallback)
-    if isinstance(v, float):
-        return _float(float.__float__(v))
-    if isinstance(v, str):
-        return str.__str__(v)
-    if isinstance(v, (bytes, bytearray)):
-        tag = "$b" if isinstance(v, bytes) else "$ba"
-        return {tag: base64.b64encode(bytes(memoryview(v))).decode()}
-    if isinstance(v, complex):
-        c = complex.__complex__(v) if hasattr(complex, "__complex__") else complex(v.real, v.imag)
-        return {"$c": [_float(c.real), _float(c.imag)]}
     key = id(v)
     if key in stack:
         return {"$o": "cycle"}
     stack.add(key)
     try:
+        if t not in _PLAIN and "numpy" in sys.modules:   # before int/float/str: np.float64 subclasses float
+            got = _numpy_tree(v, depth, stack, fallback)
+            if got is not None:
+                return got
+        if isinstance(v, int):   # a subclass (bool cannot be subclassed: handled above)
+            return _tree(int.__int__(v), depth, stack, fallback)
+        if isinstance(v, float):
+            return _float(float.__float__(v))
+        if isinstance(v, str):
+            return str.__str__(v)
+        if isinstance(v, (bytes, bytearray)):
+            tag = "$b" if isinstance(v, bytes) else "$ba"
+            return {tag: base64.b64encode(bytes(memoryview(v))).decode()}
+        if isinstance(v, complex):
+            c = complex.__complex__(v) if hasattr(complex, "__complex__") else complex(v.real, v.imag)
+            return {"$c": [_float(c.real), _float(c.imag)]}
         if t not in _PLAIN:
             got = _library_tree(v, depth, stack, fallback)
             if got is not None:
@@ -279,9 +266,8 @@ def _tree(v, depth=0, stack=None, fallback=None):
         if t is Opaque:
             truth = {True: "|truthy", False: "|falsy"}.get(v.truth, "")
             return {"$o": v.type_name + truth}
-        got = _match_tree(v, depth + 1, stack)
-        if got is not None:
-            return got
+        if t is re.Match:   # cannot be subclassed
+            return {"$m": [re.Match.start(v), re.Match.end(v), _tree(re.Match.group(v, 0), depth + 1, stack)]}
         if fallback is not None:
             return fallback(v)
         return {"$o": _type_name(v) + _stdlib_truth(v)}
@@ -406,54 +392,42 @@ def _np_scalar(payload, hook, numpy: bool):
 
 
 def _dd_factory(name):
-    if name is None:
-        return None
-    import builtins
-    if name in _DD_FACTORIES:
-        return getattr(builtins, name)
-    if name in _COLLECTION_FACTORIES:
-        return getattr(_module("collections"), name)
-    raise ValueError(f"unknown defaultdict factory {name!r}")
+    if name is not None and name not in (known := _factories()):
+        raise ValueError(f"unknown defaultdict factory {name!r}")
+    return None if name is None else known[name]
 
 
-def _library_value(k: str, x, hook, numpy: bool):
-    """The value of a library tag (``$nda``, ``$dec``, ``$od`` ...), built by trusted constructors only."""
-    def pairs(items):
-        return [(_hashable(_untree(a, hook, numpy)), _untree(b, hook, numpy)) for a, b in items]
-    if k == "$nda":
-        return _np_array(x, hook, numpy)
-    if k == "$npv":
-        return _np_scalar(x, hook, numpy)
-    if k == "$dec":
-        return _module("decimal").Decimal(str(x))
-    if k == "$fr":
-        return _module("fractions").Fraction(_int(x[0]), _int(x[1]))
-    if k in ("$dtm", "$date", "$time"):
-        dt = _module("datetime")
-        cls = {"$dtm": dt.datetime, "$date": dt.date, "$time": dt.time}[k]
-        if type(x) is not str or len(x) > 64:
-            raise ValueError("not an ISO date/time")
-        return cls.fromisoformat(x)
-    if k == "$td":
-        days, seconds, micro = (_int(n) for n in x)
-        return _module("datetime").timedelta(days=days, seconds=seconds, microseconds=micro)
-    if k == "$rg":
-        return range(*(_int(n) for n in x))
-    col = _module("collections")
-    if k == "$od":
-        return col.OrderedDict(pairs(x))
-    if k == "$ctr":
-        return col.Counter(dict(pairs(x)))
-    if k == "$dd":
-        return col.defaultdict(_dd_factory(x[0]), pairs(x[1]))
-    if k == "$dq":
-        maxlen = None if x[0] is None else _int(x[0])
-        return col.deque([_untree(e, hook, numpy) for e in x[1]], maxlen)
-    raise KeyError(k)
+def _unpairs(x, h, n) -> list:
+    return [(_hashable(_untree(a, h, n)), _untree(b, h, n)) for a, b in x]
 
 
-_LIBRARY_TAGS = frozenset({"$nda", "$npv", "$dec", "$fr", "$dtm", "$date", "$time", "$td", "$rg", "$od", "$ctr",
-                           "$dd", "$dq"})
+def _iso(x, cls: str):
+    if type(x) is not str or len(x) > 64:
+        raise ValueError("not an ISO date/time")
+    return getattr(_module("datetime"), cls).fromisoformat(x)
+
+
+def _timedelta(x, h, n):
+    days, seconds, micro = (_int(v) for v in x)
+    return _module("datetime").timedelta(days=days, seconds=seconds, microseconds=micro)
+
+
+_LIBRARY = {   # the library tags, built by trusted constructors only: (payload, hook, numpy) -> value
+    "$nda": _np_array,
+    "$npv": _np_scalar,
+    "$dec": lambda x, h, n: _module("decimal").Decimal(str(x)),
+    "$fr": lambda x, h, n: _module("fractions").Fraction(_int(x[0]), _int(x[1])),
+    "$dtm": lambda x, h, n: _iso(x, "datetime"),
+    "$date": lambda x, h, n: _iso(x, "date"),
+    "$time": lambda x, h, n: _iso(x, "time"),
+    "$td": _timedelta,
+    "$rg": lambda x, h, n: range(*(_int(v) for v in x)),
+    "$od": lambda x, h, n: _module("collections").OrderedDict(_unpairs(x, h, n)),
+    "$ctr": lambda x, h, n: _module("collections").Counter(dict(_unpairs(x, h, n))),
+    "$dd": lambda x, h, n: _module("collections").defaultdict(_dd_factory(x[0]), _unpairs(x[1], h, n)),
+    "$dq": lambda x, h, n: _module("collections").deque([_untree(e, h, n) for e in x[1]],
+                                                        None if x[0] is None else _int(x[0])),
+}
 _TAGS = {   # the builtin tags: (payload, hook, numpy) -> value
     "$f": lambda x, h, n: _FLOATS[x],
     "$ih": lambda x, h, n: int(x, 16),
@@ -463,7 +437,7 @@ _TAGS = {   # the builtin tags: (payload, hook, numpy) -> value
     "$b": lambda x, h, n: base64.b64decode(x),
     "$ba": lambda x, h, n: bytearray(base64.b64decode(x)),
     "$c": lambda x, h, n: complex(_untree(x[0], h, n), _untree(x[1], h, n)),
-    "$d": lambda x, h, n: {_hashable(_untree(a, h, n)): _untree(b, h, n) for a, b in x},
+    "$d": lambda x, h, n: dict(_unpairs(x, h, n)),
     "$nd": lambda x, h, n: _untree(x, h, n),
     "$m": lambda x, h, n: MatchValue(x[:2], _untree(x[2], h, n)),
     "$o": lambda x, h, n: Opaque(str(x)),
@@ -484,9 +458,9 @@ def _untree(t, hook=None, numpy: bool = True):
         if k.startswith("$"):
             if k in _TAGS:
                 return _TAGS[k](x, hook, numpy)
-            if k in _LIBRARY_TAGS:
+            if k in _LIBRARY:
                 try:
-                    return _library_value(k, x, hook, numpy)
+                    return _LIBRARY[k](x, hook, numpy)
                 except (RecursionError, MemoryError):
                     raise
                 except Exception:  # noqa: BLE001 - any payload a program could shape reads as opaque, never an error
