@@ -52,24 +52,19 @@ def task_ground_truth(row: dict, kind: str) -> str:
     return json.dumps({**gt, "reward": {"kind": kind}}, sort_keys=True)
 
 
-def verl_rows(tasks: list[dict], kind: str, start: int = 0) -> list[dict]:
-    return [{"data_source": t["source"], "prompt": answer_messages(t["question"]), "ability": "reasoning",
-             "reward_model": {"style": "rule", "ground_truth": task_ground_truth(t, kind)},
-             "extra_info": {"index": start + i, "split": t.get("split"), "problem_id": t["problem_id"],
-                            "source_id": t["source_id"], "entry_point": None, "test_format": "answer",
-                            "n_tests": 1}}
-            for i, t in enumerate(tasks)]
-
-
-def grpo_rows(tasks: list[dict], kind: str) -> list[dict]:
-    return [{"prompt": answer_messages(t["question"]), "ground_truth": task_ground_truth(t, kind),
-             "data_source": t["source"], "problem_id": t["problem_id"], "entry_point": None,
-             "test_format": "answer", "split": t.get("split")} for t in tasks]
-
-
-def openrlhf_rows(tasks: list[dict], kind: str) -> list[dict]:
-    return [{"input": answer_messages(t["question"]), "label": task_ground_truth(t, kind),
-             "datasource": t["source"], "problem_id": t["problem_id"]} for t in tasks]
+def task_row(fmt: str, t: dict, kind: str, index: int) -> dict:
+    """One gold.answer_tasks row as a row of ``fmt`` (verl, trl-grpo or openrlhf; ``index``: verl's row index)."""
+    prompt, truth = answer_messages(t["question"]), task_ground_truth(t, kind)
+    if fmt == "verl":
+        return {"data_source": t["source"], "prompt": prompt, "ability": "reasoning",
+                "reward_model": {"style": "rule", "ground_truth": truth},
+                "extra_info": {"index": index, "split": t.get("split"), "problem_id": t["problem_id"],
+                               "source_id": t["source_id"], "entry_point": None, "test_format": "answer",
+                               "n_tests": 1}}
+    if fmt == "trl-grpo":
+        return {"prompt": prompt, "ground_truth": truth, "data_source": t["source"], "problem_id": t["problem_id"],
+                "entry_point": None, "test_format": "answer", "split": t.get("split")}
+    return {"input": prompt, "label": truth, "datasource": t["source"], "problem_id": t["problem_id"]}
 
 
 def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[str, list[dict]] | None = None,
@@ -94,19 +89,15 @@ def export_files(fmt: str, tasks: list[dict], manifest: dict, code_files: dict[s
     for t in tasks:
         first.setdefault(t["problem_id"], t)
     tasks = [t for pid, t in first.items() if pid not in seen]
-    if fmt == "verl":
-        rows, prefix = verl_rows(tasks, kind, sum(len(v) for v in files.values())), ""
-    elif fmt == "trl-grpo":
-        rows, prefix = grpo_rows(tasks, kind), ""
-    elif fmt == "openrlhf":
-        rows, prefix = openrlhf_rows(tasks, kind), "prompts/"
-    elif files:   # a format of code rows only (pairs, acecode): the release's code rows, as without the tasks
-        return files
-    else:
+    if fmt not in ("verl", "trl-grpo", "openrlhf"):
+        if files:   # a format of code rows only (pairs, acecode): the release's code rows, as without the tasks
+            return files
         hint = (" (TRL's RL set of these tasks is --format trl-grpo: prompt + ground_truth for "
                 "factory.reward.trl_reward)" if fmt == "trl" else "")
         raise FactoryError(f"--format {fmt} has no final-answer form: the release's {view} rows export as "
                            f"--format verl, trl-grpo or openrlhf{hint}")
+    start, prefix = sum(len(v) for v in files.values()), "prompts/" if fmt == "openrlhf" else ""
+    rows = [task_row(fmt, t, kind, start + i) for i, t in enumerate(tasks)]
     for t, r in zip(tasks, rows):
         files.setdefault(f"{prefix}{'test' if t.get('split') == 'test' else 'train'}.parquet", []).append(r)
     return {k: v for k, v in files.items() if v}

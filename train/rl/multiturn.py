@@ -253,7 +253,7 @@ def _run_batch(policy, trajs: list[Trajectory], session_factory, max_calls: int,
                 got = policy.step_text([(trajs[i].messages, trajs[i].response_text) for i in active],
                                        [_seed(trajs[i]) for i in active])
                 outs = [(policy.encode_text(text), text, finish) for text, finish in got]
-            jobs, still = [], []
+            jobs = []
             for i, (ids, text, finish) in zip(active, outs):
                 t = trajs[i]
                 blocks, answered = code_blocks(text), extract_final_answer(text) is not None
@@ -274,11 +274,9 @@ def _run_batch(policy, trajs: list[Trajectory], session_factory, max_calls: int,
                 obs = observation_text(cell.stdout, cell.stderr, cell.result, cell.error, cell.status)
                 trajs[i].turns.append(Turn("interpreter", obs, policy.encode_text(obs), status=cell.status,
                                            cpu_s=cell.cpu_s, wall_s=cell.wall_s))
-                still.append(i)
-            for i in still:   # a trajectory whose session is gone cannot run code any more
-                if trajs[i].turns[-1].status == "closed":
+                if cell.status == "closed":   # a trajectory whose session is gone cannot run code any more
                     trajs[i].end = "closed"
-            active = [i for i in still if trajs[i].end is None]
+            active = [i for i, _code in jobs if trajs[i].end is None]
     finally:
         for s in sessions.values():
             with contextlib.suppress(Exception):
