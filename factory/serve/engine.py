@@ -81,7 +81,9 @@ class StreamingPool:
 
     def __init__(self, limits: Limits, engine: "VerifierEngine"):
         self.limits, self.engine = limits, engine
-        self.pool = engine.new_sandbox(limits)
+        # local workers, or one limit set's view of the Ray cluster's nodes
+        self.pool = (SandboxPool(limits, workers=engine.workers) if engine.cluster is None
+                     else _ClusterLimits(engine.cluster, limits))
         self.window = engine.window
         self.waiting: list = []                  # heap of (priority, seq, ticket)
         self.seq = itertools.count()
@@ -237,9 +239,6 @@ class VerifierEngine:
         self.idle = threading.Condition(self.lock)
 
     # ---- admission -------------------------------------------------------------------------------------
-    def retry_after(self, n: int = 1) -> float:
-        return (self.in_flight + n) / max(self.metrics.programs_per_s() or self.workers, 1e-3)
-
     def admit(self, n: int) -> None:
         """Reserve room for n programs or raise :class:`Overloaded`."""
         with self.lock:
@@ -252,7 +251,7 @@ class VerifierEngine:
             if self.in_flight + n > self.max_queue:
                 self.metrics.count("rejected")
                 raise Overloaded(f"queue full ({self.in_flight} programs in flight, bound {self.max_queue})",
-                                 self.retry_after(n))
+                                 (self.in_flight + n) / max(self.metrics.programs_per_s() or self.workers, 1e-3))
             self.in_flight += n
 
     def release(self, n: int) -> None:
@@ -263,12 +262,6 @@ class VerifierEngine:
                 self.idle.notify_all()
 
     # ---- submission --------------------------------------------------------------------------------------
-    def new_sandbox(self, limits: Limits):
-        """The pool a StreamingPool runs its endless stream on: local workers, or the Ray cluster's nodes."""
-        if self.cluster is None:
-            return SandboxPool(limits, workers=self.workers)
-        return _ClusterLimits(self.cluster, limits)
-
     def limits_for(self, cpu_s=None, memory_mb=None, max_output_bytes=None) -> Limits:
         change = {k: v for k, v in (("cpu_s", cpu_s), ("memory_mb", memory_mb),
                                     ("max_output_bytes", max_output_bytes)) if v is not None}

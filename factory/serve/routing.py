@@ -39,23 +39,12 @@ async def _disconnected(request: Request) -> None:
         await asyncio.sleep(0)
 
 
-class Waiter:
-    """Finished tickets handed from pump threads to one request's event loop."""
-
-    def __init__(self):
-        self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue = asyncio.Queue()
-
-    def __call__(self, ticket: Ticket) -> None:
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, ticket)
-
-
 class Running:
     """The tickets of one request, awaited: results as they finish; the client's departure or a start deadline
     takes the rest back from the engine (:meth:`VerifierEngine.cancel`)."""
 
-    def __init__(self, engine: VerifierEngine, tickets: list[Ticket], waiter: Waiter, names: dict[str, str]):
-        self.engine, self.waiter, self.names = engine, waiter, names
+    def __init__(self, engine: VerifierEngine, tickets: list[Ticket], done: asyncio.Queue, names: dict[str, str]):
+        self.engine, self.done, self.names = engine, done, names
         self.left = {t.job.program_id: t for t in tickets}
 
     async def results(self, request: Request | None = None, deadline: float | None = None):
@@ -67,7 +56,7 @@ class Running:
         try:
             while self.left:
                 if get is None:
-                    get = asyncio.ensure_future(self.waiter.queue.get())
+                    get = asyncio.ensure_future(self.done.get())
                 wait = {get} | ({watch} if watch is not None else set())
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
                 done, _ = await asyncio.wait(wait, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -198,9 +187,10 @@ class Service:
     def start_jobs(self, jobs: list[Job], limits, priority: float | None = None) -> Running:
         """Admit and queue every job."""
         self.engine.admit(len(jobs))
-        waiter = Waiter()
-        tickets = self.engine.submit(jobs, limits, waiter, priority=priority) if jobs else []
-        return Running(self.engine, tickets, waiter,
+        loop, done = asyncio.get_running_loop(), asyncio.Queue()   # finished tickets, from the pump threads
+        on_done = lambda ticket: loop.call_soon_threadsafe(done.put_nowait, ticket)
+        tickets = self.engine.submit(jobs, limits, on_done, priority=priority) if jobs else []
+        return Running(self.engine, tickets, done,
                        {t.job.program_id: j.program_id for t, j in zip(tickets, jobs)})
 
     async def run_jobs(self, jobs: list[Job], limits, request: Request, deadline: float | None = None,
