@@ -201,7 +201,12 @@ class Host:
         self.slot, notes = (cgroup.make_slot(f"factory-sbx-{self.outer_pid}-session", slot_limits) if self.root
                             else (None, ["not root"]))
         self.degraded = [] if self.slot else ["no cgroup (" + "; ".join(notes) + "): memory via RLIMIT_AS"]
-        self.worker_ns = self._enter_ns()
+        # the session's own sandbox (isolate.enter_worker_sandbox); the project checkout is never bound in
+        why = isolate.enter_worker_sandbox(self.root, self.slot, (ctl_in, ctl_out), isolate.interpreter_paths(),
+                                           loopback=True)
+        if why:
+            self.degraded.append(f"no namespaces ({why})" if why.startswith("unshare") else why)
+        self.worker_ns = why is None
         if self.worker_ns:
             isolate.program_scratch(cfg["tmpfs_mb"], mount_it=True)
         self.plan = {"worker_ns": self.worker_ns, "drop_caps": not self.root, "nproc_rlimit": True,
@@ -212,14 +217,6 @@ class Host:
         self.reaped_cpu = 0.0      # CPU of processes reaped by us (no cgroup)
         self.note = ""             # told with the next cell (the interpreter was restarted while idle)
         self.cell = 0              # the cell number sent with a cell and echoed in its reply
-
-    def _enter_ns(self) -> bool:
-        """The session's own sandbox (isolate.enter_worker_sandbox); the project checkout is never bound in."""
-        why = self.iso.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out),
-                                            self.iso.interpreter_paths(), loopback=True)
-        if why:
-            self.degraded.append(f"no namespaces ({why})" if why.startswith("unshare") else why)
-        return why is None
 
     def meta(self) -> dict:
         return {"cgroup": self.slot.version if self.slot else None, "namespaces": self.worker_ns,
@@ -306,10 +303,8 @@ class Host:
         total = self.reaped_cpu
         for name in os.listdir("/proc"):
             if name.isdigit() and int(name) != os.getpid():
-                with contextlib.suppress(OSError, IndexError, ValueError):
-                    with open(f"/proc/{name}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    total += (int(fields[11]) + int(fields[12])) / tck
+                with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{name}/stat") as f:
+                    total += sum(map(int, f.read().rsplit(")", 1)[1].split()[11:13])) / tck
         return total
 
     # ---- one cell
@@ -389,11 +384,10 @@ class Host:
                                       "interpreter was restarted: variables and imports of earlier cells are gone")
         elif status == "done":
             self.kill_strays()
-            result = parsed.get("result") if isinstance(parsed.get("result"), str) else None
-            error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
+            result, error, shown = (parsed.get(k) for k in ("result", "error", "display"))
+            result, error = (x if isinstance(x, str) else None for x in (result, error))
             display = [{k: v for k, v in d.items() if isinstance(k, str) and isinstance(v, str)}
-                       for d in (parsed.get("display") or []) if isinstance(d, dict)] \
-                if isinstance(parsed.get("display"), list) else []
+                       for d in (shown if isinstance(shown, list) else []) if isinstance(d, dict)]
             status = "error" if error else "ok"
         else:
             self.kill_all()
@@ -478,21 +472,16 @@ class Host:
             self.kill_all()
 
 
-def _warm() -> None:
-    for name in ("ast", "linecache", "traceback", "json", "math", "collections", "itertools", "re", "resource",
-                 "socket"):
-        __import__(name)
-    from . import cgroup, isolate, seccomp  # noqa: F401 - before the pivot: the root has no project
-    seccomp.prepare()
-
-
 def forkserver_main(sock_fd: int) -> None:
     """A warm, single-threaded parent of session hosts (a fork, not a fresh ``python -s`` per session).
 
     Per request on its socket (a JSON config with the session's two control pipes as SCM_RIGHTS) it forks one
     host and answers its pid; it exits when the socket closes (its parent is gone). Hosts are auto-reaped."""
+    for name in ("ast", "linecache", "traceback", "json", "math", "collections", "itertools", "re", "resource"):
+        __import__(name)
     import socket
-    _warm()
+    from . import cgroup, isolate, seccomp  # noqa: F401 - before the pivot: the root has no project
+    seccomp.prepare()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     sock = socket.socket(fileno=sock_fd)
     while True:
@@ -508,18 +497,14 @@ def forkserver_main(sock_fd: int) -> None:
             continue
         pid = os.fork()
         if pid == 0:
-            code = 0
-            try:
+            def host():
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 sock.close()
                 os.setsid()
                 cfg = recv(fds[0])
                 if cfg is not None:
                     Host(fds[0], fds[1], cfg).serve()
-            except BaseException:  # noqa: BLE001
-                code = 1
-            finally:
-                os._exit(code)
+            run_child(host, failure_code=1)
         for fd in fds:
             os.close(fd)
         sock.sendall(frame({"pid": pid}))
