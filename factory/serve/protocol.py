@@ -286,15 +286,14 @@ def _run_code_response(ticket: Ticket, request_id: str) -> dict:
                 "run_result": None, "factory": {**extra, "status": "infra_error"}}
     extra.update(status=v.status, peak_memory_kb=v.peak_memory_kb, error_type=v.error_type,
                  error_message=v.error_message, compile_ms=v.compile_ms)
-    if v.compile_ms is not None:   # compiled: SandboxFusion's compile_result (CPU seconds as its time)
-        base["compile_result"] = {"status": "Finished", "execution_time": round(v.compile_ms / 1000, 4),
-                                  "return_code": 0, "stdout": "", "stderr": ""}
-    if v.status == "compile_error":   # SandboxFusion: Failed, the compiler's result, no run
-        timed_out = v.error_type == "CompileTimeout"
+    failed = v.status == "compile_error"   # SandboxFusion: Failed, the compiler's result, no run
+    if v.compile_ms is not None or failed:   # compiled: SandboxFusion's compile_result (CPU seconds as its time)
+        timed_out = failed and v.error_type == "CompileTimeout"
         base["compile_result"] = {"status": "TimeLimitExceeded" if timed_out else "Finished",
                                   "execution_time": round((v.compile_ms or 0) / 1000, 4),
-                                  "return_code": None if timed_out else 1, "stdout": "",
-                                  "stderr": v.error_message or ""}
+                                  "return_code": None if timed_out else int(failed), "stdout": "",
+                                  "stderr": (v.error_message or "") if failed else ""}
+    if failed:
         return {**base, "status": "Failed", "message": "compile error", "run_result": None, "factory": extra}
     if v.status == "no_expected":     # ran to exit code 0
         return {**base, "status": "Success", "message": "",
