@@ -88,10 +88,7 @@ class StageRun:
     """Handle given to a stage inside its transaction; all writes go through it."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, stage: str, config: dict, catalog: Catalog):
-        self.con = con
-        self.stage = stage
-        self.config = config
-        self.catalog = catalog
+        self.con, self.stage, self.config, self.catalog = con, stage, config, catalog
         self.config_hash = config_hash(config)
         self.run_id = f"{stage}-{utcnow():%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
         self.started_at = utcnow()

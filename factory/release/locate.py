@@ -2,6 +2,7 @@
 (the lake's ops.releases plus the folders), one release's folder and its parsed manifest.json."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -31,17 +32,12 @@ def check_name(name: str) -> None:
 def list_releases(*, lake=None, releases_dir=None) -> list[dict]:
     """Releases recorded in ops.releases plus folders under the releases dir; `where` says which."""
     out: dict[str, dict] = {}
-    try:
-        con = connect(lake, read_only=True)
-    except FactoryError:
-        con = None
-    if con is not None:
-        with con:
-            for name, snap, views, path, rows, created in con.execute(
-                    "SELECT name, snapshot_id, views::VARCHAR, path, row_counts::VARCHAR, created_at "
-                    "FROM ops.releases ORDER BY created_at, name").fetchall():
-                out[name] = {"name": name, "snapshot_id": snap, "views": json.loads(views), "path": path,
-                             "row_counts": json.loads(rows), "created_at": str(created), "where": "lake"}
+    with contextlib.suppress(FactoryError), connect(lake, read_only=True) as con:   # no lake: the folders only
+        for name, snap, views, path, rows, created in con.execute(
+                "SELECT name, snapshot_id, views::VARCHAR, path, row_counts::VARCHAR, created_at "
+                "FROM ops.releases ORDER BY created_at, name").fetchall():
+            out[name] = {"name": name, "snapshot_id": snap, "views": json.loads(views), "path": path,
+                         "row_counts": json.loads(rows), "created_at": str(created), "where": "lake"}
     try:
         root = resolve_releases_dir(releases_dir, lake)
     except FactoryError:   # no lake named and no releases folder: only what a lake recorded (none here)
