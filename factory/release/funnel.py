@@ -212,22 +212,15 @@ def print_funnel(rows: list[dict], file=None) -> None:
               "query gold.training_exclusions for them", file=file)
 
 
-def latest_check(con) -> dict | None:
-    """The most recent health check of the lake, or None (never checked, or a lake from before the table)."""
-    from factory.lake.query import table_exists
-    if not table_exists(con, "ops.health_checks"):
-        return None
-    row = con.execute("SELECT healthy, reasons, fingerprint_hash, created_at, run_id FROM ops.health_checks "
-                      "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
-    if row is None:
-        return None
-    return {"healthy": row[0], "reasons": json.loads(row[1] or "[]"), "fingerprint_hash": row[2],
-            "created_at": row[3], "run_id": row[4]}
-
-
 def require_healthy(con, allow_unhealthy: bool = False) -> dict | None:
-    """Raise when the lake's latest health check failed (unless ``allow_unhealthy``); returns that check."""
-    check = latest_check(con)
+    """Raise when the lake's latest health check failed (unless ``allow_unhealthy``); returns that check, None when
+    there is none (never checked, or a lake from before ops.health_checks)."""
+    from factory.lake.query import table_exists
+    row = table_exists(con, "ops.health_checks") and con.execute(
+        "SELECT healthy, reasons, fingerprint_hash, created_at, run_id FROM ops.health_checks "
+        "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+    check = {"healthy": row[0], "reasons": json.loads(row[1] or "[]"), "fingerprint_hash": row[2],
+             "created_at": row[3], "run_id": row[4]} if row else None
     if check is not None and not check["healthy"] and not allow_unhealthy:
         raise FactoryError("the latest `factory health` check failed, so verdicts from this environment are not "
                            "trusted: " + "; ".join(check["reasons"]) + ". Fix the environment and run "
