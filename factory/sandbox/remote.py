@@ -49,26 +49,23 @@ class VerifierClient:
               exclude_in_process: bool = True) -> list[dict]:
         """One result per item (``reward``, ``rows``, ...), in order; items go in chunks of ``chunk``.
         ``binary=None``: each item is scored by its ground truth's reward spec (``reward.kind``, else soft)."""
-        out: list[dict] = []
-        for start in range(0, len(items), self.chunk):
-            out += self._judge_part(items[start:start + self.chunk], start, limits, binary, exclude_in_process)
-        return out
-
-    def _judge_part(self, part: list[dict], start: int, limits, binary: bool | None, exclude_in_process: bool) -> list:
-        body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)],
-                "exclude_in_process": exclude_in_process}
+        opts: dict = {"exclude_in_process": exclude_in_process}
         if binary is not None:   # else the server follows each ground truth's reward spec
-            body["binary"] = binary
+            opts["binary"] = binary
         if limits:
-            body["limits"] = limits
+            opts["limits"] = limits
+        return [r for start in range(0, len(items), self.chunk)
+                for r in self._judge_part(items[start:start + self.chunk], start, opts)]
+
+    def _judge_part(self, part: list[dict], start: int, opts: dict) -> list:
+        body = {"items": [{"id": str(start + i), **it} for i, it in enumerate(part)], **opts}
         try:
             answer = self._post("/v1/judge", body)
         except _TooLarge:
             if len(part) == 1:
                 raise
             half = len(part) // 2   # over the server's body limit: two smaller requests
-            return (self._judge_part(part[:half], start, limits, binary, exclude_in_process)
-                    + self._judge_part(part[half:], start + half, limits, binary, exclude_in_process))
+            return self._judge_part(part[:half], start, opts) + self._judge_part(part[half:], start + half, opts)
         results = answer.get("items") or []
         if len(results) != len(part):
             raise VerifierError(f"verifier returned {len(results)} results for {len(part)} items")

@@ -185,12 +185,10 @@ class InterpreterSession:
             raise SessionError(f"interpreter session failed to start: {msg!r}")
         self.meta = msg["ready"]
 
-    def _host_exited(self) -> bool:
-        return self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
-
     @property
     def closed(self) -> bool:
-        return self.closed_why is not None or self._host_exited()
+        """Closed, or its host exited."""
+        return self.closed_why is not None or self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
 
     def run(self, code: str, *, cpu_s: float | None = None, wall_s: float | None = None) -> CellResult:
         """Run one cell in this session's interpreter (see the module docstring for the statuses).

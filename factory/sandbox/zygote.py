@@ -44,7 +44,10 @@ class Zygote:
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
         self.slot, cg_notes = cgroup.make_slot(slot_name, limits) if self.root else (None, ["not root"])
         self.outer_euid, self.outer_pid = os.geteuid(), os.getpid()
-        self.worker_ns = self._enter_worker_ns()
+        # into its own namespaces as pid 1 (kill(-1) removes whatever a program left behind); degrades on failure
+        needed = isolate.interpreter_paths() + languages.toolchain_paths()
+        self.ns_error = isolate.enter_worker_sandbox(self.root, self.slot, (ctl_in, ctl_out), needed)
+        self.worker_ns = self.ns_error is None
         if self.slot and not self.slot.self_inside:
             self.slot.adopt_self()
             self.slot.prepare()
@@ -52,13 +55,6 @@ class Zygote:
         self.keep_judge = bool(self.plan.get("worker_ns") and self.plan.get("sandbox_uid")
                                and self.plan.get("judge_uid"))
         self.meta["judge_kept"] = self.keep_judge
-
-    def _enter_worker_ns(self) -> bool:
-        """The zygote into its own namespaces (:func:`.isolate.enter_worker_sandbox`), as pid 1 (``kill(-1)``
-        removes whatever a program left behind); degrades (recorded) on failure."""
-        needed = self.isolate.interpreter_paths() + languages.toolchain_paths()
-        self.ns_error = self.isolate.enter_worker_sandbox(self.root, self.slot, (self.ctl_in, self.ctl_out), needed)
-        return self.ns_error is None
 
     # ------------------------------------------------------------------ isolation probe
     def _full_plan(self) -> dict:
