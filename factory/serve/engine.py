@@ -125,10 +125,6 @@ class StreamingPool:
                 return STARTED
             return None
 
-    @property
-    def pending(self) -> int:
-        return len(self.tickets)
-
     def _jobs(self):
         """The endless job stream the pool consumes: the oldest waiting ticket whenever the pool has room."""
         while True:
@@ -273,7 +269,7 @@ class VerifierEngine:
             if pool is not None:
                 return pool
             if len(self.pools) >= self.max_pools:
-                idle = [p for p in self.pools.values() if not p.pending]
+                idle = [p for p in self.pools.values() if not p.tickets]   # nothing queued or running
                 if not idle:
                     raise Overloaded(f"{self.max_pools} distinct limit sets busy; retry with the server's default "
                                      f"limits or later", 2.0)
@@ -353,9 +349,6 @@ class VerifierEngine:
     @property
     def ready(self) -> bool:
         return not self.draining and self.base_limits in self.pools
-
-    def queue_depth(self) -> int:
-        return self.in_flight
 
     def waiting(self) -> int:
         """Programs admitted and not started yet (the part of the queue a departed client can take back)."""

@@ -19,11 +19,11 @@ def routes(svc: Service) -> list[Route]:
 
     async def ready(request: Request):
         ok = engine.ready
-        return JSONResponse({"ready": ok, "draining": engine.draining, "queue_depth": engine.queue_depth()},
+        return JSONResponse({"ready": ok, "draining": engine.draining, "queue_depth": engine.in_flight},
                             status_code=200 if ok else 503)
 
     def state() -> dict:
-        return {"queue_depth": engine.queue_depth(), "waiting": engine.waiting(), "pools": len(engine.pools),
+        return {"queue_depth": engine.in_flight, "waiting": engine.waiting(), "pools": len(engine.pools),
                 "workers": engine.workers, "ready": engine.ready}
 
     async def prometheus(request: Request):
