@@ -78,11 +78,11 @@ def _source_licenses(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 def _source_revisions(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     """source -> the Hub revisions its bronze rows came from (hf-* ingests, docs/hub.md); {} for other lakes."""
     try:
-        rows = con.execute("SELECT source, list(DISTINCT source_revision ORDER BY source_revision) FROM "
-                           "bronze.raw_records WHERE source_revision IS NOT NULL GROUP BY source ORDER BY source").fetchall()
+        return dict(con.execute("SELECT source, list(DISTINCT source_revision ORDER BY source_revision) FROM "
+                                "bronze.raw_records WHERE source_revision IS NOT NULL GROUP BY source ORDER BY source"
+                                ).fetchall())
     except duckdb.Error:   # a lake made before the column
         return {}
-    return dict(rows)
 
 
 def _curation(con: duckdb.DuckDBPyConnection) -> list[dict] | None:
@@ -164,10 +164,9 @@ def stored_sources(name: str, catalog: Catalog, seen: frozenset = frozenset()) -
 
 def _write_view(con: duckdb.DuckDBPyConnection, spec, where: str | None, folder: Path,
                 shard_rows: int, catalog: Catalog) -> tuple[list[tuple[str, str]], list[dict], dict]:
-    """One view's shards: every split from ONE query in (split, primary key) order, cut where the split changes
-    (the rows and order of one `... WHERE split ... ORDER BY <primary key>` query per split, read once instead
-    of once per split plus a DISTINCT pass). Returns (columns, shards, {split: rows}); a split without rows has
-    no file, an empty view is one empty train file."""
+    """One view's shards: every split from one query in (split, primary key) order, cut where the split changes.
+    Returns (columns, shards, {split: rows}); a split without rows has no file, an empty view is one empty train
+    file."""
     _sql, columns = select_sql(con, spec, where)
     split = _SPLIT_RANK if "split" in dict(columns) else (_SPLIT_RANK[0], "0")   # no split column: all train
     sql, _ = select_sql(con, spec, where, first=split)

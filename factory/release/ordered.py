@@ -1,10 +1,7 @@
-"""A view's rows in key order with bounded memory: an external merge sort of Arrow record batches.
+"""A view's rows in key order with bounded memory (DuckDB's `ORDER BY` holds every row: rows can carry MB of tests):
+an external merge sort of Arrow record batches.
 
-DuckDB's `ORDER BY <primary key>` materialises every row of the view (rows can carry MB of tests), and so does any
-DuckDB result read as Arrow; fetching the wide rows by key predicates costs a full scan per batch (the lake's files
-are not in key order).
-
-So the view streams from DuckDB unordered (:func:`_stream`: a row group of the lake's files at a time). Rows
+The view streams from DuckDB unordered (:func:`_stream`: a row group of the lake's files at a time). Rows
 collect into runs of at most :data:`RUN_BYTES`; a run is sorted by key with Arrow and, when the view does not fit
 in one run, written to an uncompressed Arrow IPC file in the connection's spill folder (DuckDB's temp_directory)
 on a background thread while the next run is read; the runs are then merged a batch of each at a time. Memory
