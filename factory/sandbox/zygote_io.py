@@ -7,7 +7,6 @@ result pipe.
 """
 from __future__ import annotations
 
-import errno
 import os
 import pickle
 import select
@@ -96,9 +95,7 @@ class Router:
                 n = os.splice(src, dst, size, flags=os.SPLICE_F_NONBLOCK)
             except BlockingIOError:
                 return False
-            except OSError as e:
-                if e.errno == errno.EINTR:
-                    continue
+            except OSError:   # (os.splice retries EINTR itself)
                 return True
             if not n:
                 return True
