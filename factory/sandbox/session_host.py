@@ -350,11 +350,8 @@ class Host:
                     chunk = os.read(self.pipes["reply"], 1 << 16)
                 except BlockingIOError:
                     continue
-                if not chunk:
-                    status = "killed"
-                    break
                 reply += chunk
-                if len(reply) > MAX_REPLY_BYTES:
+                if not chunk or len(reply) > MAX_REPLY_BYTES:   # the interpreter exited, or an oversized reply
                     status = "killed"
                     break
                 while len(reply) >= HDR.size and len(reply) >= HDR.size + (n := HDR.unpack(reply[:HDR.size])[0]):
@@ -391,12 +388,11 @@ class Host:
             status = "error" if error else "ok"
         else:
             self.kill_all()
-            oom = bool(self.slot and self.slot.oom_kills() > oom0)
             lost = "the interpreter was restarted: variables and imports of earlier cells are gone"
             if status == "timeout":
                 error = (f"TimeoutError: the cell used {cpu:.2f} s CPU / {wall:.2f} s wall, over its limit of "
                          f"{cpu_limit:g} s CPU / {wall_limit:g} s wall; {lost}")
-            elif oom:
+            elif self.slot and self.slot.oom_kills() > oom0:
                 error = f"MemoryError: the session went over its memory limit of {self.cfg['memory_mb']} MB; {lost}"
             else:
                 error = f"InterpreterDied: the interpreter process died during the cell (os._exit, a crash); {lost}"

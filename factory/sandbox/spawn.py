@@ -199,8 +199,7 @@ def reap(plan: dict, statuses: dict, z=None) -> None:
     """Reap everything (we are pid 1 / subreaper) but ``z``'s live kept judge, keeping the wait statuses of the
     pids in ``statuses``; with a kept judge alive, done when ``/proc`` shows no process but us and the judge."""
     deadline = time.monotonic() + 2.0
-    pending = [p for p, st in statuses.items() if st is None]
-    for p in pending:
+    for p in [p for p, st in statuses.items() if st is None]:
         with contextlib.suppress(ChildProcessError):
             statuses[p] = os.waitpid(p, 0)[1]
     while time.monotonic() < deadline:
