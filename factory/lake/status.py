@@ -73,12 +73,11 @@ def _read_duckdb(lake_dir: Path, limit: int):
 
     with connect(lake_dir, read_only=True) as con:
         meta = f"__ducklake_metadata_{LAKE_ALIAS}"
-        objects = []
-        for name, kind in con.execute(
-                "SELECT table_schema || '.' || table_name, table_type FROM information_schema.tables "
-                "WHERE table_catalog = ? ORDER BY 1", [LAKE_ALIAS]).fetchall():
-            n = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] if kind != "VIEW" else None
-            objects.append((name, "view" if kind == "VIEW" else "table", n))
+        objects = [(name, "view", None) if kind == "VIEW" else
+                   (name, "table", con.execute(f"SELECT count(*) FROM {name}").fetchone()[0])
+                   for name, kind in con.execute("SELECT table_schema || '.' || table_name, table_type FROM "
+                                                 "information_schema.tables WHERE table_catalog = ? ORDER BY 1",
+                                                 [LAKE_ALIAS]).fetchall()]
         snaps = [_snapshot(*r) for r in con.execute(
             f"SELECT s.snapshot_id, s.snapshot_time::VARCHAR, c.commit_message, c.commit_extra_info "
             f"FROM {meta}.ducklake_snapshot s LEFT JOIN {meta}.ducklake_snapshot_changes c USING (snapshot_id) "

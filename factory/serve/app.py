@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 
+from factory.sandbox.session import SessionPool
+
 from . import batch_routes, fusion_routes, ops_routes, session_routes
 from .engine import VerifierEngine
 from .protocol import Caps
@@ -63,10 +65,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int | None = None,
     engine = VerifierEngine(workers, max_queue=max_queue, infra_retries=infra_retries, base_limits=base_limits,
                             ray_address=ray_address, prefetch=prefetch)
     engine.warm()
-    pool = None
-    if sessions is not None:
-        from factory.sandbox.session import SessionPool
-        pool = SessionPool(**sessions)
+    pool = SessionPool(**sessions) if sessions is not None else None
     app = create_app(engine, caps, max_body_bytes=int(max_body_mb * (1 << 20)), queue_timeout_s=queue_timeout_s,
                      client_retries=client_retries, sessions=pool)
 

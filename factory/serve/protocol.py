@@ -69,18 +69,15 @@ def _get(body: dict, key: str, types, *, required: bool = False, default=None, w
         if required:
             raise BadRequest(f"missing required field '{name}'", name)
         return default
-    value = body[key]
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise BadRequest(f"field '{name}' must be {_type_name(types)}, got a boolean", name)
-    if not isinstance(value, types):
+    value, types = body[key], types if isinstance(types, tuple) else (types,)
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in types:   # JSON true is not a number
         raise BadRequest(f"field '{name}' must be {_type_name(types)}, got {_json_type(value)}", name)
     if isinstance(value, float) and not math.isfinite(value):
         raise BadRequest(f"field '{name}' must be a finite number, got {value}", name)
     return value
 
 
-def _type_name(types) -> str:
-    types = types if isinstance(types, tuple) else (types,)
+def _type_name(types: tuple) -> str:
     return " or ".join(dict.fromkeys(_TYPE_NAMES.get(t, t.__name__) for t in types))
 
 

@@ -130,9 +130,8 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
     async def run_jupyter(request: Request, rid: str):
         body = await svc.read_json(request, needs=" with 'cells'")
         cells = _get(body, "cells", list, required=True)
-        for i, c in enumerate(cells):
-            if not isinstance(c, str):
-                raise BadRequest(f"field 'cells[{i}]' must be a string", f"cells[{i}]")
+        if bad := [i for i, c in enumerate(cells) if not isinstance(c, str)]:
+            raise BadRequest(f"field 'cells[{bad[0]}]' must be a string", f"cells[{bad[0]}]")
         kernel = _get(body, "kernel", str, default="python3")
         if kernel != "python3":
             raise BadRequest(f"field 'kernel' = {kernel!r} is not supported; supported: python3", "kernel")
