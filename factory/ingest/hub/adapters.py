@@ -20,10 +20,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from factory.errors import InputError
 from factory.ingest.adapters import CODECONTESTS_LANGUAGES
 from factory.ingest.registry import ADAPTERS, Ctx, adapter, encode_value
-from factory.ingest.normalize import Normalized, ProgramRow, TestRow, require, split_pytest
+from factory.ingest.normalize import Normalized, ProgramRow, TestRow, input_error, require, split_pytest
 
 HUB_VERSION = 1   # bump when a hub adapter's output changes: the same revision is then re-ingested
 
@@ -86,8 +85,7 @@ def _json_field(rec: dict, key: str, ctx: Ctx, *, allow_empty: bool = False):
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{key} is not JSON ({exc.msg} at char {exc.pos})", file=ctx[0], line=ctx[1],
-                         field=key) from None
+        raise input_error(ctx, f"{key} is not JSON ({exc.msg} at char {exc.pos})", key) from None
 
 
 def _text(value) -> str:
@@ -116,11 +114,10 @@ def io_tests(io_obj, ctx: Ctx, fieldname: str, starter: str | None, subset: str 
     """Tests from the APPS/TACO ``input_output`` object ``{inputs, outputs[, fn_name]}``: call tests when a
     ``fn_name`` is given (inputs are argument lists), else stdin/stdout tests compared token by token."""
     if not isinstance(io_obj, dict) or "inputs" not in io_obj or "outputs" not in io_obj:
-        raise InputError("expected an object with 'inputs' and 'outputs'", file=ctx[0], line=ctx[1], field=fieldname)
+        raise input_error(ctx, "expected an object with 'inputs' and 'outputs'", fieldname)
     inputs, outputs = io_obj["inputs"], io_obj["outputs"]
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
-        raise InputError("'inputs' and 'outputs' must be lists of equal length", file=ctx[0], line=ctx[1],
-                         field=fieldname)
+        raise input_error(ctx, "'inputs' and 'outputs' must be lists of equal length", fieldname)
     if not inputs:
         raise SkipRecord(f"no tests in {fieldname}")
     fn = io_obj.get("fn_name")
@@ -136,8 +133,7 @@ def python_solutions(solutions, ctx: Ctx, fieldname: str, limit: int) -> list[Pr
     if solutions is None:
         return []
     if not isinstance(solutions, list):
-        raise InputError(f"expected a list of programs, got {type(solutions).__name__}", file=ctx[0], line=ctx[1],
-                         field=fieldname)
+        raise input_error(ctx, f"expected a list of programs, got {type(solutions).__name__}", fieldname)
     out, seen = [], set()
     for i, code in enumerate(solutions):
         if isinstance(code, str) and code.strip() and code not in seen and len(out) < limit:
@@ -166,8 +162,7 @@ def _cc_programs(rec: dict, key: str, origin: str, ctx: Ctx, per_language: int, 
         return []
     if not isinstance(sol, dict) or not isinstance(sol.get("language"), list) or \
             not isinstance(sol.get("solution"), list) or len(sol["language"]) != len(sol["solution"]):
-        raise InputError("expected a struct of equal-length 'language' and 'solution' lists", file=ctx[0],
-                         line=ctx[1], field=key)
+        raise input_error(ctx, "expected a struct of equal-length 'language' and 'solution' lists", key)
     kept, out, seen = Counter(), [], set()
     for i, (lang, code) in enumerate(zip(sol["language"], sol["solution"])):
         name = CODECONTESTS_LANGUAGES.get(lang)
@@ -199,8 +194,7 @@ def code_contests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
             continue
         if not isinstance(block, dict) or not isinstance(block.get("input"), list) or \
                 not isinstance(block.get("output"), list) or len(block["input"]) != len(block["output"]):
-            raise InputError("expected a struct of equal-length 'input' and 'output' lists", file=ctx[0],
-                             line=ctx[1], field=kind)
+            raise input_error(ctx, "expected a struct of equal-length 'input' and 'output' lists", kind)
         subset = kind.removesuffix("_tests")
         per_kind[subset] = len(block["input"])
         tests += [TestRow("stdio", input=i, expected=o, comparison="token", subset=subset)
@@ -272,25 +266,23 @@ def deepcoder_tests(raw, ctx: Ctx, starter: str | None, meta: dict) -> tuple[lis
     if isinstance(raw, dict):
         return io_tests(raw, ctx, "tests", starter)
     if not isinstance(raw, list):
-        raise InputError(f"expected a JSON list or object, got {type(raw).__name__}", file=ctx[0], line=ctx[1],
-                         field="tests")
+        raise input_error(ctx, f"expected a JSON list or object, got {type(raw).__name__}", "tests")
     if not raw:
         raise SkipRecord("no tests")
     tests, entry = [], None
     for t in raw:
         if not isinstance(t, dict) or "input" not in t or "output" not in t:
-            raise InputError("test lacks input/output", file=ctx[0], line=ctx[1], field="tests")
+            raise input_error(ctx, "test lacks input/output", "tests")
         kind = t.get("type") or t.get("testtype") or "stdin_stdout"
         if kind in ("stdin_stdout", "stdin"):
             tests.append(TestRow("stdio", input=_text(t["input"]), expected=_text(t["output"]), comparison="token"))
             continue
         if kind not in ("function_call", "functional"):
-            raise InputError(f"unknown test type {kind!r}", file=ctx[0], line=ctx[1], field="tests")
+            raise input_error(ctx, f"unknown test type {kind!r}", "tests")
         fn = t.get("fn_name") or (t.get("metadata") or {}).get("func_name") or meta.get("func_name") or \
             meta.get("fn_name")
         if not fn:
-            raise InputError("function test without fn_name / metadata.func_name", file=ctx[0], line=ctx[1],
-                             field="tests")
+            raise input_error(ctx, "function test without fn_name / metadata.func_name", "tests")
         entry = _entry(fn, starter)
         if kind == "functional":   # LiveCodeBench: one JSON value per line of input, the output one JSON value
             tests.append(_lcb_call(t["input"], t["output"], ctx, "tests"))
@@ -299,7 +291,7 @@ def deepcoder_tests(raw, ctx: Ctx, starter: str | None, meta: dict) -> tuple[lis
             tests.append(TestRow("call", input=json.dumps(args if isinstance(args, list) else [args]),
                                  expected=encode_value(_unwrap(t["output"]))))
     if len({t.kind for t in tests}) > 1:
-        raise InputError("mixes stdin and function tests", file=ctx[0], line=ctx[1], field="tests")
+        raise input_error(ctx, "mixes stdin and function tests", "tests")
     return tests, entry
 
 
@@ -369,8 +361,8 @@ def kodcode_hub(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
 @hub_dataset(HubDataset(
     "hf-skywork-or1", "Skywork/Skywork-OR1-RL-Data", ("data/code-*.parquet",),
     configs={"code": ("data/code-*.parquet",)}, bulky=("reward_model",), source="skywork-or1-code",
-    license="Apache-2.0", schema_from="Skywork/Skywork-OR1-RL-Data card (verl features: data_source, prompt, "
-                                      "ability, reward_model{ground_truth, style}, extra_info{index, model_difficulty})"),
+    license="Apache-2.0", schema_from="Skywork/Skywork-OR1-RL-Data card (verl features: data_source, prompt, ability, "
+                                      "reward_model{ground_truth, style}, extra_info{index, model_difficulty})"),
     "Skywork-OR1-RL-Data code split: verl rows (prompt, reward_model.ground_truth JSON string), "
     "per-model difficulty")
 def skywork(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
@@ -378,7 +370,7 @@ def skywork(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
     if isinstance(prompt, list):
         users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
         if not users or not users[-1]:
-            raise InputError("no user message in prompt", file=ctx[0], line=ctx[1], field="prompt")
+            raise input_error(ctx, "no user message in prompt", "prompt")
         prompt = users[-1]
     reward = require(rec, "reward_model", ctx, dict)
     truth = _json_field(reward, "ground_truth", (ctx[0], ctx[1]))
@@ -421,8 +413,8 @@ def lcb_private_tests(text: str, ctx: Ctx):
         obj = _StrOnly(io.BytesIO(raw)).load()
         return json.loads(obj) if isinstance(obj, (str, bytes)) else obj
     except (ValueError, zlib.error, pickle.UnpicklingError, EOFError) as exc:
-        raise InputError(f"private_test_cases is neither JSON nor base64(zlib(pickle)) ({exc})", file=ctx[0],
-                         line=ctx[1], field="private_test_cases") from None
+        raise input_error(ctx, f"private_test_cases is neither JSON nor base64(zlib(pickle)) ({exc})",
+                          "private_test_cases") from None
 
 
 def _lcb_call(inp: str, out: str, ctx: Ctx, fieldname: str, subset: str | None = None) -> TestRow:
@@ -430,8 +422,7 @@ def _lcb_call(inp: str, out: str, ctx: Ctx, fieldname: str, subset: str | None =
         args = [json.loads(line) for line in inp.split("\n") if line.strip()]
         expected = json.loads(out)
     except (json.JSONDecodeError, AttributeError) as exc:
-        raise InputError(f"functional test is not one JSON value per line ({exc})", file=ctx[0], line=ctx[1],
-                         field=fieldname) from None
+        raise input_error(ctx, f"functional test is not one JSON value per line ({exc})", fieldname) from None
     return TestRow("call", input=json.dumps(args), expected=encode_value(expected), subset=subset)
 
 
@@ -455,14 +446,13 @@ def livecodebench(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         if c.get("testtype") == "functional":
             fn = meta.get("func_name")
             if not fn:
-                raise InputError("functional tests without metadata.func_name", file=ctx[0], line=ctx[1],
-                                 field="metadata")
+                raise input_error(ctx, "functional tests without metadata.func_name", "metadata")
             entry = _entry(fn, starter)
             tests.append(_lcb_call(c["input"], c["output"], ctx, f"{subset}_test_cases", subset))
         else:
             tests.append(TestRow("stdio", input=c["input"], expected=c["output"], comparison="token", subset=subset))
     if len({t.kind for t in tests}) > 1:
-        raise InputError("mixes stdin and functional tests", file=ctx[0], line=ctx[1], field="public_test_cases")
+        raise input_error(ctx, "mixes stdin and functional tests", "public_test_cases")
     return Normalized(
         source_id=str(require(rec, "question_id", ctx)), question=require(rec, "question_content", ctx),
         starter_code=starter, entry_point=entry, test_format=tests[0].kind, tests=tests,
@@ -490,13 +480,11 @@ def _cf_cases(rec: dict, key: str, ctx: Ctx) -> list[tuple[str, str]]:
     if cases is None:
         return []
     if not isinstance(cases, list):
-        raise InputError(f"expected a list of {{input, output}}, got {type(cases).__name__}", file=ctx[0],
-                         line=ctx[1], field=key)
+        raise input_error(ctx, f"expected a list of {{input, output}}, got {type(cases).__name__}", key)
     out = []
     for i, c in enumerate(cases):
         if not isinstance(c, dict) or not isinstance(c.get("input"), str) or not isinstance(c.get("output"), str):
-            raise InputError(f"{key}[{i}] must be {{input: string, output: string}}", file=ctx[0], line=ctx[1],
-                             field=key)
+            raise input_error(ctx, f"{key}[{i}] must be {{input: string, output: string}}", key)
         out.append((c["input"], c["output"]))
     return out
 
