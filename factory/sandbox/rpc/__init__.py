@@ -27,9 +27,8 @@ depth errors caught, so no bytes a program writes can crash the judge.
 """
 from .codec import (JUDGE_MODULE, PROGRAM_DRIVEN_IMPORTS, PROGRAM_MODULE, CandidateExit, CandidateGone, Codec,
                     FrameTooLarge, decode, dumps, exception_info, loads, read_frame, write_frame)
-from .namespace import JudgeNamespace
 from .program_side import Server, plain_value, serve
-from .proxy import CandidateProtocolError, Client, OutputTooLarge, RemoteRef
+from .proxy import CandidateProtocolError, Client, JudgeNamespace, OutputTooLarge, RemoteRef
 
 __all__ = ["Client", "Server", "RemoteRef", "JudgeNamespace", "CandidateGone", "CandidateExit", "serve", "write_frame",
            "read_frame", "dumps", "loads", "exception_info", "Codec", "decode", "OutputTooLarge",
