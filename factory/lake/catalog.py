@@ -191,9 +191,8 @@ def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
         schema = name.split(".", 1)[0]
         if "." not in name or schema not in schemas:
             raise FactoryError(f"{path}: table {name!r} must be schema.table with schema in {schemas}")
-        for key in ("layer", "kind", "description", "producer", "columns"):
-            if key not in entry:
-                raise FactoryError(f"{path}: table {name!r} lacks required field {key!r}")
+        if missing := [k for k in ("layer", "kind", "description", "producer", "columns") if k not in entry]:
+            raise FactoryError(f"{path}: table {name!r} lacks required field {missing[0]!r}")
         if entry["kind"] not in ("table", "view"):
             raise FactoryError(f"{path}: table {name!r}: kind must be table or view")
         cols = tuple(replace(_parse_column(name, c, t), comment=comments.get((name, c)))

@@ -375,9 +375,7 @@ def _check_specs(tests: list[TestSpec], where: str) -> None:
             raise BadRequest(f"field '{name}.kind' must be one of {', '.join(KINDS)}, got {t.kind!r}"[:300],
                              f"{name}.kind")
         for key in ("code", "input", "expected", "checker"):
-            value = getattr(t, key)
-            if value is not None and not isinstance(value, str):
-                raise BadRequest(f"field '{name}.{key}' must be a string, got {_json_type(value)}", f"{name}.{key}")
+            _get(vars(t), key, str, where=f"{name}.")
         if t.comparison not in COMPARISONS:
             raise BadRequest(f"field '{name}.comparison' must be one of {', '.join(COMPARISONS)}, got "
                              f"{t.comparison!r}"[:300], f"{name}.comparison")
