@@ -24,7 +24,7 @@ import struct
 import sys
 import time
 
-from factory.sandbox.spawn import arrange_fds, kill_processes, run_child
+from factory.sandbox.spawn import enter_child, kill_processes, run_child
 from factory.sandbox.zygote_io import recv as read_frame, write_all
 
 HDR = struct.Struct(">I")
@@ -225,13 +225,7 @@ class Host:
 
     # ---- the interpreter process
     def _interpreter_child(self, out_w: int, err_w: int, cmd_r: int, rep_w: int) -> None:
-        os.setsid()
-        if self.slot:
-            self.slot.attach(os.getpid())
-        null = os.open("/dev/null", os.O_RDWR)
-        arrange_fds({0: null, 1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
+        enter_child(self.slot, {1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
         self._isolate_child()
         sys.stdout, sys.stderr = (open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
                                   for fd in (1, 2))

@@ -28,6 +28,18 @@ def arrange_fds(mapping: dict[int, int]) -> None:
                 os.close(fd)
 
 
+def enter_child(slot, fds: dict[int, int]) -> None:
+    """A fresh sandbox child's first steps: a session of its own, into cgroup ``slot``, exactly ``fds`` open (0-2:
+    /dev/null unless given), first for the OOM killer (the biggest sandboxed process, never the zygote or host)."""
+    os.setsid()
+    if slot:
+        slot.attach(os.getpid())
+    null = os.open("/dev/null", os.O_RDWR)
+    arrange_fds({0: null, 1: null, 2: null, **fds})
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+
+
 def run_child(body, failure_code: int = 111):
     """The end of every forked sandbox child: run ``body()``; on any exception write the traceback's tail to fd 2
     (the parent reads it as the child's stderr); always ``os._exit`` (exit code 0, else ``failure_code``) - a forked
@@ -56,16 +68,8 @@ def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, bod
 def _child(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict,
            n_tests: int) -> None:
     """The forked child: its part of the job, its descriptors, its isolation, then ``body``."""
-    os.setsid()
     data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
-    if z.slot:
-        z.slot.attach(os.getpid())
-    null = os.open("/dev/null", os.O_RDWR)
-    fds = {0: null, 1: null, 2: null, **fds}
-    arrange_fds(fds)   # closes the job memfd, the zygote's pipes and every other descriptor
-    adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-    os.write(adj, b"1000")  # the OOM killer takes the biggest sandboxed process, never the zygote
-    os.close(adj)
+    enter_child(z.slot, fds)   # closes the job memfd, the zygote's pipes and every other descriptor
     z.isolate.setup_program(plan, z.limits, n_tests, None, role)
     if role == "probe":
         os.write(3, JHDR.pack(b"I", 0, 0))
