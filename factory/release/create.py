@@ -233,9 +233,8 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
             raise FactoryError(f"release {name!r} is already recorded in ops.releases")
 
     row_filters = {v: row_filters[v] for v in views if row_filters and row_filters.get(v)}
-    config = {"views": views, "shard_rows": shard_rows, "format": FORMAT}
-    if row_filters:
-        config["row_filters"] = row_filters
+    config = {"views": views, "shard_rows": shard_rows, "format": FORMAT,
+              **({"row_filters": row_filters} if row_filters else {})}
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
     renamed = False
@@ -249,9 +248,8 @@ def create_release(name: str, views: list[str], *, lake=None, releases_dir=None,
                 "source_licenses": _source_licenses(con), "source_revisions": _source_revisions(con),
                 "stage_runs": _stage_runs(con), "curation": _curation(con),
                 "reward": release_reward(con, recipe, views), "decontamination": decontamination_figures(con),
+                **({"recipe": recipe} if recipe is not None else {}),
             }
-        if recipe is not None:
-            manifest["recipe"] = recipe
         (tmp / README).write_text(dataset_card(manifest))
         readme = {"path": README, "rows": None, "bytes": (tmp / README).stat().st_size,
                   "sha256": sha256_file(tmp / README)}

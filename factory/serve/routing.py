@@ -106,12 +106,8 @@ class RetryPlaces:
 
 def error_response(status: int, message: str, request_id: str, field: str | None = None,
                    retry_after: int | None = None, **extra):
-    headers = {"X-Request-ID": request_id}
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    body = {"error": message, "request_id": request_id, **extra}
-    if field:
-        body["field"] = field
+    headers = {"X-Request-ID": request_id, **({"Retry-After": str(retry_after)} if retry_after is not None else {})}
+    body = {"error": message, "request_id": request_id, **extra, **({"field": field} if field else {})}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
