@@ -1,16 +1,14 @@
 """The zygote: a long-lived, warm worker process (one per pool slot).
 
-Started as ``python -s`` by the pool (pinned to one core when the pool pins); imports common modules once,
-enters its own namespaces (:func:`.isolate.setup_worker_mounts`; it becomes pid 1 there, the original process
-waits outside), joins its cgroup slot, probes that a sandboxed child can start, and records what is active
-or degraded.  Per program it mounts a fresh ``/tmp``/``/dev/shm`` and forks the *candidate* (the program,
-alone); function-style tests are judged by a *judge* process -- with root, one kept across programs
-(:class:`KeptJudge`, its own uid, so everything the program leaves behind is killed by uid and the judge
-survives); otherwise one forked per program.  The zygote never holds a job's bytes (the batch lies in a
-memfd the children read their part of), supervises per-test CPU (cgroup ``cpuacct``) with a wall-clock
-backstop, forwards output and judge reports with ``splice``, and on timeout/crash kills everything
-(``kill(-1)`` as pid 1); a fresh pair continues with the next test.  Messages to and from the pool are
-length-prefixed pickles on two private pipes (trusted side only).
+Started as ``python -s`` by the pool (pinned to one core when the pool pins); imports common modules once, enters its
+own namespaces (:func:`.isolate.setup_worker_mounts`; it becomes pid 1 there, the original process waits outside), joins
+its cgroup slot, probes that a sandboxed child can start, and records what is active or degraded.  Per program it mounts
+a fresh ``/tmp``/``/dev/shm`` and forks the *candidate* (the program, alone); function-style tests are judged by a
+*judge* process -- with root, one kept across programs (:class:`.spawn.KeptJudge`), otherwise one forked per program.
+The zygote never holds a job's bytes (the batch lies in a memfd the children read their part of), supervises per-test
+CPU (cgroup ``cpuacct``) with a wall-clock backstop, forwards output and judge reports with ``splice``
+(:mod:`.zygote_io`: also the framing to the pool), and on timeout/crash kills everything (``kill(-1)`` as pid 1); a
+fresh pair continues with the next test.
 """
 from __future__ import annotations
 
@@ -89,7 +87,8 @@ class Zygote:
             "ipcns": ns, "ns_scope": ("pid/net/mnt/uts per worker (no process survives a program); ipc ns per "
                                       "program; /tmp,/dev/shm tmpfs per program (kept only while no program "
                                       "leaves an inode, block or mode change in them)") if ns else None,
-            "fs": ("minimal read-only root (system dirs, interpreter, packages) + private tmpfs /tmp,/dev/shm" if ns else "private-workdir-only"),
+            "fs": ("minimal read-only root (system dirs, interpreter, packages) + private tmpfs /tmp,/dev/shm" if ns
+                   else "private-workdir-only"),
             "uid_drop": bool(plan.get("sandbox_uid")),
             "caps_dropped": bool(plan.get("drop_caps") or plan.get("sandbox_uid")),
             "no_new_privs": bool(plan.get("worker_ns") or plan.get("sandbox_uid")),

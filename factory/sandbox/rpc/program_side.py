@@ -94,7 +94,7 @@ class Server:
         except NameError:
             if not expr.isidentifier():
                 raise
-            classes = [v for k, v in list(self.ns.items()) if isinstance(v, type) and expr in getattr(v, "__dict__", {})]
+            classes = [v for v in list(self.ns.values()) if isinstance(v, type) and expr in getattr(v, "__dict__", {})]
             classes.sort(key=lambda c: getattr(c, "__name__", "") != "Solution")
             if not classes:
                 raise
