@@ -195,8 +195,7 @@ def summarize(problems: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = parser(__doc__, "any_order_audit.json")
-    ap.add_argument("--per-problem", type=int, default=5)
+    ap = parser(__doc__, "any_order_audit.json", {"--per-problem": 5})
     args = ap.parse_args(argv)
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d:

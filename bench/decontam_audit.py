@@ -32,9 +32,8 @@ def table(result: dict) -> str:
 def main(argv=None) -> int:
     from factory.stages.decontam import audit_decontam
 
-    ap = parser(__doc__, "decontam_audit.json")
+    ap = parser(__doc__, "decontam_audit.json", {"--audit-dir": str(ROOT / "audit" / "decontam")})
     ap.add_argument("--lake", required=True)
-    ap.add_argument("--audit-dir", default=str(ROOT / "audit" / "decontam"))
     ap.add_argument("--ship", action="store_true", help="also write audit/decontam/measured.json")
     args = ap.parse_args(argv)
     seconds, result = timed(audit_decontam, args.lake, args.audit_dir)

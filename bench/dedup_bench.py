@@ -150,9 +150,8 @@ def recall_figure(params: MinHashParams, out: Path) -> list[dict]:
 
 
 def main() -> None:
-    ap = parser(__doc__, "dedup_bench.json")
+    ap = parser(__doc__, "dedup_bench.json", {"--dup-rate": 0.1})
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated corpus sizes (1000000 when asked)")
-    ap.add_argument("--dup-rate", type=float, default=0.1)
     ap.add_argument("--sig-texts", type=int, default=2000, help="real texts for the signature benchmark")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

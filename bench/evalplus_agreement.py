@@ -59,8 +59,7 @@ def evalplus_verdicts(rows: list[dict], work: Path) -> dict[str, dict]:
 
 
 def main() -> None:
-    ap = parser(__doc__, "evalplus_agreement.json")
-    ap.add_argument("--mutants", type=int, default=3)
+    ap = parser(__doc__, "evalplus_agreement.json", {"--mutants": 3})
     args = ap.parse_args()
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:

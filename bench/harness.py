@@ -23,10 +23,13 @@ DATA = Path(os.environ.get("FACTORY_SHARED_DATA", ROOT.parent / "shared" / "data
 RESULTS = ROOT / "bench" / "results"
 
 
-def parser(doc: str, out: str) -> argparse.ArgumentParser:
-    """The script's parser, its docstring as help, ``--out`` defaulting to bench/results/OUT."""
+def parser(doc: str, out: str, options: dict | None = None) -> argparse.ArgumentParser:
+    """The script's parser, its docstring as help, ``--out`` defaulting to bench/results/OUT, and per
+    ``options`` item (flag: default) an option taking one value of its default's type."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(RESULTS / out), help="result JSON (default: bench/results/%(default)s)")
+    for flag, default in (options or {}).items():
+        ap.add_argument(flag, type=type(default), default=default)
     return ap
 
 

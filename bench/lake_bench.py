@@ -84,9 +84,7 @@ def contention(lake: Path, commits: int, n: int, replace: bool) -> dict:
 
 
 def main() -> None:
-    ap = parser(__doc__, "lake_bench.json")
-    ap.add_argument("--commits", type=int, default=20)
-    ap.add_argument("--rows", type=int, default=2000)
+    ap = parser(__doc__, "lake_bench.json", {"--commits": 20, "--rows": 2000})
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lake-bench-"))
     out = {"sqlite": measure(tmp / "sqlite", a.commits, a.rows)}

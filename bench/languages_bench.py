@@ -72,10 +72,8 @@ def measure(lang: str, probs: list[dict], copies: int, workers: int, limits: Lim
 
 
 def main() -> None:
-    ap = parser(__doc__, "languages_bench.json")
-    ap.add_argument("--copies", type=int, default=4)
-    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--languages", default="python,cpp,java,javascript,rust")
+    ap = parser(__doc__, "languages_bench.json", {"--copies": 4, "--workers": min(2, os.cpu_count() or 1),
+                                                   "--languages": "python,cpp,java,javascript,rust"})
     a = ap.parse_args()
     probs = problems()
     limits = Limits(cpu_s=6.0, memory_mb=1024)

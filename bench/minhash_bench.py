@@ -97,8 +97,7 @@ def first_call_s() -> dict:
 
 
 def main() -> None:
-    ap = parser(__doc__, "minhash_bench.json")
-    ap.add_argument("--docs", type=int, default=20000)
+    ap = parser(__doc__, "minhash_bench.json", {"--docs": 20000})
     ap.add_argument("--datasketch-docs", type=int, default=1000, help="datasketch runs on this many (it is slow)")
     args = ap.parse_args()
     import rensa

@@ -40,9 +40,7 @@ def main() -> None:
 
     from factory.sandbox.ray_pool import RaySandboxPool
 
-    ap = parser(__doc__, "ray_bench.json")
-    ap.add_argument("--mutants", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = parser(__doc__, "ray_bench.json", {"--mutants": 3, "--rounds": 2})
     a = ap.parse_args()
     work = jobs(a.mutants)
     cpus = os.cpu_count() or 2

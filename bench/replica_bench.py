@@ -34,11 +34,9 @@ def model_path(name: str, tmp: Path) -> str | None:
 
 
 def main() -> None:
-    ap = parser(__doc__, "replica_bench.json")
+    ap = parser(__doc__, "replica_bench.json", {"--requests": 24, "--max-tokens": 48})
     ap.add_argument("--model", default="tiny", help="a model directory, 'tiny' (random init) or 'smollm2' (GGUF)")
     ap.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
-    ap.add_argument("--requests", type=int, default=24)
-    ap.add_argument("--max-tokens", type=int, default=48)
     args = ap.parse_args()
     reqs = requests(args.requests, args.max_tokens)
     rows, answers = [], {}

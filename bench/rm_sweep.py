@@ -68,18 +68,12 @@ def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict],
 
 
 def main(argv=None) -> list[dict]:
-    ap = parser(__doc__, "rm_sweep.json")
+    ap = parser(__doc__, "rm_sweep.json", {"--device": "cpu", "--epochs": 2, "--batch-size": 16, "--max-length": 512,
+                                           "--holdout-fraction": 0.2, "--min-candidates": 4, "--seed": 0})
     ap.add_argument("--release-dir", required=True, help="a release directory (holds gold.rm_pairs, ...)")
     ap.add_argument("--model", default="smollm2", help="smollm2 | .gguf file | HF dir")
-    ap.add_argument("--device", default="cpu")
     ap.add_argument("--lr", type=float, nargs="+", default=[1e-5, 3e-5])
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-length", type=int, default=512)
-    ap.add_argument("--holdout-fraction", type=float, default=0.2)
-    ap.add_argument("--min-candidates", type=int, default=4)
     ap.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8])
-    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     rel = Path(a.release_dir)
     pairs = _view(rel, "gold.rm_pairs")

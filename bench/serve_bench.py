@@ -238,7 +238,7 @@ def run_offline(rollouts: list[dict], workers: int) -> dict:
 
 
 def main() -> None:
-    ap = parser(__doc__, "serve_bench.json")
+    ap = parser(__doc__, "serve_bench.json", {"--workers": os.cpu_count() or 1, "--time-limit": 3600.0})
     ap.add_argument("--rollouts", type=int, nargs="+", default=[512, 2048])
     ap.add_argument("--oversub", type=int, nargs="*", default=[1, 4])
     ap.add_argument("--verl-concurrency", type=int, nargs="*", default=[64, 256])
@@ -247,11 +247,9 @@ def main() -> None:
     ap.add_argument("--no-offline", action="store_true", help="skip the offline SandboxPool baseline")
     ap.add_argument("--batch", type=int, default=16, help="rollouts per /v1/judge request")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--lake", help="reuse a lake built by an earlier run (skips ingest/mutate/execute)")
     ap.add_argument("--time-limits", choices=["calibrated", "fixed"], default="calibrated",
                     help="calibrated: per-problem limits from `factory calibrate`, sent per item as cpu_s")
-    ap.add_argument("--time-limit", type=float, default=3600)
     a = ap.parse_args()
     deadline = time.time() + a.time_limit
     in_time = lambda _: time.time() <= deadline   # each served run starts only before the deadline

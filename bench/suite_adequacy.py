@@ -65,14 +65,13 @@ REDUCED = """SELECT source, count(*) AS problems, sum(full_tests) AS full_tests,
 
 
 def main() -> None:
-    ap = parser(__doc__, "suite_adequacy.json")
+    ap = parser(__doc__, "suite_adequacy.json",
+                {"--budget": 10, "--rounds": 4, "--per-round": 20, "--seed": 0, "--k": 15})
     ap.add_argument("--sources", nargs="+", default=["humaneval", "mbpp"], choices=sorted(SOURCES))
     ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--max-problems", type=int, help="first N problems of each source")
     ap.add_argument("--mutants", type=int, default=10, help="mutants per reference (factory mutate)")
     ap.add_argument("--cpu-s", type=float, default=0.5, help="CPU seconds per test for mutants and augmentation")
-    for flag, default in (("--budget", 10), ("--rounds", 4), ("--per-round", 20), ("--seed", 0), ("--k", 15)):
-        ap.add_argument(flag, type=int, default=default)
     ap.add_argument("--workers", type=int)
     ap.add_argument("--lake", type=Path, help="lake folder (default: a temporary one)")
     args = ap.parse_args()

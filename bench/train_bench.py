@@ -155,13 +155,11 @@ def export_arch(out: str) -> None:
 
 
 def main(argv=None):
-    ap = parser(__doc__, "train_bench.json")
+    ap = parser(__doc__, "train_bench.json", {"--rm-steps": 6, "--rm-batch": 4, "--rm-max-length": 256, "--rl-steps": 3,
+                                              "--rl-n": 4, "--rl-max-new-tokens": 32})
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--rm-model", default="tiny", help="tiny | smollm2 | HF dir | .gguf")
     ap.add_argument("--rl-model", default="tiny", choices=["tiny", "smollm2"])
-    for flag, default in (("--rm-steps", 6), ("--rm-batch", 4), ("--rm-max-length", 256), ("--rl-steps", 3),
-                          ("--rl-n", 4), ("--rl-max-new-tokens", 32)):
-        ap.add_argument(flag, type=int, default=default)
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (use 1 on a shared/oversubscribed box for stable timings)")
     ap.add_argument("--no-trl", action="store_true")
