@@ -138,16 +138,14 @@ def write_streamed(path: Path, manifest: dict, fmt: str, staging: Path,
                     row = {k: row[k] for k in RM_COLUMNS}
                 sink.add(("rm/" if fmt == "openrlhf" else "") + split_file(pair), row, _text_bytes(pair))
         if fmt != "trl":
-            problems = iter_view(path, manifest, "gold.rl_problems")
-            if problems is None:   # a recipe's release: the same RL rows, the recipe's tests
-                problems = iter_view(path, manifest, "gold.recipe_problems")
+            problems = (iter_view(path, manifest, "gold.rl_problems")   # a recipe's release: the same RL rows
+                        or iter_view(path, manifest, "gold.recipe_problems"))   # ... with the recipe's tests
             for i, p in enumerate(problems or ()):
-                size = 2 * _text_bytes(p)
                 truth_rules = ground_truth(p, reward)
                 rel = ("prompts/" if fmt == "openrlhf" else "") + split_file(p)   # the file the row goes to
                 check_truth(rel, sink.rows.get(rel, 0), truth_rules)   # the validation's row rules, on the row
                 truth = truth_json(truth_rules, utf8=True)   # pyarrow takes (and checks) UTF-8 bytes
-                sink.add(rel, problem_row(fmt, p, i, truth), size)
+                sink.add(rel, problem_row(fmt, p, i, truth), 2 * _text_bytes(p))
     finally:
         counts = sink.close()
     order = lambda rel: (rel.startswith("prompts/"), rel.endswith("test.parquet"))   # as build_export lists them
