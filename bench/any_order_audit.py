@@ -23,11 +23,10 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
-from harness import DATA, ROOT, jsonl, machine, parser, table, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, jsonl, machine, parser, table, timed, write  # noqa: I001  (first: sys.path)
 
 FILES = ("LeetCodeDataset-v0.2.0-train.jsonl.gz", "LeetCodeDataset-v0.2.0-test.jsonl.gz",
          "LeetCodeDataset-v0.3.1-test.jsonl.gz")
@@ -197,10 +196,9 @@ def summarize(problems: dict) -> dict:
 def main(argv=None) -> int:
     ap = parser(__doc__, "any_order_audit.json", {"--per-problem": 5})
     args = ap.parse_args(argv)
-    t0 = time.time()
     with tempfile.TemporaryDirectory() as d:
-        result = measure(Path(d), per_problem=args.per_problem)
-    result["seconds"], result["machine"] = round(time.time() - t0, 1), machine()
+        seconds, result = timed(measure, Path(d), per_problem=args.per_problem)
+    result["seconds"], result["machine"] = round(seconds, 1), machine()
     s = result["summary"]
     print(f"{result['candidates']} candidates: {result['detected']} detected, {result['broad']} by the broad search; "
           f"{s['labelled']} labelled ({s['positives']} any-order); {result['seconds']} s")

@@ -317,9 +317,8 @@ def main() -> None:
               "factory_workers": args.workers, "pins": PINS}
     try:
         if "agreement" in args.parts:
-            t0 = time.monotonic()
-            rows, diffs = agreement(ports, programs())
-            result.update(agreement=rows, disagreements=diffs, agreement_wall_s=round(time.monotonic() - t0, 1))
+            wall, (rows, diffs) = timed(lambda: agreement(ports, programs()))
+            result.update(agreement=rows, disagreements=diffs, agreement_wall_s=round(wall, 1))
             print(table(rows))
             print(table(diffs) if diffs else "no disagreements")
         if "speed" in args.parts:

@@ -16,11 +16,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness import ROOT, parser, write  # noqa: I001  (first: the repository on sys.path)
+from harness import ROOT, parser, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 from tests.serve.conftest import Server  # noqa: E402  (starts `factory serve` on a free loopback port)
 
@@ -63,10 +62,9 @@ def main() -> None:
         server = Server("--workers", str(args.workers))
         try:
             env = dict(os.environ, SFSUITE_URL=server.url, NO_PROXY="127.0.0.1,localhost")
-            t0 = time.monotonic()
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
-                            f"--junitxml={work / 'junit.xml'}"], cwd=work, env=env, capture_output=True)
-            wall = time.monotonic() - t0
+            wall = timed(subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                                          f"--junitxml={work / 'junit.xml'}"], cwd=work, env=env,
+                         capture_output=True)[0]
         finally:
             server.stop(timeout=60)
         env_why = env_tests()

@@ -263,19 +263,21 @@ def main() -> None:
                                for p in programs))
     out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
            "workers": a.workers, "cpu_count": os.cpu_count(), "batch": a.batch, "concurrency": a.concurrency,
-           "time_limits": a.time_limits,
-           "native": [], "verl": [], "native_per_rollout": [], "offline": []}
+           "time_limits": a.time_limits, "native": [], "verl": [], "native_per_rollout": [], "offline": []}
     print(f"lake: {len(programs)} programs with offline verdicts ({offline_mix})", flush=True)
     server = Server("--workers", str(a.workers), "--cpu-s", str(CPU_S), "--wall-factor", "10", "--max-queue", "8192")
     assert server.url.startswith("http://127.0.0.1:")
+
+    def record(part: str, row: dict) -> None:   # into the JSON, and printed as it comes
+        out[part].append(row)
+        print(json.dumps(row), flush=True)
     try:
         for n in a.rollouts:
             rollouts = pick_rollouts(programs, n)
             base = None
             if not a.no_offline:
                 base = run_offline(rollouts, a.workers)
-                out["offline"].append({"rollouts": n, **base})
-                print(json.dumps(out["offline"][-1]), flush=True)
+                record("offline", {"rollouts": n, **base})
 
             def ratio(verdicts, seconds):   # against the mean of the offline runs before and after the served ones
                 if not base:
@@ -287,14 +289,12 @@ def main() -> None:
                 res = asyncio.run(judge_async(server.url, rollouts, 1, c))
                 row = {"concurrency": c, **served(rollouts, res), "server": _delta(before, server_stats(server.url))}
                 row["vs_offline"] = ratio(row["verdicts"], res["seconds"])
-                out["native_per_rollout"].append(row)
-                print(json.dumps(row), flush=True)
+                record("native_per_rollout", row)
             for k in takewhile(in_time, a.oversub):
                 with oversubscribed(k):
                     res = asyncio.run(judge_async(server.url, rollouts, a.batch, a.concurrency))
                 row = {"oversub": k, **served(rollouts, res), "rollouts_per_s": round(n / res["seconds"], 1)}
-                out["native"].append(row)
-                print(json.dumps(row), flush=True)
+                record("native", row)
             for c in takewhile(in_time, a.verl_concurrency):
                 v = run_verl(server.url, rollouts, c)
                 row = {"rollouts": n, "max_concurrent": c, "seconds": round(v["seconds"], 2),
@@ -304,11 +304,9 @@ def main() -> None:
                        "flips": v["flips"], "api_errors": v["api_errors"], "lost_correct": v["lost"],
                        "lost_examples": v["lost_examples"], "server": v["server"],
                        "flip_kinds": dict(Counter(e[2] for e in v["examples"])), "flip_examples": v["examples"][:12]}
-                out["verl"].append(row)
-                print(json.dumps(row), flush=True)
+                record("verl", row)
             if base and time.time() < deadline:   # the offline baseline again: this host's load drifts
-                out["offline"].append({"rollouts": n, **run_offline(rollouts, a.workers)})
-                print(json.dumps(out["offline"][-1]), flush=True)
+                record("offline", {"rollouts": n, **run_offline(rollouts, a.workers)})
                 mean = sum(o["verdicts_per_s"] for o in out["offline"] if o["rollouts"] == n) / 2
                 for r in out["native_per_rollout"] + out["verl"]:   # the ratios against the mean of both runs
                     if r["rollouts"] == n:
