@@ -5,23 +5,22 @@
 ...     s.run("x * 2 + 2").result
 '42'
 
-:meth:`InterpreterSession.run` runs one cell and returns a :class:`CellResult`: ``stdout``/``stderr`` (each capped
-at ``output_bytes``, with a note when cut), ``result`` (repr of the last expression, like a notebook; None when
-there is none or it is None), ``error`` (the traceback text of an exception), ``status`` and the cell's CPU/wall
-seconds. Variables and imports persist across cells.
+:meth:`InterpreterSession.run` runs one cell and returns a :class:`CellResult`: ``stdout``/``stderr`` (each capped at
+``output_bytes``, with a note when cut), ``result`` (repr of the last expression, like a notebook; None when there is
+none or it is None), ``error`` (the traceback text of an exception), ``status`` and the cell's CPU/wall seconds.
+Variables and imports persist across cells.
 
-Status: ``ok``; ``error`` (the cell raised; the session goes on, state kept); ``timeout`` (over its per-call CPU
-or wall limit); ``killed`` (the interpreter died: over the session's memory limit, ``os._exit``, a crash);
-``closed`` (the session was closed, reaped after ``idle_timeout_s`` without a call, or its host failed).
-**After a timeout or kill the session survives**: every process of the session is killed and the next call
-starts a fresh interpreter in the same sandbox (variables and imports are gone, files in its ``/tmp`` stay);
-the result's ``error`` says so. Processes a cell starts end with the cell.
+Status: ``ok``; ``error`` (the cell raised; the session goes on, state kept); ``timeout`` (over its per-call CPU or wall
+limit); ``killed`` (the interpreter died: over the session's memory limit, ``os._exit``, a crash); ``closed`` (the
+session was closed, reaped after ``idle_timeout_s`` without a call, or its host failed). **After a timeout or kill the
+session survives**: every process of the session is killed and the next call starts a fresh interpreter in the same
+sandbox (variables and imports are gone, files in its ``/tmp`` stay); the result's ``error`` says so. Processes a cell
+starts end with the cell.
 
 Isolation is the sandbox's (:mod:`.session_host`): per session a cgroup slot (memory, pids, CPU), its own
-mount/pid/net/ipc/uts namespaces, the minimal read-only root with a private ``/tmp``, a uid of its own, no
-capabilities, ``no_new_privs``, seccomp, rlimits; no network, nothing of the host, the project, the tests or
-other sessions is reachable. :class:`SessionPool` keys sessions by trajectory id for the service, bounded by
-``max_sessions`` (:class:`SessionLimit` when full) and reaping idle ones.
+mount/pid/net/ipc/uts namespaces, the minimal read-only root with a private ``/tmp``, a uid of its own, no capabilities,
+``no_new_privs``, seccomp, rlimits; no network, nothing of the host, the project, the tests or other sessions is
+reachable. :class:`SessionPool` holds the service's sessions.
 """
 from __future__ import annotations
 
@@ -230,8 +229,7 @@ class InterpreterSession:
 
     def close(self) -> None:
         with self.lock:
-            if self.closed_why is None:
-                self.closed_why = "session closed"
+            self.closed_why = self.closed_why or "session closed"
             self._shutdown()
 
     def _shutdown(self) -> None:

@@ -69,11 +69,8 @@ def _chars(bundle: dict) -> int:
 
 def _add_display(bundle: dict) -> None:
     size = _chars(bundle)
-    if size <= MAX_DISPLAY_CHARS - sum(map(_chars, _DISPLAYS)):
-        _DISPLAYS.append(bundle)
-    else:
-        _DISPLAYS.append({"text/plain": f"[display data of {size} characters over the cell's cap of "
-                                        f"{MAX_DISPLAY_CHARS}]"})
+    over = {"text/plain": f"[display data of {size} characters over the cell's cap of {MAX_DISPLAY_CHARS}]"}
+    _DISPLAYS.append(bundle if size <= MAX_DISPLAY_CHARS - sum(map(_chars, _DISPLAYS)) else over)
 
 
 def _figure_bundle(fig) -> dict:

@@ -272,9 +272,7 @@ class RemoteRef:
         return isinstance(value, Opaque) and value.type_name == "iterator"
 
     def __iter__(self):
-        if self._is_stream():
-            return self
-        return iter(self._plain("iter()"))
+        return self if self._is_stream() else iter(self._plain("iter()"))
 
     def __next__(self):
         return self._op("next")
@@ -286,9 +284,7 @@ class RemoteRef:
         return self._plain("[]")[key]
 
     def __contains__(self, item):
-        if self._is_stream():
-            return any(x is item or x == item for x in self)
-        return item in self._plain("in")
+        return any(x is item or x == item for x in self) if self._is_stream() else item in self._plain("in")
 
     def __bool__(self):
         # true, as any Python object is by default: the program's own __bool__/__len__ is never asked, so a
@@ -316,9 +312,7 @@ class RemoteRef:
     __ror__ = __or__
 
     def __instancecheck__(self, obj):
-        if type(obj) is not RemoteRef:
-            return False
-        return self._op("isinstance", object.__getattribute__(obj, "_h")) is True
+        return type(obj) is RemoteRef and self._op("isinstance", object.__getattribute__(obj, "_h")) is True
 
     def __eq__(self, other):   # != is its inverse (object.__ne__)
         return self is other
