@@ -143,8 +143,7 @@ def _parse_column(table: str, name: str, decl: str) -> Column:
         raise FactoryError(f"data_catalog.yaml: {table}.{name}: column type must be a non-empty string")
     decl = decl.strip()
     default = None
-    match = _DEFAULT.search(decl)
-    if match:
+    if match := _DEFAULT.search(decl):
         default = match.group(1).strip().strip("'")
         decl = decl[:match.start()].strip()
         if not default:
@@ -162,8 +161,7 @@ def column_comments(text: str) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     table, in_columns = None, False
     for line in text.splitlines():
-        entry = _ENTRY.match(line)
-        if entry:
+        if entry := _ENTRY.match(line):
             table, in_columns = entry.group(1), False
             continue
         if table and line.strip() == "columns:":

@@ -417,8 +417,7 @@ def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
         parts.append("PROVIDER credential_chain")
     if env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"):
         parts.append(f"REGION '{env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION')}'")
-    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
-    if endpoint:
+    if endpoint := env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"):
         scheme, _, host = endpoint.partition("://")
         parts += [f"ENDPOINT '{host.rstrip('/')}'", "URL_STYLE 'path'", f"USE_SSL {str(scheme == 'https').lower()}"]
     con.execute(f"CREATE OR REPLACE SECRET factory_s3 ({', '.join(parts)})")

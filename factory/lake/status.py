@@ -111,8 +111,7 @@ def print_status(lake=None) -> None:
     print(f"\n{'table':<34} {'kind':<6} rows")
     for name, kind, n in st["objects"]:
         print(f"{name:<34} {kind:<6} {'-' if n is None else n}")
-    n_views = sum(1 for o in st["objects"] if o[1] == "view")
-    if n_views:
+    if n_views := sum(1 for o in st["objects"] if o[1] == "view"):
         print(f"({n_views} views are not counted here: factory sql \"SELECT count(*) FROM gold.<view>\")")
     runs = [(info, ts) for _sid, ts, _msg, info in st["snapshots"] if info.get("run_id")]
     print("\nlast runs:")

@@ -206,8 +206,7 @@ def print_funnel(rows: list[dict], file=None) -> None:
     print("problems removed from the training views per rule (a problem can match several rules):", file=file)
     for line in [head, *body, total]:
         print(fmt.format(*line), file=file)
-    opted = sum(r["kept_by_opt_in"] for r in rows)
-    if opted:
+    if opted := sum(r["kept_by_opt_in"] for r in rows):
         print(f"{opted} problems match a rule you opted out of (exclude=...) and stay in; "
               "query gold.training_exclusions for them", file=file)
 

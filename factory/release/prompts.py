@@ -62,8 +62,7 @@ def ground_truth(row: dict, reward: dict | None = None) -> dict:
                 **({"test_preamble": row["test_preamble"]} if row.get("test_preamble") else {})}
     out = {"test_format": row.get("test_format"), "entry_point": row.get("entry_point"),
            "test_preamble": row.get("test_preamble"), "tests": tests, **judging}
-    asserts = assert_cases(row, tests)
-    if asserts:
+    if asserts := assert_cases(row, tests):
         out["assert_case"] = asserts
     return out
 

@@ -44,8 +44,7 @@ MAX_OBSERVATION_CHARS = 100_000
 def code_of_action(action: str) -> str | None:
     """The code verl-tool's python tool would run for ``action`` (None: no code in it)."""
     for pattern in (_PY_TAG, _PY_FENCE, _PY_SHORT_FENCE):
-        blocks = pattern.findall(action)
-        if blocks:
+        if blocks := pattern.findall(action):
             return "\n".join(b.strip() for b in blocks)
     return None
 
