@@ -83,8 +83,7 @@ def main() -> None:
         if lang != "python" and languages.toolchain(lang) is None:
             print(f"skip {lang}: {languages.missing_message(lang)}")
             continue
-        rows.append(measure(lang, probs, a.copies, a.workers, limits))
-        r = rows[-1]
+        rows.append(r := measure(lang, probs, a.copies, a.workers, limits))
         print(f"{lang}: {r['programs_per_s']} programs/s ({r['pct_of_bound']} % of bound)", flush=True)
     load = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     print(f"\n{len(probs)} CodeContests problems x {a.copies} copies, {a.workers} workers, "

@@ -41,10 +41,9 @@ def _view(release_dir: Path, view: str) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
-def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict], cands: list[dict], lr: float,
-            a) -> dict:
+def run_one(train_path: Path, heldout: list[dict], cands: list[dict], lr: float, a) -> dict:
     torch.manual_seed(a.seed)  # the fresh score head: the same initial (untrained) RM for every learning rate
-    load_s, (model, tok) = timed(load_reward_model, model_name, device=device)
+    load_s, (model, tok) = timed(load_reward_model, a.model, device=a.device)
     held_tok = tokenize_pairs(heldout, tok, a.max_length, "truncate")
     before = evaluate_pairs(model, held_tok, tok, a.batch_size)
     res = train_rm(train_path, model=model, tokenizer=tok, out_dir=tempfile.mkdtemp(), epochs=a.epochs, lr=lr,
@@ -62,7 +61,7 @@ def run_one(model_name: str, device: str, train_path: Path, heldout: list[dict],
                    for c, s in zip(cands, scores)]
         row["bon"] = bon_table(samples, ks=a.ks)
     del model
-    if device == "cuda":
+    if a.device == "cuda":
         torch.cuda.empty_cache()
     return row
 
@@ -91,7 +90,7 @@ def main(argv=None) -> list[dict]:
     print(f"pairs: {len(train)} train / {len(heldout)} held-out "
           f"({len({p['problem_id'] for p in heldout})} problems); BoN candidates: {len(cands)} "
           f"on {len({c['problem_id'] for c in cands})} held-out problems", flush=True)
-    rows = [run_one(a.model, a.device, train_path, heldout, cands, lr, a) for lr in a.lr]
+    rows = [run_one(train_path, heldout, cands, lr, a) for lr in a.lr]
     print("\n" + table(rows, ["lr", "steps", "step_time_s", "heldout_acc_untrained", "heldout_acc_trained"]))
     for r in rows:
         if r.get("bon"):

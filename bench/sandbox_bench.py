@@ -114,8 +114,7 @@ def baseline_round(checkout: str, a) -> tuple[float, int]:
     cmd = [sys.executable, "-c", _BASELINE, checkout, Path(checkout) / "bench", a.programs, "1" if a.cross else "0",
            a.workers, a.cpu_s]
     out = run(cmd, env={**os.environ, "PYTHONPATH": "", "FACTORY_SHARED_DATA": str(DATA)})[1]
-    t, npass = json.loads(out.strip().splitlines()[-1])
-    return t, npass
+    return tuple(json.loads(out.strip().splitlines()[-1]))
 
 
 def main() -> None:

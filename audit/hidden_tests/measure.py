@@ -109,19 +109,16 @@ def main() -> None:
     lake = build(args.work, args.data)
     with connect(lake, read_only=True) as con:
         judging = load_judging(con, time_limits=False)
-        rows = con.execute("""
+        tests = con.execute("""
             SELECT t.test_id, t.kind, t.code, t.input, t.expected, p.problem_id, p.source, p.source_id,
-                   p.entry_point, coalesce(p.test_preamble, ''), p.question
+                   p.entry_point, coalesce(p.test_preamble, '') AS preamble, p.question
             FROM silver.tests t JOIN silver.problems p USING (problem_id)
-            WHERE t.subset = 'hidden' ORDER BY t.test_id""").fetchall()
+            WHERE t.subset = 'hidden' ORDER BY t.test_id""").to_arrow_table().to_pylist()
         own = {}
         for pid, tid, kind, code, inp, exp in con.execute("""
                 SELECT problem_id, test_id, kind, code, input, expected FROM silver.tests
                 WHERE subset IS DISTINCT FROM 'hidden'""").fetchall():
             own.setdefault(pid, []).append((tid, kind, code, inp, exp))
-    names = ("test_id", "kind", "code", "input", "expected", "problem_id", "source", "source_id", "entry_point",
-             "preamble", "question")
-    tests = [dict(zip(names, r)) for r in rows]
     for t in tests:
         rule = judging.get(t["problem_id"], NO_OVERRIDE)
         t["rule"] = rule
