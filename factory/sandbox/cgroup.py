@@ -60,17 +60,13 @@ def _own_paths() -> dict[str, str]:
 
 
 class Slot:
+    """Base of :class:`V1Slot` and :class:`V2Slot`, which provide attach(pid), attach_fd(), reset_peak(), cpu_ns(),
+    peak_bytes(), oom_kills(), pids() and remove()."""
     version = None
     controllers: tuple = ()
     self_inside = False  # the zygote itself lives in the slot (children are born in it)
 
-    def attach(self, pid: int) -> None: ...
     def adopt_self(self) -> None: ...
-    def reset_peak(self) -> None: ...
-    def cpu_ns(self) -> int | None: return None
-    def peak_bytes(self) -> int | None: return None
-    def oom_kills(self) -> int: return 0
-    def pids(self) -> list[int]: return []
 
     def kill_all(self) -> None:
         me = os.getpid()
@@ -83,8 +79,6 @@ class Slot:
                     os.kill(p, signal.SIGKILL)
             time.sleep(0.002)
 
-    def remove(self) -> None: ...
-
     def prepare(self) -> None:
         """Open the descriptors of every file polled per test (the zygote then loses /sys from its view)."""
         for fn in (self.cpu_ns, self.peak_bytes, self.oom_kills, self.pids, self.reset_peak):
@@ -92,8 +86,6 @@ class Slot:
                 fn()
         with contextlib.suppress(OSError):
             self.attach_fd()
-
-    def attach_fd(self) -> None: ...
 
 
 class V1Slot(Slot):

@@ -100,15 +100,12 @@ def drop_capabilities() -> None:
         raise _err("capset")
 
 
-def enter_namespaces(plan: dict) -> None:
-    """In C: unshare; inside a new user namespace map our uid/gid to 0."""
+def enter_namespaces(userns: bool) -> None:
+    """Unshare new mount, pid, net, ipc and uts namespaces; ``userns``: and a user namespace, mapping our uid/gid to 0
+    inside it."""
     uid, gid = os.geteuid(), os.getegid()
-    flags = sum(bit for key, bit in (("userns", CLONE_NEWUSER), ("mntns", CLONE_NEWNS), ("pidns", CLONE_NEWPID),
-                                     ("netns", CLONE_NEWNET), ("ipcns", CLONE_NEWIPC), ("utsns", CLONE_NEWUTS))
-                if plan.get(key))   # distinct bits: the sum is their OR
-    if flags:
-        unshare(flags)
-    if plan.get("userns"):
+    unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | (CLONE_NEWUSER if userns else 0))
+    if userns:
         for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
@@ -198,12 +195,11 @@ def minimal_root(needed: list[str]) -> None:
             mount("tmpfs", new + data, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
     for dst, fd in held_moved.items():   # e.g. a rustup toolchain from a home directory, at a neutral path
         _bind_ro(f"/proc/self/fd/{fd}", new + dst)
-        os.close(fd)
     for src, fd in etc.items():
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(new + src, 0o755, exist_ok=True)
         _bind_ro(f"/proc/self/fd/{fd}", new + src)
-    for fd in list(held.values()) + list(etc.values()):
+    for fd in [*held.values(), *held_moved.values(), *etc.values()]:
         os.close(fd)
     os.makedirs(new + "/dev/shm", 0o1777, exist_ok=True)
     for name in _DEV_NODES:
@@ -253,7 +249,7 @@ def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], nee
     import signal
 
     try:
-        enter_namespaces(dict(mntns=True, pidns=True, netns=True, ipcns=True, utsns=True, userns=not root))
+        enter_namespaces(userns=not root)
     except OSError as exc:
         return f"unshare: {exc}"
     pid = os.fork()
@@ -273,7 +269,7 @@ def enter_worker_sandbox(root: bool, slot, close_in_waiter: tuple[int, ...], nee
         slot.adopt_self()
         slot.prepare()
     try:
-        __import__("socket").sethostname("sandbox")
+        socket.sethostname("sandbox")
         setup_worker_mounts({"needed": needed})
         if loopback:   # a session's own loopback (its interpreter may serve and connect on 127.0.0.1)
             loopback_up()
