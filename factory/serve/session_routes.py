@@ -78,14 +78,9 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
     async def call(fn, *args):
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
-    def limited(exc: SessionLimit, rid: str):
-        return error_response(429, str(exc), rid, retry_after=2)
-
     # ---------------------------------------------------------------- SandboxFusion /run_jupyter
     def run_notebook(body: dict, rid: str) -> dict:
-        cells = body["cells"]
         cell_timeout = body["cell_timeout"] or None
-        total = body["total_timeout"]
         t0 = time.monotonic()
         tid = f"jupyter-{rid}-{uuid.uuid4().hex[:8]}"
         try:
@@ -100,8 +95,8 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
                                     f"exist_ok=True)\nopen(_p, 'wb').write(base64.b64decode({b64!r}))\ndel _p")
                 if setup.status != "ok":
                     raise BadRequest(f"files[{path!r}] could not be written: {setup.error}"[:500], "files")
-            for code in cells:
-                left = total - (time.monotonic() - t0)
+            for code in body["cells"]:
+                left = body["total_timeout"] - (time.monotonic() - t0)
                 limit = min(x for x in (cell_timeout, left, max_cell_s) if x is not None)
                 if limit <= 0:
                     status = "TimeLimitExceeded"
@@ -204,7 +199,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
         try:
             await asyncio.gather(*(call(run_trajectory, idxs) for idxs in by_tid.values()))
         except SessionLimit as exc:
-            return limited(exc, rid)
+            return error_response(429, str(exc), rid, retry_after=2)   # the pool is full
         ms = (time.monotonic() - t0) * 1000
         return JSONResponse({"observations": [o[0] for o in out], "dones": [o[1] for o in out],
                              "valids": [o[2] for o in out], "processing_time_ms": ms, "queue_time_ms": 0.0},
@@ -219,7 +214,7 @@ def routes(svc: Service, pool: SessionPool, max_cell_s: float = 60.0) -> list[Ro
         try:
             r = await call(pool.run, sid, code)
         except SessionLimit as exc:
-            return limited(exc, rid)
+            return error_response(429, str(exc), rid, retry_after=2)   # the pool is full
         return JSONResponse({"session_id": sid, **r.as_dict()}, headers={"X-Request-ID": rid})
 
     @svc.endpoint("session_close")
