@@ -147,7 +147,7 @@ class RaySandboxPool:
             block = not (fresh or pending or running or ended)
             while True:
                 try:
-                    item = inbox.get() if block else inbox.get_nowait()
+                    item = inbox.get(block)
                 except queue.Empty:
                     break
                 block = False

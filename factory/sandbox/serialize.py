@@ -138,7 +138,6 @@ def _numpy_tree(v, depth, stack, fallback):
     np = sys.modules.get("numpy")
     if np is None or not isinstance(v, (np.ndarray, np.generic)):
         return None
-    scalar = not isinstance(v, np.ndarray)
     try:
         a = _numpy_base(v, np)
         dt = a.dtype
@@ -150,9 +149,7 @@ def _numpy_tree(v, depth, stack, fallback):
     if dt.kind in "Mm":   # datetime64 / timedelta64: their int64 counts (tolist() gives datetime objects or ints)
         flat = flat.view("<i8")
     items = [_tree(x, depth + 1, stack, fallback) for x in flat.tolist()]
-    if scalar:
-        return {"$npv": [dt.str, items[0]]}
-    return {"$nda": [dt.str, list(a.shape), items]}
+    return {"$nda": [dt.str, list(a.shape), items]} if isinstance(v, np.ndarray) else {"$npv": [dt.str, items[0]]}
 
 
 _DD_FACTORIES = ("int", "float", "str", "bytes", "bool", "complex", "list", "tuple", "dict", "set", "frozenset")

@@ -248,9 +248,8 @@ class Host:
         os.environ.update(iso.SAFE_ENV)
         # the per-call CPU limit is the host's to meter; RLIMIT_CPU (set_rlimits: 1.5 x cpu_s + 2 for no tests)
         # bounds one interpreter's whole life
-        limits = {"max_open_files": cfg["max_open_files"], "max_file_mb": cfg["max_file_mb"],
-                  "cpu_s": cfg["interpreter_cpu_s"] / 1.5, "max_procs": cfg["max_procs"],
-                  "memory_mb": cfg["memory_mb"]}
+        limits = {k: cfg[k] for k in ("max_open_files", "max_file_mb", "max_procs", "memory_mb")}
+        limits["cpu_s"] = cfg["interpreter_cpu_s"] / 1.5
         iso.set_rlimits(self.plan, limits, 0)
         iso.drop_privileges(self.plan, "candidate")
 

@@ -21,11 +21,11 @@ def arrange_fds(mapping: dict[int, int]) -> None:
     high = {tgt: os.dup(src) for tgt, src in mapping.items()}
     for tgt, src in high.items():
         os.dup2(src, tgt)
-    os.closerange(max(mapping) + 1 if mapping else 3, 1 << 16)
-    for fd in range(3, max(mapping) + 1 if mapping else 3):
-        if fd not in mapping:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    top = max(mapping, default=2) + 1
+    os.closerange(top, 1 << 16)
+    for fd in set(range(3, top)) - set(mapping):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def enter_child(slot, fds: dict[int, int]) -> None:

@@ -22,8 +22,6 @@ class _Call:
         self.verdicts: list[Verdict] = []
         self.error: str | None = None
         self.done = threading.Event()
-        if n == 0:
-            self.done.set()
 
 
 class JobStream:
@@ -56,7 +54,8 @@ class JobStream:
                 internal.append(replace(job, program_id=pid))
         for job in internal:
             self._inbox.put(job)
-        call.done.wait()
+        if jobs:
+            call.done.wait()
         if call.error:
             raise RuntimeError(call.error)
         return call.verdicts
