@@ -16,7 +16,6 @@ import contextlib
 import gc
 import os
 import select
-import time
 import traceback
 
 from . import compiled, languages
@@ -118,15 +117,8 @@ class Zygote:
             return False, str(exc)
         os.close(w)
         os.close(ew)
-        got = bytearray()
-        deadline = time.monotonic() + 10
-        while len(got) < JHDR.size and time.monotonic() < deadline:
-            ready, _, _ = select.select([r], [], [], 0.1)
-            if r in ready:
-                chunk = os.read(r, JHDR.size)
-                if not chunk:
-                    break
-                got += chunk
+        ready = select.select([r], [], [], 10)[0]   # the report (or EOF when the child failed); one atomic write
+        got = os.read(r, JHDR.size) if ready else b""
         os.set_blocking(er, False)
         try:
             err = os.read(er, 4096).decode("utf-8", "replace")
@@ -136,7 +128,7 @@ class Zygote:
         reap(plan, {pid: None})
         os.close(r)
         os.close(er)
-        return bytes(got[:1]) == b"I", err[-300:]
+        return got[:1] == b"I", err[-300:]
 
     # ------------------------------------------------------------------ jobs
     def run_job(self, idx: int, hdr: dict, memfd: int) -> list[dict]:
