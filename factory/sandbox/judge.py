@@ -293,26 +293,19 @@ def _local_tests_only():
     return LocalTestsOnly()
 
 
-def _functions_with_asserts(source: str) -> set[str]:
+def _test_file(source: str) -> tuple[str, set[str]]:
+    """(the file pytest runs, the names of its test functions that contain ``assert`` statements). Test code that
+    uses the program's names unimported (KodCode's bare `is_even(2)`) gets them bound from `solution` on one added
+    line: names it reads and never binds, no builtins; one the program lacks stays unbound (a NameError in that
+    test)."""
     import ast
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {node.name for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
-            and any(isinstance(n, ast.Assert) for n in ast.walk(node))}
-
-
-def _bind_free_names(source: str) -> str:
-    """Test code that uses the program's names unimported (KodCode's bare `is_even(2)`) gets them bound from
-    `solution` on one added line: names it reads and never binds, no builtins; one the program lacks stays
-    unbound (a NameError in that test)."""
-    import ast
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return source
+        return source, set()
+    with_asserts = {node.name for node in ast.walk(tree)
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
+                    and any(isinstance(n, ast.Assert) for n in ast.walk(node))}
     bound, read = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -329,13 +322,13 @@ def _bind_free_names(source: str) -> str:
             bound.add(node.name)
     free = sorted(n for n in read - bound if n not in builtins.__dict__ and n.isidentifier())
     if not free:
-        return source
+        return source, with_asserts
     line = (f"import {PROGRAM_MODULE} as _sbx_program; globals().update({{_n: getattr(_sbx_program, _n) "
             f"for _n in {tuple(free)!r} if hasattr(_sbx_program, _n)}}); del _sbx_program\n")
     lines = source.splitlines(keepends=True)
     future = [n.end_lineno for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     at = max(future, default=0)
-    return "".join(lines[:at]) + line + "".join(lines[at:])
+    return "".join(lines[:at]) + line + "".join(lines[at:]), with_asserts
 
 
 def warm_pytest() -> bool:
@@ -371,9 +364,10 @@ def _run_pytest(job: dict, start: int, client: Client, ns: JudgeNamespace) -> No
         i = t["i"]
         report(b"S", i)
         name = f"test_sbx_{i}.py"
+        text, with_asserts = _test_file(t["code"] or "")
         with open(name, "w") as f:
-            f.write(_bind_free_names(t["code"] or ""))
-        col = _Collector(_functions_with_asserts(t["code"] or ""))
+            f.write(text)
+        col = _Collector(with_asserts)
         msg = {"ok": True}
         try:
             import pytest
