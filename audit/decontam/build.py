@@ -30,14 +30,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parents[1] / "bench"))
 
+from harness import jsonl as _jsonl  # noqa: E402, I001  (first: the repository on sys.path)
 from factory.dedup.audit import (LABEL_FIELDS, PLANTED_FIELDS, choose_planted, read_csv,  # noqa: E402
                                  write_csv)
 from factory.dedup.embed import statement_text  # noqa: E402
 from factory.dedup.shingle import tokenize  # noqa: E402
 from factory.ingest.normalize import unquote  # noqa: E402
-from factory.ingest.readers import read_jsonl  # noqa: E402
 
 BENCHMARKS = ("humaneval", "humanevalplus", "mbpp-sanitized", "mbppplus", "leetcode-v0.3.1-test", "codecontests",
               "bigcodebench")
@@ -46,10 +46,6 @@ AUDIT_BENCHMARKS = tuple(b for b in BENCHMARKS if b != "humaneval")
 PLANT_SOURCES = ("humanevalplus", "mbppplus", "leetcode-v0.3.1-test", "codecontests", "bigcodebench")
 PLANT_PER_SOURCE = 8
 N = 9
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [r for _, r in read_jsonl(path)]
 
 
 def load(data: Path) -> dict:
