@@ -1,10 +1,7 @@
 """The languages programs may be written in, and where their toolchains are.
 
-Python runs in the warm interpreter of the zygote (function-style and stdio tests).  Compiled and other
-languages run stdio tests only: the program is compiled once per job inside the sandbox (the compiler is as
-untrusted as the program: same namespaces, uid, seccomp filter, cgroup and rlimits, its own CPU budget and an
-output cap), the artifact is kept in memfds by the zygote and placed, read-only and root-owned, into each
-test's fresh ``/tmp``; each test execs it in a fresh sandboxed process (:mod:`.compiled`).
+Python runs in the warm interpreter of the zygote (function-style and stdio tests); other languages run stdio
+and harness tests only, compiled once per job and run per test inside the sandbox (:mod:`.compiled`).
 
 Names follow SandboxFusion's ``language`` field (``cpp``, ``java``, ``nodejs``/``javascript``, ``rust``,
 ``python``).  A toolchain is found on the system path (or, for Rust, in rustup's toolchains under the user's

@@ -176,7 +176,8 @@ class SandboxPool:
             t.join()
         if self._boot_errors:
             error, self._boot_errors = self._boot_errors[0], []
-            self._close_workers()
+            for w in self.workers:
+                w.stop()
             raise error
 
     def _run_checkers(self, w: Worker, pending: list) -> None:
@@ -320,9 +321,6 @@ class SandboxPool:
         threads, self._booting = self._booting, []
         for t in threads:   # a worker still booting is stopped once it has started
             t.join()
-        self._close_workers()
-
-    def _close_workers(self) -> None:
         for w in self.workers:
             w.stop()
 
