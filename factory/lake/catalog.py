@@ -63,19 +63,12 @@ class TableSpec:
             raise FactoryError(f"{self.name} has no SQL file in data_catalog.yaml")
         return (PROJECT_ROOT / self.sql).read_text()
 
-    def create_table_sql(self, catalog: str = "lake") -> str:
-        return f"CREATE TABLE IF NOT EXISTS {catalog}.{self.name} ({', '.join(c.ddl() for c in self.columns)})"
-
     def arrow_schema(self, skip: tuple[str, ...] = ()):
         """The pyarrow schema of this table's declared columns (minus ``skip``), for building rows to write."""
         import pyarrow as pa
         types = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
                  "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us"), "BOOLEAN": pa.bool_()}
         return pa.schema([(c.name, types[c.type]) for c in self.columns if c.name not in skip])
-
-    def add_column_sql(self, column: Column, catalog: str = "lake") -> str:
-        """Schema evolution: ALTER TABLE ... ADD COLUMN (old rows read the column's default, else NULL)."""
-        return f"ALTER TABLE {catalog}.{self.name} ADD COLUMN {column.ddl()}"
 
 
 @dataclass(frozen=True)

@@ -217,10 +217,6 @@ class StageRun:
             args.append(f"{key}={value}")
         return " ".join([self.stage, *args, self.run_id])
 
-    def commit_info(self) -> str:
-        return json.dumps({"run_id": self.run_id, "stage": self.stage, "config_hash": self.config_hash,
-                           "git_sha": git_sha()}, sort_keys=True)
-
 
 def check_columns(spec: TableSpec, arrow: pa.Table) -> None:
     """Refuse columns the catalog does not declare and nulls in NOT NULL columns."""
@@ -276,12 +272,13 @@ def sync_schema(con: duckdb.DuckDBPyConnection, catalog: Catalog, *, create: boo
     for spec in catalog.stored_tables():
         if spec.name not in live:
             if create or spec.schema in live_schemas:   # a table declared after the lake was made: add it
-                con.execute(spec.create_table_sql(LAKE_ALIAS))
+                con.execute(f"CREATE TABLE IF NOT EXISTS {LAKE_ALIAS}.{spec.name} "
+                            f"({', '.join(c.ddl() for c in spec.columns)})")
                 changes.append(f"created {spec.name}")
             continue
         for col in spec.columns:
             if col.name not in live[spec.name]:
-                con.execute(spec.add_column_sql(col, LAKE_ALIAS))
+                con.execute(f"ALTER TABLE {LAKE_ALIAS}.{spec.name} ADD COLUMN {col.ddl()}")
                 changes.append(f"added {spec.name}.{col.name}")
     if describe(con, list(catalog.tables.values())):   # views, SQL tables too: words changed since made
         changes.append("column comments")
@@ -387,8 +384,9 @@ def stage_run(stage: str, config: dict, *, lake: str | Path | None = None,
                 raise_pending_interrupt()   # ... or one swallowed while the body ran: roll it back, not commit
                 con.register("_run_row", pa.Table.from_pylist([run.run_row("success", run.summary)]))
                 con.execute(f"INSERT INTO {LAKE_ALIAS}.ops.runs BY NAME SELECT * FROM _run_row")
+                info = {"run_id": run.run_id, "stage": run.stage, "config_hash": run.config_hash, "git_sha": git_sha()}
                 con.execute(f"CALL {LAKE_ALIAS}.set_commit_message('factory', ?, extra_info => ?)",
-                            [run.commit_message(), run.commit_info()])
+                            [run.commit_message(), json.dumps(info, sort_keys=True)])
                 con.execute("COMMIT")
                 if not synced:
                     mark_schema_synced(con, lake_dir, catalog)
