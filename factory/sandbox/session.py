@@ -53,10 +53,6 @@ class CellResult:
     # text/plain + image/png base64; a value with _repr_html_: text/plain + text/html; display(obj))
     display: tuple = ()
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
     def as_dict(self) -> dict:
         out = {"stdout": self.stdout, "stderr": self.stderr, "result": self.result, "error": self.error,
                "status": self.status, "cpu_s": self.cpu_s, "wall_s": self.wall_s}
@@ -224,9 +220,6 @@ class InterpreterSession:
             return CellResult(reply["stdout"], reply["stderr"], reply["result"], reply["error"], reply["status"],
                               float(reply["cpu_s"]), float(reply["wall_s"]), tuple(reply.get("display") or ()))
 
-    def idle_s(self) -> float:
-        return time.monotonic() - self.last_used
-
     def close(self) -> None:
         with self.lock:
             self.closed_why = self.closed_why or "session closed"
@@ -337,7 +330,7 @@ class SessionPool:
     def reap(self) -> int:
         with self.lock:
             dead = [(t, s) for t, s in self.sessions.items()
-                    if s.closed or (not s.lock.locked() and s.idle_s() >= self.idle_timeout_s)]
+                    if s.closed or (not s.lock.locked() and time.monotonic() - s.last_used >= self.idle_timeout_s)]
             for t, _ in dead:
                 self.sessions.pop(t)
             self.counters["reaped_idle"] += len(dead)

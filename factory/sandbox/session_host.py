@@ -215,11 +215,6 @@ class Host:
         self.note = ""             # told with the next cell (the interpreter was restarted while idle)
         self.cell = 0              # the cell number sent with a cell and echoed in its reply
 
-    def meta(self) -> dict:
-        return {"cgroup": self.slot.version if self.slot else None, "namespaces": self.worker_ns,
-                "minimal_root": bool(self.worker_ns and self.iso.MINIMAL_ROOT.get("on")),
-                "uid": self.plan.get("sandbox_uid"), "seccomp": True, "degraded": self.degraded}
-
     # ---- the interpreter process
     def _interpreter_child(self, out_w: int, err_w: int, cmd_r: int, rep_w: int) -> None:
         enter_child(self.slot, {1: out_w, 2: err_w, 3: cmd_r, 4: rep_w})
@@ -419,7 +414,9 @@ class Host:
 
     def serve(self) -> None:
         self.start_interpreter()   # warm before "ready": the first cell costs what any cell costs
-        send(self.ctl_out, {"ready": self.meta()})
+        send(self.ctl_out, {"ready": {"cgroup": self.slot.version if self.slot else None, "namespaces": self.worker_ns,
+                                      "minimal_root": bool(self.worker_ns and self.iso.MINIMAL_ROOT.get("on")),
+                                      "uid": self.plan.get("sandbox_uid"), "seccomp": True, "degraded": self.degraded}})
         idle, budget = self.cfg["idle_timeout_s"], self.cfg.get("idle_cpu_s", IDLE_CPU_S)
         last, cpu_mark = time.monotonic(), self.cpu_s()
         idle_used = 0.0   # CPU used between cells by this interpreter (all idle spells together)
