@@ -55,22 +55,18 @@ def prepare_out_dir(out: Path, force: bool = False) -> None:
     (out / MARKER).write_text("written by `factory demo`; the next demo run replaces this folder\n")
 
 
-def torch_threads() -> int:
+def _set_torch_threads() -> None:
     """Threads for the demo's model steps: the cores the machine has free (load average), at least 1."""
+    import torch
+
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]
     except OSError:
         busy = 0.0
-    return max(1, min(cores, round(cores - busy)))
-
-
-def _set_torch_threads() -> None:
-    import torch
-
-    threads = torch_threads()
+    threads = max(1, min(cores, round(cores - busy)))
     torch.set_num_threads(threads)
-    print(f"    torch threads: {threads} of {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f})", flush=True)
+    print(f"    torch threads: {threads} of {cores} cores (load average {busy:.1f})", flush=True)
 
 
 class _TokenMeter:
@@ -219,9 +215,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
     # references get room for legitimately slow solutions; looping mutants and samples should not cost that much
     limits = {"reference": Limits(cpu_s=10.0, wall_min_s=15.0), "mutants": Limits(cpu_s=0.25, wall_min_s=2.0),
               "samples": Limits(cpu_s=2.0, wall_min_s=6.0)}
-    for select in ("reference", "mutants", "samples"):
-        if select == "samples" and not sampled:
-            continue
+    for select in [s for s in limits if s != "samples" or sampled]:
         steps.run(f"execute {select}", lambda s=select: execute(lake, selection=s, sources=sources, limits=limits[s]),
                   lambda r: f"{r.programs} programs, {r.verdicts} verdicts {dict(r.status_counts)}", beat=False)
     if train_sources and train_problems > 0:

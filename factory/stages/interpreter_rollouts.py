@@ -75,9 +75,9 @@ def _rows(con, sql: str, params=()) -> list[tuple]:
 
 # -- sample ------------------------------------------------------------------------------------------------
 def load_policy(model: str | None, backend: str = "transformers", *, max_new_tokens: int, temperature: float,
-                base_url: str | None = None, tokenizer_model: str | None = None):
-    """(policy, model label): the transformers policy (exact token ids; default SmolLM2-135M GGUF) or a
-    generation backend (openai-compatible server / vllm) continuing the assistant message."""
+                base_url: str | None = None):
+    """(policy, model label): the transformers policy (exact token ids; default SmolLM2-135M GGUF) or a generation
+    backend (openai-compatible server / vllm) continuing the assistant message (text only: no token ids)."""
     from factory_train.rl.multiturn import BackendPolicy, HFPolicy
 
     if backend in ("transformers", "hf"):
@@ -89,12 +89,8 @@ def load_policy(model: str | None, backend: str = "transformers", *, max_new_tok
     from factory.generation import make_backend
 
     kw = {"base_url": base_url, "continue_final_message": True} if backend == "openai" and base_url else {}
-    be = make_backend(backend, model, **kw)
-    tok = None
-    if tokenizer_model:
-        from transformers import AutoTokenizer
-        tok = AutoTokenizer.from_pretrained(tokenizer_model)
-    return BackendPolicy(be, tok, max_new_tokens=max_new_tokens, temperature=temperature), model or backend
+    policy = BackendPolicy(make_backend(backend, model, **kw), max_new_tokens=max_new_tokens, temperature=temperature)
+    return policy, model or backend
 
 
 def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: list[str] | None = None,
