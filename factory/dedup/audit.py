@@ -149,12 +149,11 @@ def score(labels: list[dict], flagged: dict[str, set]) -> dict:
         fp = len(hit) - tp
         trues = [r for r in scored if r["label"] == "true"]
         by_kind = {}
-        for kind in sorted({r["kind"] for r in scored}):
+        for kind in sorted({r["kind"] for r in scored}):   # every kind has rows
             rows = [r for r in scored if r["kind"] == kind]
             k_hit = sum(key(r) in pairs for r in rows)
-            by_kind[kind] = {"pairs": len(rows), "flagged": k_hit,
-                             "rate": round(k_hit / len(rows), 4) if rows else None,
-                             "label": rows[0]["label"] if rows else None}
+            by_kind[kind] = {"pairs": len(rows), "flagged": k_hit, "rate": round(k_hit / len(rows), 4),
+                             "label": rows[0]["label"]}
         out[method] = {"flagged": len(hit), "true_positives": tp, "false_positives": fp,
                        "precision": round(tp / len(hit), 4) if hit else None,
                        "recall": round(tp / len(trues), 4) if trues else None, "by_kind": by_kind,

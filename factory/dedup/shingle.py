@@ -322,8 +322,7 @@ def shingle_hashes(texts: Sequence[str | None], n: int, hasher: WordHasher | Non
 
 def shingle_hashes_serial(texts: Sequence[str | None], n: int, hasher: WordHasher,
                           unique: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`shingle_hashes` on the calling thread, :data:`_CHUNK_TEXTS` texts at a time (temporaries stay
-    small enough for the allocator to reuse instead of mapping fresh zeroed pages for each)."""
+    """:func:`shingle_hashes` on the calling thread, :data:`_CHUNK_TEXTS` texts at a time (bounded temporaries)."""
     if n < 1:
         raise ValueError("n must be >= 1")
     return _concat_csr([_shingle_chunk(texts[i : i + _CHUNK_TEXTS], n, hasher, unique)

@@ -1,9 +1,7 @@
-"""glibc's malloc tuned for the stages that stream MB-sized strings (curate, release, export, ingest).
-
-By default glibc serves every allocation above a threshold (128 KB, raised up to 32 MB as such blocks are freed)
-with its own mmap, munmaps it when freed, and trims the heap top above 128 KB: a stage that builds and drops
-MB-sized Python strings and Arrow buffers row after row then faults every page in again (docs/scale.md). Memory kept
-is memory the stage used before, so its peak hardly moves. Elsewhere (not glibc, another OS) this does nothing.
+"""glibc's malloc tuned for the stages that stream MB-sized strings (curate, release, export, ingest): blocks up
+to 32 MB come from the heap (not one mmap each, unmapped when freed) and up to 1 GB freed at the heap top is kept,
+so building and dropping MB-sized rows reuses memory instead of faulting pages in again (docs/scale.md). Elsewhere
+(not glibc, another OS) this does nothing.
 """
 from __future__ import annotations
 
