@@ -13,7 +13,7 @@ import time
 from .compiled import _copy, copy_to_new
 from .fetch import read_back
 from .meter import Meter, budgets, check_limits, watch
-from .spawn import (candidate_body, drop_kept_judge, has_exited, inproc_body, judge_body, kept_judge,
+from .spawn import (candidate_body, drop_kept_judge, exit_status, has_exited, inproc_body, judge_body, kept_judge,
                     kill_candidates, kill_everything, open_pidfd, reap, script_body, spawn)
 from .zygote_io import JHDR, router_of, set_nonblock
 
@@ -251,15 +251,9 @@ class Run:
         statuses = {p: None for p in (self.judge, self.cand) if p}
         if reason == "candidate":  # give the candidate a moment to finish dying (its status tells why)
             deadline = time.monotonic() + 0.2
-            while time.monotonic() < deadline:
-                try:
-                    got, stt = os.waitpid(self.cand, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if got:
-                    statuses[self.cand] = stt
-                    break
+            while (stt := exit_status(self.cand, None, [])) is None and time.monotonic() < deadline:
                 time.sleep(0.002)
+            statuses[self.cand] = stt
         if hdr["mode"] == "unittest" or (self.kept is not None and self.kept is z.kept and done and not reason):
             if self.kept is not None:
                 del statuses[self.judge]
