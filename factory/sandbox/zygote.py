@@ -21,7 +21,7 @@ import traceback
 from . import compiled, languages
 from .spawn import kill_everything, reap, spawn
 from .supervise import Run, run_stdio_test
-from .zygote_io import JHDR, recv, send
+from .zygote_io import JHDR, recv, send, splice_exactly
 
 # What HumanEval/MBPP/LeetCode programs and their preambles import.  Every module held here is page-table work on
 # each fork and exit, so heavier, rarer ones (unittest, decimal, statistics, hashlib, numpy) are imported by the
@@ -179,12 +179,7 @@ class Zygote:
                 _, hdrs, body_len = msg
                 memfd = os.memfd_create("job", os.MFD_CLOEXEC)
                 try:  # the job's bytes go pipe -> memfd in the kernel: never into this process's heap
-                    left = body_len
-                    while left:
-                        moved = os.splice(self.ctl_in, memfd, min(left, 1 << 20))
-                        if not moved:
-                            raise EOFError("pool closed mid-job")
-                        left -= moved
+                    splice_exactly(self.ctl_in, memfd, body_len, "pool closed mid-job")
                     for idx, hdr in enumerate(hdrs):
                         try:
                             send(self.ctl_out, ("done", idx, self.run_job(idx, hdr, memfd)))

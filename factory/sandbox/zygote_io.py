@@ -55,6 +55,20 @@ def send(fd: int, obj) -> None:
     write_all(fd, _HDR.pack(len(data)) + data)
 
 
+def splice_exactly(src: int, dst: int, n: int, eof: str) -> None:
+    """Move exactly ``n`` bytes from ``src`` to ``dst`` in the kernel (``splice``); ``EOFError(eof)`` when ``src``
+    ends first.  A non-blocking ``src`` is waited for."""
+    while n:
+        try:
+            moved = os.splice(src, dst, min(n, 1 << 20))
+        except BlockingIOError:
+            select.select([src], [], [], 1.0)
+            continue
+        if not moved:
+            raise EOFError(eof)
+        n -= moved
+
+
 def set_nonblock(fd: int) -> None:
     os.set_blocking(fd, False)
 
@@ -69,21 +83,10 @@ class Router:
         self.tmp_r, self.tmp_w = os.pipe()
         self.null = os.open("/dev/null", os.O_WRONLY)
 
-    def _move(self, src: int, n: int) -> None:
-        while n:
-            try:
-                moved = os.splice(src, self.ctl_out, n)
-            except BlockingIOError:
-                select.select([src], [], [], 1.0)
-                continue
-            if not moved:
-                raise EOFError("stream ended inside a frame")
-            n -= moved
-
     def frame(self, idx: int, i: int, stream: str, src: int, n: int) -> None:
         """Forward exactly ``n`` bytes that ``src`` is about to deliver (a judge frame's payload)."""
         send(self.ctl_out, ("seg", idx, i, stream, n))
-        self._move(src, n)
+        splice_exactly(src, self.ctl_out, n, "stream ended inside a frame")
 
     def pump(self, src: int, idx: int, i: int, stream: str, st: dict) -> bool:
         """Forward what ``src`` has now, keeping at most ``st['keep']`` bytes per stream and test (the rest is
