@@ -205,8 +205,7 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
             raise FactoryError(f"ingest {adapter_name} needs --path")
         paths = [humaneval_wheel_path()]
     files, skipped = resolve_paths(adapter_name, paths)
-    if not source and len(file_groups(adapter_name, files, None)) > 1:
-        groups = file_groups(adapter_name, files, None)
+    if not source and len(groups := file_groups(adapter_name, files, None)) > 1:
         raise FactoryError(f"these files are {len(groups)} sources ("
                            + "; ".join(f"{name}: {', '.join(f.name for f in fs)}" for name, fs in groups)
                            + "): ingest them with ingest_paths (one source per file, as `factory ingest` does), or "
@@ -214,12 +213,10 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
     if spec.needs_mapping and not mapping:
         raise FactoryError(f"source {adapter_name!r} needs --map field=column (question, tests and id at least)")
     if spec.needs_mapping:
-        unknown = [f for f in mapping if f not in MAPPED_FIELDS]
-        if unknown:
+        if unknown := [f for f in mapping if f not in MAPPED_FIELDS]:
             raise FactoryError(f"--map: unknown field(s) {unknown}; fields: "
                                + ", ".join(f + (" (required)" if req else "") for f, req in MAPPED_FIELDS.items()))
-        missing = [f for f, req in MAPPED_FIELDS.items() if req and f not in mapping]
-        if missing:
+        if missing := [f for f, req in MAPPED_FIELDS.items() if req and f not in mapping]:
             raise FactoryError(f"--map lacks required field(s) {missing} (e.g. --map {missing[0]}=COLUMN)")
         if test_format and test_format not in TEST_FORMATS:
             raise InputError(f"unknown test format {test_format!r} (known: {', '.join(TEST_FORMATS)})",
@@ -296,19 +293,17 @@ def _check_same_files(run: StageRun, source: str, content_sha: str, names: list[
             f"--name NEW to ingest it as another source")
 
 
-def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, lake=None, source: str | None = None,
-                 mapping: dict | None = None, test_format: str | None = None, replace: bool = False,
-                 answer_rule: str | None = None) -> list[IngestResult]:
+def ingest_paths(adapter_name: str, paths: list[str | Path] | None, *, source: str | None = None,
+                 **options) -> list[IngestResult]:
     """`factory ingest SOURCE --path ...`: files, folders and globs, one source per :func:`file_groups` group (a
-    LeetCodeDataset folder gives its three files as three sources, as `ingest --all` does)."""
+    LeetCodeDataset folder gives its three files as three sources, as `ingest --all` does); ``options`` are
+    :func:`ingest_source`'s (lake, mapping, test_format, replace, answer_rule)."""
     if adapter_name not in ADAPTERS or not paths or adapter_name.startswith("hf-") or \
             any(str(p).startswith("hf://") for p in paths):   # hf-* and hf:// paths: factory.ingest.hub
-        return [ingest_source(adapter_name, paths, lake=lake, source=source, mapping=mapping, test_format=test_format,
-                              replace=replace, answer_rule=answer_rule)]
+        return [ingest_source(adapter_name, paths, source=source, **options)]
     files, skipped = resolve_paths(adapter_name, paths)
     groups = file_groups(adapter_name, files, source)
-    results = [ingest_source(adapter_name, group, lake=lake, source=name, mapping=mapping, test_format=test_format,
-                             replace=replace, answer_rule=answer_rule) for name, group in groups]
+    results = [ingest_source(adapter_name, group, source=name, **options) for name, group in groups]
     for k, r in enumerate(results):
         r.skipped = skipped if k == len(results) - 1 else []
     return results
