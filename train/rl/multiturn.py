@@ -9,15 +9,9 @@ asking for a ninth ends it) or when a step runs out of tokens. Every turn is rec
 cell's status and CPU/wall seconds) and the trajectory is scored with the R1-CI reward
 (:func:`factory.answers.r1ci.score_trajectory`).
 
-Policies: :class:`HFPolicy` (exact token ids, so an exact loss mask) and :class:`BackendPolicy` (any
-:class:`factory.generation.base.Backend`; ids from tokenising each turn).
-
-The RL side: :func:`trajectory_batch` builds ``input_ids`` / ``attention_mask`` / ``response_mask`` where the
-response mask is the **loss mask** (1 on policy tokens, 0 on interpreter output and padding), so the GRPO loss
-of :mod:`factory_train.rl.losses` (aggregated over the mask) ignores interpreter tokens; :func:`grpo_step` runs
-one such update. :func:`verl_sft_row` / :func:`verl_rl_row` / :func:`trl_row` are the trainers' multi-turn
-formats (interpreter turns as ``tool`` messages: verl's MultiTurnSFTDataset and TRL's assistant-only loss train
-on assistant messages only).
+Policies: :class:`HFPolicy` (exact token ids) and :class:`BackendPolicy` (any generation backend). The RL side:
+:func:`trajectory_batch` / :func:`grpo_step` (the loss mask is 0 on interpreter output), and the trainers'
+multi-turn formats :func:`verl_sft_row` / :func:`verl_rl_row` / :func:`trl_row` (interpreter turns as ``tool``).
 """
 from __future__ import annotations
 
