@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from factory.release.create import ANSWER_VIEWS
+from factory.streaming.background import read_ahead
 
 READ_ROWS = 16                 # rows per batch read from a release file (rows can carry MB of tests)
 WRITE_ROWS = 10_000            # rows per output row group ...
@@ -35,8 +36,9 @@ def iter_view(path: Path, manifest: dict, view: str, batch_rows: int = READ_ROWS
         runs.setdefault(Path(f["path"]).name.rsplit("-", 1)[0], []).append(f["path"])
 
     def run(files: list[str]) -> Iterator[dict]:
-        for rel in sorted(files):
-            yield from iter_rows(path / rel, batch_rows)
+        for rel in sorted(files):   # each file's batches read and decompressed a few ahead, on a thread
+            for batch in read_ahead(iter_batches(path / rel, batch_rows), depth=4, name="export-read"):
+                yield from batch.to_pylist()
 
     streams = [run(files) for _, files in sorted(runs.items())]
     if len(streams) == 1:
@@ -50,15 +52,6 @@ def iter_batches(file: Path, batch_rows: int = READ_ROWS) -> Iterator[pa.RecordB
     pf = pq.ParquetFile(file)
     for i in range(pf.num_row_groups):
         yield from pf.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False)
-
-
-def iter_rows(file: Path, batch_rows: int = READ_ROWS) -> Iterator[dict]:
-    """A file's rows; its batches are read and decompressed on a background thread, a few batches ahead."""
-    from factory.streaming.background import read_ahead
-
-    for batch in read_ahead(iter_batches(file, batch_rows), depth=4, name="export-read"):
-        yield from batch.to_pylist()
-
 
 def streamable(manifest: dict, fmt: str) -> bool:
     """Whether :func:`write_streamed` serves this release and format (every view it reads has a primary key)."""
