@@ -261,8 +261,7 @@ def _tree(v, depth=0, stack=None, fallback=None):
         if t is MatchValue:  # a match that crossed the RPC stays a match (truthy, compared by span + text)
             return {"$m": [v.span[0], v.span[1], _tree(v.text, depth + 1, stack)]}
         if t is Opaque:
-            truth = {True: "|truthy", False: "|falsy"}.get(v.truth, "")
-            return {"$o": v.type_name + truth}
+            return {"$o": v.type_name + {True: "|truthy", False: "|falsy"}.get(v.truth, "")}
         if t is re.Match:   # cannot be subclassed
             return {"$m": [re.Match.start(v), re.Match.end(v), _tree(re.Match.group(v, 0), depth + 1, stack)]}
         if fallback is not None:

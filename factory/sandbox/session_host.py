@@ -158,9 +158,7 @@ def interpreter_main(cmd_fd: int, reply_fd: int, result_cap: int) -> None:
         _DISPLAYS.clear()
         try:
             tree = ast.parse(code, name, "exec")
-            last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
+            last = ast.Expression(tree.body.pop().value) if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             exec(compile(tree, name, "exec"), ns)
             if last is not None:
                 value = eval(compile(last, name, "eval"), ns)

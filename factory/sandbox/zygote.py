@@ -80,7 +80,7 @@ class Zygote:
             if not ok:
                 raise RuntimeError(f"sandbox cannot start a child: {err} / {err2}")
         ns = bool(plan.get("worker_ns"))
-        meta = {
+        return plan, {
             "sandbox_version": None, "euid": self.outer_euid,
             "userns": ns and not self.root, "pidns": ns, "netns": ns, "mntns": ns, "utsns": ns,
             "ipcns": ns, "ns_scope": ("pid/net/mnt/uts per worker (no process survives a program); ipc ns per "
@@ -106,7 +106,6 @@ class Zygote:
             "kill": "kill(-1) from pid-1 zygote" if ns else ("cgroup" if self.slot else "process-group"),
             "degraded": degraded,
         }
-        return plan, meta
 
     def _probe_one(self, plan: dict):
         """Start one sandboxed child with the full plan; it must report ``I`` on fd 3."""
