@@ -66,7 +66,7 @@ class SubJob:
             end[0] += len(data)
             return end[0] - len(data), len(data)
 
-        inputs = [add((t["input"] or "").encode("utf-8", "surrogateescape")) for t in self.payload_tests] if stdio else []
+        inputs = [add((t["input"] or "").encode("utf-8", "surrogateescape")) for t in self.payload_tests if stdio]
         # files: placed beside the program before each test
         files = [(path, *add(bytes(data))) for path, data in job.files.items()] if stdio and job.files else []
         seconds = {k: None if getattr(job, k) is None else float(getattr(job, k))
@@ -227,10 +227,19 @@ _TEXT_FIELDS = ("stdout", "stderr", "error_type", "error_message", "actual", "te
 def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str) -> list[Verdict]:
     """Verdicts for one sub-job, never raising: a failure of the trusted side is an ``infra_error`` row for
     that program only; every spec gets at least one verdict; every text field is valid UTF-8."""
+    cap, out = limits.capture_bytes, []
     try:
         if isinstance(reply, Exception):
             raise reply
-        out = build_verdicts(sub, assemble(sub, reply), limits, meta, limits_json)
+        for i, (spec, raw) in enumerate(zip(sub.specs, assemble(sub, reply))):
+            v = Verdict(sub.job.program_id, spec.test_id, "infra_error", sandbox_meta=meta, limits=limits_json,
+                        cpu_ms=round(float(raw.get("cpu_ms", 0.0)), 3), peak_memory_kb=raw.get("peak_kb"),
+                        wall_ms=round(float(raw.get("wall_ms", 0.0)), 3), stdout=_text(raw.get("stdout", b""), cap),
+                        stderr=_text(raw.get("stderr", b""), cap))
+            if raw.get("compile_ms") is not None:
+                v.compile_ms = round(float(raw["compile_ms"]), 3)
+            v.files, v.fetch_errors = raw.get("files"), raw.get("fetch_errors")
+            out.extend(_judge(sub, i, spec, raw, v))
     except Exception as exc:  # noqa: BLE001
         out = [_invalid(sub.job, s, str(exc)[:2000], meta, limits_json, "InfraError") for s in sub.specs]
     seen = {(v.test_id or "").split("::", 1)[0] for v in out}
@@ -242,21 +251,6 @@ def build_verdicts_safe(sub: SubJob, reply, limits, meta: str, limits_json: str)
             setattr(v, f, clean_text(getattr(v, f)))
         if sub.mode == "unittest" or v.test_id in harness:   # every verdict of such a test, not only its passes
             v.judged_in_process = True
-    return out
-
-
-def build_verdicts(sub: SubJob, raws: list[dict], limits, meta: str, limits_json: str) -> list[Verdict]:
-    out = []
-    cap = limits.capture_bytes
-    for i, (spec, raw) in enumerate(zip(sub.specs, raws)):
-        v = Verdict(sub.job.program_id, spec.test_id, "infra_error", sandbox_meta=meta, limits=limits_json,
-                    cpu_ms=round(float(raw.get("cpu_ms", 0.0)), 3), wall_ms=round(float(raw.get("wall_ms", 0.0)), 3),
-                    peak_memory_kb=raw.get("peak_kb"), stdout=_text(raw.get("stdout", b""), cap),
-                    stderr=_text(raw.get("stderr", b""), cap))
-        if raw.get("compile_ms") is not None:
-            v.compile_ms = round(float(raw["compile_ms"]), 3)
-        v.files, v.fetch_errors = raw.get("files"), raw.get("fetch_errors")
-        out.extend(_judge(sub, i, spec, raw, v))
     return out
 
 
@@ -348,14 +342,12 @@ def _last_line(stderr: bytes) -> str | None:
 
 def _judge_stdio(spec: TestSpec, raw: dict, msg: dict, v: Verdict) -> Verdict:
     """A stdio test, or a harness test (MultiPL-E, HumanEval-X): the tests are compiled into the program and the run
-    passes when it exits 0. The harness's verdict channel (its exit status) is the program's own, so the verdict is
-    marked ``judged_in_process`` (a program calling ``exit(0)`` first passes; rewards leave such verdicts out unless
-    told otherwise). A failed harness assertion (non-zero exit, or the abort of C's ``assert``) is ``fail``."""
+    passes when it exits 0. The harness's verdict channel (its exit status) is the program's own, so the caller marks
+    the verdict ``judged_in_process`` (a program calling ``exit(0)`` first passes; rewards leave such verdicts out
+    unless told otherwise). A failed harness assertion (non-zero exit, or the abort of C's ``assert``) is ``fail``."""
     status = msg.get("status", 0)
     stdout_b, stderr_b = raw.get("stdout", b""), raw.get("stderr", b"")
     harness = spec.kind == "harness"
-    if harness:
-        v.judged_in_process = True
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         abort = harness and sig == signal.SIGABRT
