@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import time
+from itertools import groupby
 from pathlib import Path
 
 from harness import DATA, factory, parser, run, table, write  # noqa: I001  (first: the repository on sys.path)
@@ -49,10 +50,8 @@ def evalplus_verdicts(rows: list[dict], work: Path) -> dict[str, dict]:
     run([sys.executable, "-m", "evalplus.evaluate", "--dataset", "humaneval", "--samples", samples, "--base_only",
          "--parallel", os.cpu_count() or 2, "--i_just_wanna_run", "--test_details"], env=env)
     result = json.loads((work / "samples_eval_results.json").read_text())
-    # evalplus keeps the samples of a task in file order; pair them back with our program ids
-    by_task: dict[str, list[str]] = {}
-    for r in rows:
-        by_task.setdefault(r["task_id"], []).append(r["program_id"])
+    # evalplus keeps the samples of a task in file order (rows come sorted by task); pair them back with our ids
+    by_task = {t: [r["program_id"] for r in group] for t, group in groupby(rows, key=lambda r: r["task_id"])}
     return {pid: {"passed": ev["base_status"] == "pass", "status": ev["base_status"],
                   "fails": [i for i, ok in enumerate(ev.get("base_details") or []) if not ok][:5]}
             for task_id, evals in result["eval"].items() for pid, ev in zip(by_task[task_id], evals)}
