@@ -111,21 +111,18 @@ def _targets(con, sources: list[str] | None, budget: int, public_only: bool = Fa
     out = []
     for problem_id, source, entry_point, preamble, ref_id, ref_code, question, starter in problems:
         rows = tests_of[problem_id]
-        t = None
         calls = [r for r in rows if r[0] == "call" and r[6] and r[1] is not None] if entry_point else []
         stdio = [r for r in rows if r[0] == "stdio" and r[6] and r[1] is not None and r[4] != "augment"]
-        if not calls and stdio and not several_answers(question):   # one expected output must judge it
-            t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code, comparison=stdio[0][2],
-                        atol=stdio[0][3], statement=statement_text(question, starter), kind="stdio")
+        if not calls and (not stdio or several_answers(question)):   # stdio: one expected output must judge it
+            continue
+        first = (calls or stdio)[0]
+        t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code, comparison=first[2],
+                    atol=first[3], statement=statement_text(question, starter), kind="call" if calls else "stdio")
+        if t.kind == "stdio":
             t.seen = {stdio_key(r[1]) for r in rows if r[0] == "stdio" and r[1] is not None}
             t.seeds = [r[1] for r in stdio]
             t.max_chars = min(max(200, *(2 * len(r[1]) for r in stdio)), 20000)
             t.contract = stdio_contract(t.seeds)
-        if not calls and t is None:
-            continue
-        if t is None:
-            t = _Target(problem_id, source, entry_point, preamble or "", ref_id, ref_code,
-                        comparison=calls[0][2], atol=calls[0][3], statement=statement_text(question, starter))
         for kind, text, _, _, origin, _, valid in rows:
             if kind == "call" and text is not None and t.kind == "call":
                 t.seen.add(text)
