@@ -1,10 +1,9 @@
 """Benchmark decontamination by hashed word n-gram overlap (default 9-grams).
 
-Texts use the ``words-v1`` tokenisation of :mod:`factory.dedup.shingle` (NFKC, casefold, ``\\w+``)
-and 64-bit n-gram hashes; a text with fewer than ``n`` tokens contributes one n-gram made of all
-its tokens (so it matches only an equally short identical text). Matching is one DuckDB hash join
-of problem n-grams against the distinct benchmark n-grams; every (problem, benchmark item) pair that
-shares at least one n-gram is returned, with the evidence for and against it.
+Texts use the ``words-v1`` tokenisation of :mod:`factory.dedup.shingle` (NFKC, casefold, ``\\w+``) and 64-bit n-gram
+hashes; a text with fewer than ``n`` tokens contributes one n-gram made of all its tokens (so it matches only an equally
+short identical text). Matching is one DuckDB hash join of problem n-grams against the distinct benchmark n-grams; every
+(problem, benchmark item) pair that shares at least one n-gram is returned, with the evidence for and against it.
 
 Two rules decide which pairs are contaminated (``DecontamParams.rule``):
 
@@ -22,11 +21,10 @@ Two rules decide which pairs are contaminated (``DecontamParams.rule``):
   - example data: fewer than ``min_content`` of its ``n`` words are words of letters (``1 1 1 1 1 1 1 output
     0``, ``nums 1 2 3 4 output 1 explanation``).
 
-  A pair is contaminated when the shared informative n-grams are at least ``min_coverage`` of the benchmark
-  item's informative n-grams. Two tasks of one dataset (lineage ids in the same namespace, e.g. two MBPP task
-  ids) are distinct tasks by the dataset's own account: a one-sentence MBPP task differs from another one in a
-  single word ("area of a pentagon" / "area of a rectangle"), so between them only a near-whole copy
-  (``same_dataset_coverage``) counts.
+  A pair is contaminated when the shared informative n-grams are at least ``min_coverage`` of the benchmark item's
+  informative n-grams. Two tasks of one dataset (lineage ids in the same namespace, e.g. two MBPP task ids) are distinct
+  tasks by the dataset's own account: a one-sentence MBPP task differs from another one in a single word ("area of a
+  pentagon" / "area of a rectangle"), so between them only a near-whole copy (``same_dataset_coverage``) counts.
 """
 from __future__ import annotations
 

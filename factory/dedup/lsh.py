@@ -142,10 +142,9 @@ def _candidate_pairs_sql(bands: pa.Table, con: duckdb.DuckDBPyConnection | None 
 
 def cross_candidate_pairs(new_bands: pa.Table, existing_bands: pa.Table,
                           con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
-    """Pairs ``(doc_id_a, doc_id_b, n_bands)`` with ``a`` in ``new_bands`` and ``b`` in
-    ``existing_bands`` that share a bucket (join on ``(band, band_hash)``); old signatures are
-    only read, never recomputed. Rows of ``new_bands`` whose doc_id is already in
-    ``existing_bands`` are ignored (anti-join), so re-submitting old docs is harmless."""
+    """Pairs ``(doc_id_a, doc_id_b, n_bands)`` with ``a`` in ``new_bands`` and ``b`` in ``existing_bands`` that share a
+    bucket (join on ``(band, band_hash)``); old signatures are only read, never recomputed. Rows of ``new_bands`` whose
+    doc_id is already in ``existing_bands`` are ignored (anti-join), so re-submitting old docs is harmless."""
     con = _conn(con)
     with _registered(con, new=new_bands, old=existing_bands) as (n, e):
         return _arrow(con.execute(f"""

@@ -1,12 +1,11 @@
 """Vectorised MinHash signatures (bit-identical to ``datasketch.MinHash``) and LSH band hashes.
 
 datasketch 2.0 ``scheme="affine32"`` (the 2.0 default) computes, per input hash ``h`` (uint32): ``x = fmix32(h)``
-(MurmurHash3 finaliser) then ``a_k * x + b_k mod 2**32`` with ``a = 2*randint(0, 2**31) + 1``,
-``b = randint(0, 2**32)`` drawn from ``np.random.RandomState(seed)``; the signature is the per-permutation minimum
-(``0xFFFFFFFF`` for an empty set). Here a numba-compiled loop (the ``fast`` extra) computes it in registers, one
-document row at a time; without numba the shingles of a chunk of documents are permuted as one
-``(num_perm, shingles)`` uint32 matrix and reduced per document with ``np.minimum.reduceat`` along its contiguous
-rows (same signatures).
+(MurmurHash3 finaliser) then ``a_k * x + b_k mod 2**32`` with ``a = 2*randint(0, 2**31) + 1``, ``b = randint(0, 2**32)``
+drawn from ``np.random.RandomState(seed)``; the signature is the per-permutation minimum (``0xFFFFFFFF`` for an empty
+set). Here a numba-compiled loop (the ``fast`` extra) computes it in registers, one document row at a time; without
+numba the shingles of a chunk of documents are permuted as one ``(num_perm, shingles)`` uint32 matrix and reduced per
+document with ``np.minimum.reduceat`` along its contiguous rows (same signatures).
 """
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
 """Test visibility: is a test's input and expected output readable off the problem statement?
 
-A test is ``public`` when every (input, expected output) pair it checks appears in the statement the policy
-sees (the question plus the starter code), e.g. LeetCode's "Input: nums = [2,7,11,15], target = 9 / Output:
-[0,1]", a HumanEval doctest ``>>> f(1, 2)`` / ``3``, a CodeContests example block or MBPP+'s first assert in
-its prompt; every other test is ``hidden``. Detection matches *normalised* inputs and outputs against the
-normalised statement (never the source's name): lower case, one quote style, brackets for parentheses,
-``None`` as ``null`` (so Python's ``True``/``None`` meet JSON's ``true``/``null``), whitespace collapsed and
-dropped around punctuation. Each argument must occur (on token boundaries) in order, each within a short
-window of the previous one, and the expected output within a window after the last argument - an example
-block, not numbers scattered over the text. A test with a check the extractor cannot read (loops, helper
-variables, a unittest class) is ``hidden``.
+A test is ``public`` when every (input, expected output) pair it checks appears in the statement the policy sees (the
+question plus the starter code), e.g. LeetCode's "Input: nums = [2,7,11,15], target = 9 / Output: [0,1]", a HumanEval
+doctest ``>>> f(1, 2)`` / ``3``, a CodeContests example block or MBPP+'s first assert in its prompt; every other test is
+``hidden``. Detection matches *normalised* inputs and outputs against the normalised statement (never the source's
+name): lower case, one quote style, brackets for parentheses, ``None`` as ``null`` (so Python's ``True``/``None`` meet
+JSON's ``true``/``null``), whitespace collapsed and dropped around punctuation. Each argument must occur (on token
+boundaries) in order, each within a short window of the previous one, and the expected output within a window after the
+last argument - an example block, not numbers scattered over the text. A test with a check the extractor cannot read
+(loops, helper variables, a unittest class) is ``hidden``.
 
 :func:`checked_pairs` is also the test fingerprint of test-level decontamination (:func:`fingerprints`).
 """

@@ -1,13 +1,12 @@
 """Multi-turn code-interpreter rollouts (R1-Code-Interpreter): text <-> ```python block <-> interpreter output.
 
-A policy writes text; when a generation step ends with a complete ```python block, the block runs in the
-trajectory's own :class:`factory.sandbox.session.InterpreterSession` (state kept between calls, per-call CPU/wall
-limits) and its output comes back as an interpreter turn (``Code Execution Results:`` + an ```output fence,
+A policy writes text; when a generation step ends with a complete ```python block, the block runs in the trajectory's
+own :class:`factory.sandbox.session.InterpreterSession` (state kept between calls, per-call CPU/wall limits) and its
+output comes back as an interpreter turn (``Code Execution Results:`` + an ```output fence,
 :func:`factory.answers.r1ci.observation_text`); the policy continues after it. A trajectory ends at a
-``<<<final answer>>>``, at a step without a code block, at ``max_calls`` interpreter calls (R1-CI: 8; a step
-asking for a ninth ends it) or when a step runs out of tokens. Every turn is recorded (text, token ids, the
-cell's status and CPU/wall seconds) and the trajectory is scored with the R1-CI reward
-(:func:`factory.answers.r1ci.score_trajectory`).
+``<<<final answer>>>``, at a step without a code block, at ``max_calls`` interpreter calls (R1-CI: 8; a step asking for
+a ninth ends it) or when a step runs out of tokens. Every turn is recorded (text, token ids, the cell's status and
+CPU/wall seconds) and the trajectory is scored with the R1-CI reward (:func:`factory.answers.r1ci.score_trajectory`).
 
 Policies: :class:`HFPolicy` (exact token ids) and :class:`BackendPolicy` (any generation backend). The RL side:
 :func:`trajectory_batch` / :func:`grpo_step` (the loss mask is 0 on interpreter output), and the trainers'
