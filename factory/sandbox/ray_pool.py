@@ -2,14 +2,13 @@
 sized to that node's CPUs; the same ``run(jobs) -> Verdicts`` interface as :class:`SandboxPool`.
 
 An actor takes many batches at once (a threaded actor): every batch joins the node's one endless job stream
-(:class:`~factory.sandbox.stream.JobStream`, one per limit set), so batches interleave on the node's warm
-workers. The driver keeps up to ``inflight`` x (batch size) jobs in flight per node, in batches of up to
-``max(batch_jobs, 2 x the node's CPUs)``; jobs that arrive one by one (the verifier service's endless stream)
-go out at once in small batches. A batch's verdicts count only when the whole batch comes back, so a node lost
-mid-run costs its unfinished batches, which are re-run on the surviving actors (and on actors started on nodes
-that joined): no duplicate and no missing verdict. One pool may serve several limit sets at once
-(``run(jobs, limits=...)`` from several threads). Ray is imported lazily; ``pip install 'ray>=2.40'`` (the
-``scale`` extra) or any Ray the cluster runs.
+(:class:`~factory.sandbox.stream.JobStream`, one per limit set), so batches interleave on the node's warm workers. The
+driver keeps up to ``inflight`` x (batch size) jobs in flight per node, in batches of up to
+``max(batch_jobs, 2 x the node's CPUs)``; jobs that arrive one by one (the verifier service's endless stream) go out at
+once in small batches. A batch's verdicts count only when the whole batch comes back, so a node lost mid-run costs its
+unfinished batches, which are re-run on the surviving actors (and on actors started on nodes that joined): no duplicate
+and no missing verdict. One pool may serve several limit sets at once (``run(jobs, limits=...)`` from several threads).
+Ray is imported lazily; ``pip install 'ray>=2.40'`` (the ``scale`` extra) or any Ray the cluster runs.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Value serialization shared by the sandboxed child and the trusted parent.
 
-Format: compact JSON text.  JSON-native values map directly (``None``, ``bool``, ``int``, finite
-``float``, ``str``, ``list``, and ``dict`` whose keys are all ``str`` not starting with ``$``).
-Everything else is a *tagged* object, i.e. a JSON object with exactly one key starting with ``$``:
+Format: compact JSON text.  JSON-native values map directly (``None``, ``bool``, ``int``, finite ``float``, ``str``,
+``list``, and ``dict`` whose keys are all ``str`` not starting with ``$``). Everything else is a *tagged* object, i.e. a
+JSON object with exactly one key starting with ``$``:
 
 =====================  ==============================================
 ``{"$f": "nan"}``       float nan / ``"inf"`` / ``"-inf"`` / ``"-0.0"``
@@ -25,19 +25,17 @@ Everything else is a *tagged* object, i.e. a JSON object with exactly one key st
 ``{"$o": "TypeName"}``  opaque (unsupported type, cycle, too deep) -> never equal to anything
 =====================  ==============================================
 
-Serialization is purely structural: subclasses of builtins are read through the base-class slots
-and no user-defined method (``__eq__``, ``__iter__``, ``__repr__`` ...) is ever called, so a rigged
-object serializes as opaque (or as the plain value it really holds) and cannot fake equality.  A
-subclass of a supported library type (a program's ``class V(np.ndarray)``, ``class C(Counter)``) is
-written as the library type's data, so it is rebuilt as the library type itself: no program-defined
-class crosses.
+Serialization is purely structural: subclasses of builtins are read through the base-class slots and no user-defined
+method (``__eq__``, ``__iter__``, ``__repr__`` ...) is ever called, so a rigged object serializes as opaque (or as the
+plain value it really holds) and cannot fake equality.  A subclass of a supported library type (a program's
+``class V(np.ndarray)``, ``class C(Counter)``) is written as the library type's data, so it is rebuilt as the library
+type itself: no program-defined class crosses.
 
-Reading back is done by trusted code from plain data only: the RPC between judge and program
-(:mod:`.rpc`) rebuilds every tag as the real type -- numpy arrays and scalars with their dtype and
-shape (numpy is imported on first need; see :data:`VALUE_IMPORTS`), so a test's ``vector >= 0`` or
-``np.array_equal(result, expected)`` sees what it would see without a sandbox.  The parent's
-:func:`deserialize_value` (equality against a test's literal) reads numpy arrays as nested lists and
-numpy scalars as Python numbers, and needs no numpy.  A payload no trusted constructor accepts (a
+Reading back is done by trusted code from plain data only: the RPC between judge and program (:mod:`.rpc`) rebuilds
+every tag as the real type -- numpy arrays and scalars with their dtype and shape (numpy is imported on first need; see
+:data:`VALUE_IMPORTS`), so a test's ``vector >= 0`` or ``np.array_equal(result, expected)`` sees what it would see
+without a sandbox.  The parent's :func:`deserialize_value` (equality against a test's literal) reads numpy arrays as
+nested lists and numpy scalars as Python numbers, and needs no numpy.  A payload no trusted constructor accepts (a
 crafted dtype, a shape that does not match its elements) reads as :class:`Opaque`.
 """
 from __future__ import annotations

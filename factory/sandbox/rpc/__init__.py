@@ -18,8 +18,8 @@ The judge never runs candidate code and the candidate never sees a test: the jud
   (cycles and 10^5-long linked lists are fine).  The receiver rebuilds them with its *own* class of that name; the
   judge's classes come from the preamble and test code only.
 * In-place mutation of list/dict/set/bytearray arguments, of numpy arrays and collections values (deque, Counter,
-  OrderedDict, defaultdict) and of structural objects is copied back to the judge after a call (``sort_in_place(a);
-  assert a == [...]`` works).
+  OrderedDict, defaultdict) and of structural objects is copied back to the judge after a call
+  (``sort_in_place(a); assert a == [...]`` works).
 
 Frames are a 4-byte length plus UTF-8 JSON; every frame from the candidate is size-capped and decoded with depth errors
 caught, so no bytes a program writes can crash the judge.
