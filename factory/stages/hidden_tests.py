@@ -117,7 +117,7 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
     params = list(sources or [])
     if sources:
         where += f" AND pb.source IN ({', '.join('?' for _ in sources)})"
-    rows = con.execute(f"""
+    targets = [_Target(r) for r in con.execute(f"""
         WITH ref_ok AS (
             SELECT r.problem_id, r.program_id AS ref_id
             FROM silver.programs r JOIN gold.latest_executions e USING (program_id)
@@ -138,10 +138,7 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
         FROM silver.problems pb JOIN candidates c USING (problem_id) JOIN ref_ok o USING (problem_id)
         WHERE c.hidden_own = 0 AND c.generated = 0 AND ? > 0
           AND (pb.entry_point IS NOT NULL OR pb.test_format = 'pytest') {where}
-        GROUP BY ALL ORDER BY pb.problem_id""", [per_problem] + params).fetchall()
-    names = ("problem_id", "source", "entry_point", "preamble", "question", "starter_code", "ref_id", "generated",
-             "max_ordinal")
-    targets = [_Target(dict(zip(names, r))) for r in rows]
+        GROUP BY ALL ORDER BY pb.problem_id""", [per_problem] + params).to_arrow_table().to_pylist()]
     if not targets:
         return [], 0
     ids = [t.problem_id for t in targets]
@@ -233,10 +230,11 @@ def _valid_input(t, args, stats) -> bool:
     return True
 
 
-def _reference_job(t, specs):
+def _reference_job(t, specs, wrapped: bool = True):
+    """The reference on ``specs``; check-mode call tests (``wrapped``) reach it through the typed call wrapper."""
     from factory.sandbox import Job
     from factory.testgen.nodes import call_wrapper
-    if t.mode == "check":
+    if t.mode == "check" and wrapped:
         return Job(program_id=t.ref_id, code=t.ref_code + call_wrapper(t.entry_point, t.kinds),
                    tests=specs, entry_point="_hidden_call", preamble=t.preamble)
     return Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point, preamble=t.preamble)
@@ -265,7 +263,7 @@ def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict)
     import random
 
     from factory.ingest.visibility import visibility
-    from factory.sandbox import Job, TestSpec, clean_text, deserialize_value
+    from factory.sandbox import TestSpec, clean_text, deserialize_value
     from factory.sandbox.rows import is_json, merge_verdicts
     from factory.testgen.input_mutation import generate_inputs
     from factory.testgen.nodes import canonical
@@ -318,8 +316,7 @@ def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict)
             t.seeds.append(args)            # valid inputs seed later rounds
         ok[t.problem_id] = good
         if good:
-            jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=[g[4] for g in good],
-                            entry_point=t.entry_point, preamble=t.preamble))
+            jobs.append(_reference_job(t, [g[4] for g in good], wrapped=False))
     status = {k: v.status for k, (v, _) in merge_verdicts(list(pool.run(jobs))).items()} if jobs else {}
     for t in active:
         for cid, args, text, exp, _spec in ok[t.problem_id]:
@@ -461,7 +458,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
     from factory.ingest.normalize import stable_hash
     from factory.judging.rules import ProblemJudging
     from factory.lake.commit import stage_run, utcnow
-    from factory.sandbox import Job, Limits, SandboxPool, TestSpec
+    from factory.sandbox import Limits, SandboxPool, TestSpec
     from factory.sandbox.rows import merge_verdicts, verdict_row
     if per_problem < 1 or rounds < 1 or per_round < 1:
         raise FactoryError(f"per_problem, rounds and per_round must be >= 1 (got {per_problem}, {rounds}, "
@@ -506,8 +503,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
                                         "subset": SUBSET, "visibility": "hidden"}
                         specs.append(rule.apply(TestSpec(test_id, kind, code=code, input=inp, expected=out)))
                     if specs:   # the verdicts that validate them: the reference under the run's limits and rule
-                        jobs.append(Job(program_id=t.ref_id, code=t.ref_code, tests=specs, entry_point=t.entry_point,
-                                        preamble=t.preamble))
+                        jobs.append(_reference_job(t, specs, wrapped=False))
                 merged = merge_verdicts(list(pool.run(jobs))) if jobs else {}
             now = utcnow()
             target = {t.problem_id: t for t in targets}
