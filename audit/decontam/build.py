@@ -202,8 +202,7 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
                 index[k].add(pid)
     # candidates: keys at most 3 benchmark items hold (what a shared-test rule can link at all)
     index = {k: v for k, v in index.items() if len(v) <= 3}
-    rows = []
-    seen = set()
+    rows, seen = [], set()
     for pid, ks in keys.items():
         s, sid, _ = meta[pid]
         if s not in checked_sources(data) or sid not in data.get(s, {}):
@@ -217,8 +216,7 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
             if bid not in data.get(b, {}) or (s, sid, b, bid) in seen:
                 continue
             seen.add((s, sid, b, bid))
-            lab = label_pair(s, sid, b, bid, data, manual)
-            if lab is None:
+            if (lab := label_pair(s, sid, b, bid, data, manual)) is None:
                 continue
             io = [k for k in sk if not k.startswith("in:")]
             kind, label, basis = lab
