@@ -283,19 +283,7 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
         return _judge_files(sub, spec, msg, v)
     if kind in ("stdio", "harness"):
         return [_judge_stdio(spec, raw, msg, v)]
-    if not msg.get("ok"):
-        v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
-        if msg.get("where"):
-            v.error_message = f"{v.error_message or ''} (at {msg['where']})".strip()
-        v.status = "output_limit" if msg.get("output_limit") else _status_for_exc(msg.get("etype"))
-        if msg.get("mem"):
-            v.status = "memory_limit"
-        if kind in ("assert", "check"):
-            ok, actual, why = _check_expects(sub.expects[i], msg.get("expects") or [], completed=False)
-            if not ok:
-                v.status, v.actual, v.error_type, v.error_message = "fail", actual, "AssertionError", why
-        return [v]
-    if kind == "call":
+    if kind == "call" and msg.get("ok"):
         v.actual = msg.get("value")
         if spec.expected is None or spec.checker:   # a checker decides later (pool: .checker)
             v.status = "no_expected" if spec.expected is None else PENDING
@@ -308,10 +296,19 @@ def _judge(sub: SubJob, i: int, spec: TestSpec, raw: dict, v: Verdict) -> list[V
         if not good:
             v.error_type, v.error_message = "WrongAnswer", f"expected {spec.expected[:300]}"
         return [v]
-    ok, actual, why = _check_expects(sub.expects[i], msg.get("expects") or [], completed=True)
-    v.status = "pass" if ok else "fail"
-    if not ok:
-        v.actual, v.error_type, v.error_message = actual, "AssertionError", why
+    if not msg.get("ok"):
+        v.error_type, v.error_message = msg.get("etype"), msg.get("emsg")
+        if msg.get("where"):
+            v.error_message = f"{v.error_message or ''} (at {msg['where']})".strip()
+        v.status = "output_limit" if msg.get("output_limit") else _status_for_exc(msg.get("etype"))
+        if msg.get("mem"):
+            v.status = "memory_limit"
+    else:   # assert or check, completed
+        v.status = "pass"
+    if kind in ("assert", "check"):   # an expectation reported failed (before any error) is the test's failure
+        ok, actual, why = _check_expects(sub.expects[i], msg.get("expects") or [], completed=bool(msg.get("ok")))
+        if not ok:
+            v.status, v.actual, v.error_type, v.error_message = "fail", actual, "AssertionError", why
     return [v]
 
 
