@@ -124,8 +124,7 @@ class Encoder:
         for start in range(0, len(texts), chunk):
             part = texts[start:start + chunk]
             out[start:start + len(part)] = self._model.encode(
-                part, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=False)
+                part, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
             if progress:
                 progress(len(part))
         return out

@@ -144,8 +144,7 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
     cand = _timed(st, "lsh_s", lambda: pa.concat_tables([candidate_pairs(bands, con, max_bucket),
                                                          cross_candidate_pairs(bands, old_bands, con)]))
     t = time.perf_counter()
-    involved = pc.unique(pa.concat_arrays([cand["doc_id_b"].combine_chunks(),
-                                           cand["doc_id_a"].combine_chunks()]))
+    involved = pc.unique(pa.concat_arrays([cand["doc_id_b"].combine_chunks(), cand["doc_id_a"].combine_chunks()]))
     old_needed = existing_docs.filter(pc.is_in(existing_docs["doc_id"].cast(id_type), value_set=involved))
     v_ids = pa.concat_arrays([new_ids, old_needed["doc_id"].cast(id_type).combine_chunks()])
     near = verify_pairs(cand, v_ids, new_texts + old_needed["text"].to_pylist(), params.ngram, params.threshold)

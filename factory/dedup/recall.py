@@ -133,8 +133,7 @@ def _all_pairs_jaccard(corpus: list[str], n: int, threshold: float) -> set[tuple
 
 def recall_curve(texts: Sequence[str], params: MinHashParams = MinHashParams(),
                  targets: Sequence[float] = tuple(np.round(np.arange(0.4, 1.0001, 0.05), 2)),
-                 pairs_per_target: int = 40, seed: int = 0,
-                 con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
+                 pairs_per_target: int = 40, seed: int = 0, con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
     """``(jaccard, theoretical, measured, n_pairs)`` per 0.05-wide bin of actual Jaccard:
     ``measured`` = share of planted pairs that are LSH candidates (DuckDB band GROUP BY),
     ``theoretical`` = mean ``1-(1-J^r)^b`` over the same pairs, ``jaccard`` = bin mean."""

@@ -58,8 +58,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
                                  line=lineno) from None
             del text   # a MB-sized line is not kept beside its record
             if not isinstance(record, dict):
-                raise InputError(f"expected a JSON object, got {type(record).__name__}", file=str(path),
-                                 line=lineno)
+                raise InputError(f"expected a JSON object, got {type(record).__name__}", file=str(path), line=lineno)
             seen += 1
             yield lineno, record
     if not seen:

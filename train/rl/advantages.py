@@ -78,8 +78,7 @@ def discounted_returns(token_level_rewards: torch.Tensor, response_mask: torch.T
     return returns * response_mask
 
 
-def compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_mask, gamma: float = 1.0,
-                                                  config=None):
+def compute_reinforce_plus_plus_outcome_advantage(token_level_rewards, response_mask, gamma: float = 1.0, config=None):
     """REINFORCE++: discounted returns, then whitening over the whole batch (no group baseline)."""
     returns = discounted_returns(token_level_rewards, response_mask, gamma)
     return masked_whiten(returns, response_mask) * response_mask, returns

@@ -145,8 +145,7 @@ def grpo_loop(policy, tokenizer, prompts: list[dict], reward_fn: RewardFn, n: in
     """
     torch.manual_seed(seed)
     cfg = PolicyLossConfig(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high,
-                           clip_ratio_c=clip_ratio_c, gppo_beta1=gppo_beta1, gppo_beta2=gppo_beta2,
-                           cispo_cap=cispo_cap)
+                           clip_ratio_c=clip_ratio_c, gppo_beta1=gppo_beta1, gppo_beta2=gppo_beta2, cispo_cap=cispo_cap)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     ordered = order_prompts(prompts, shuffle, seed)
     estimator = ADV_ESTIMATORS[adv_estimator]

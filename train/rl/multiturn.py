@@ -122,8 +122,7 @@ class HFPolicy:
     """A transformers causal LM generating from exact token ids (batched, left-padded): a trajectory's ids are
     exactly the ids generated (model turns) and the tokenised interpreter turns, so the loss mask is exact."""
 
-    def __init__(self, model, tokenizer, *, max_new_tokens: int = 256, temperature: float = 1.0,
-                 top_p: float = 1.0):
+    def __init__(self, model, tokenizer, *, max_new_tokens: int = 256, temperature: float = 1.0, top_p: float = 1.0):
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         from factory_train.rl.loop import _eos_ids
@@ -222,8 +221,7 @@ def run_rollouts(policy, trajectories: list[Trajectory], session_factory: Callab
     ``session_factory()`` makes one interpreter session per trajectory (on its first code block);
     every session is closed when its trajectory ends. Trajectories advance in batches of ``batch_size``."""
     for i in range(0, len(trajectories), batch_size):
-        _run_batch(policy, trajectories[i:i + batch_size], session_factory, max_calls, max_response_tokens,
-                   workers)
+        _run_batch(policy, trajectories[i:i + batch_size], session_factory, max_calls, max_response_tokens, workers)
         if log:
             log(f"rollouts: {min(i + batch_size, len(trajectories))}/{len(trajectories)}")
     return trajectories

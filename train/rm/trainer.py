@@ -23,8 +23,7 @@ def bt_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor, margin: torch.Tens
         loss = loss + center_rewards_coefficient * (r_chosen + r_rejected).square().mean()
     both, diff = torch.cat([r_chosen, r_rejected]).detach(), diff.detach()
     return loss, {"accuracy": float((diff > 0).float().mean()), "margin": float(diff.mean()),
-                  "mean_reward": float(both.mean()), "min_reward": float(both.min()),
-                  "max_reward": float(both.max())}
+                  "mean_reward": float(both.mean()), "min_reward": float(both.min()), "max_reward": float(both.max())}
 
 
 def load_pairs(path: str | Path) -> list[dict]:
@@ -212,5 +211,4 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
     evals = [h for h in history if h["split"] == "eval"]
     return {"metrics": records, "history": history, "eval": evals[-1] if evals else {}, "eval_untrained": untrained,
             "checkpoint": str(checkpoint) if checkpoint else None, "n_train": len(train_set),
-            "n_eval": len(eval_set), "step_time_s": sum(times) / len(times) if times else math.nan,
-            "run_id": run_id}
+            "n_eval": len(eval_set), "step_time_s": sum(times) / len(times) if times else math.nan, "run_id": run_id}
