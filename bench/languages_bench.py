@@ -14,10 +14,9 @@ run, as the sandbox metered them) -- and the share of that bound reached.  Every
 from __future__ import annotations
 
 import os
-import platform
 from collections import Counter
 
-from harness import DATA, ROOT, jsonl, parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
+from harness import DATA, ROOT, jsonl, machine, parser, table, timed, write  # noqa: I001  (first: sys.path)
 
 from factory.sandbox import Job, Limits, SandboxPool, TestSpec  # noqa: E402
 from factory.sandbox import languages  # noqa: E402
@@ -87,7 +86,7 @@ def main() -> None:
         print(f"{lang}: {r['programs_per_s']} programs/s ({r['pct_of_bound']} % of bound)", flush=True)
     load = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     print(f"\n{len(probs)} CodeContests problems x {a.copies} copies, {a.workers} workers, "
-          f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average before/after "
+          f"{machine()['machine']}, {os.cpu_count()} cores, load average before/after "
           f"{load[:3]} / {load[3:]} (other work on the machine lowers % of bound)\n")
     print(table(rows, ["language", "test_pass_rate", "programs_all_pass", "programs_per_s", "compile_cpu_s_per_program",
                        "run_cpu_s_per_program", "bound_programs_per_s", "pct_of_bound"]))
