@@ -342,7 +342,7 @@ class Host:
                         parsed = json.loads(bytes(reply[HDR.size:HDR.size + n]).decode("utf-8", "replace"))
                         if not isinstance(parsed, dict):
                             raise ValueError
-                    except ValueError:   # the cell wrote into the reply channel itself: the channel is not trusted
+                    except (ValueError, RecursionError):   # a frame the cell wrote itself: the channel is not trusted
                         parsed = None    # to stay in step, so the interpreter is replaced
                     cell = parsed.get("cell") if parsed else None
                     if type(cell) is int and cell < self.cell:   # the real reply of an earlier cell that forged
