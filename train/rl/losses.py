@@ -67,12 +67,16 @@ def agg_loss(loss_mat: torch.Tensor, loss_mask: torch.Tensor, loss_agg_mode: str
     raise ValueError(f"unknown loss_agg_mode {loss_agg_mode!r}; expected one of {AGG_MODES}")
 
 
-def _ratio(old_log_prob, log_prob):
+def _ratio(config, old_log_prob, log_prob):
+    """(``config`` as a :class:`PolicyLossConfig`, ratio π/π_old, its log clamped to ±20)."""
     neg_kl = torch.clamp(log_prob - old_log_prob, -20.0, 20.0)
-    return torch.exp(neg_kl), neg_kl
+    return as_config(config), torch.exp(neg_kl), neg_kl
 
 
-def _finish(pg_losses, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics):
+def _finish(pg_losses, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics, neg_kl=None):
+    """(aggregated loss, float metrics); ``neg_kl`` given: metric ``ppo_kl`` (mean −log ratio) last."""
+    if neg_kl is not None:
+        metrics["ppo_kl"] = masked_mean(-neg_kl, response_mask).detach()
     if rollout_is_weights is not None:
         pg_losses = pg_losses * rollout_is_weights
     loss = agg_loss(pg_losses, response_mask, loss_agg_mode, cfg.loss_scale_factor)
@@ -93,14 +97,13 @@ def _dual_clip(pg, advantages, cfg, response_mask):
 def ppo_clip_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean",
                   config=None, rollout_is_weights=None):
     """PPO clipped surrogate with clip-higher (ε_low, ε_high) and dual clip (verl ``vanilla``)."""
-    cfg = as_config(config)
-    ratio, neg_kl = _ratio(old_log_prob, log_prob)
+    cfg, ratio, neg_kl = _ratio(config, old_log_prob, log_prob)
     pg1 = -advantages * ratio
     pg2 = -advantages * torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high)
     pg, lower_frac = _dual_clip(torch.maximum(pg1, pg2), advantages, cfg, response_mask)
     metrics = {"pg_clipfrac": masked_mean((pg2 > pg1).float(), response_mask),
-               "pg_clipfrac_lower": lower_frac, "ppo_kl": masked_mean(-neg_kl, response_mask).detach()}
-    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics)
+               "pg_clipfrac_lower": lower_frac}
+    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics, neg_kl)
 
 
 def gppo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean",
@@ -110,8 +113,7 @@ def gppo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="
     Per-token gradient factor on −A·∇logπ: β1(1−ε_l) if r<1−ε_l & A<0; β2(1+ε_h) if r>1+ε_h & A>0; r otherwise
     (explicit-mask general-β form; with β1=β2=1 the forward value equals clip-higher PPO). Dual clip applies.
     """
-    cfg = as_config(config)
-    ratio, neg_kl = _ratio(old_log_prob, log_prob)
+    cfg, ratio, neg_kl = _ratio(config, old_log_prob, log_prob)
     unit = ratio / ratio.detach()  # value 1, gradient ∇log π
     low = (ratio < 1 - cfg.clip_ratio_low) & (advantages < 0)
     high = (ratio > 1 + cfg.clip_ratio_high) & (advantages > 0)
@@ -121,9 +123,8 @@ def gppo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="
     pg, lower_frac = _dual_clip(pg, advantages, cfg, response_mask)
     metrics = {"pg_clipfrac": masked_mean((low | high).float(), response_mask),
                "pg_clipfrac_low": masked_mean(low.float(), response_mask),
-               "pg_clipfrac_high": masked_mean(high.float(), response_mask),
-               "pg_clipfrac_lower": lower_frac, "ppo_kl": masked_mean(-neg_kl, response_mask).detach()}
-    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics)
+               "pg_clipfrac_high": masked_mean(high.float(), response_mask), "pg_clipfrac_lower": lower_frac}
+    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics, neg_kl)
 
 
 def cispo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean",
@@ -132,14 +133,12 @@ def cispo_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode=
 
     Every token gets gradient −clip(r)·A·∇logπ; the weight itself is detached.
     """
-    cfg = as_config(config)
-    ratio, neg_kl = _ratio(old_log_prob, log_prob)
+    cfg, ratio, neg_kl = _ratio(config, old_log_prob, log_prob)
     clipped = (torch.clamp(ratio, max=cfg.cispo_cap) if cfg.cispo_cap is not None
                else torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high))
     pg = -clipped.detach() * advantages * log_prob
-    metrics = {"pg_clipfrac": masked_mean((clipped != ratio).float(), response_mask),
-               "ppo_kl": masked_mean(-neg_kl, response_mask).detach()}
-    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics)
+    metrics = {"pg_clipfrac": masked_mean((clipped != ratio).float(), response_mask)}
+    return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics, neg_kl)
 
 
 def reinforce_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean",
