@@ -54,13 +54,6 @@ def recv(fd: int, timeout: float | None = None):
 INLINE_BACKEND = "_factory_inline_backend"   # matplotlib's backend in a session: figures become display data
 MAX_DISPLAY_CHARS = 2 << 20                  # base64/HTML characters of one cell's display data together
 _DISPLAYS: list = []                         # the current cell's display data (mime type -> data)
-_BACKEND_SRC = """
-from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas
-
-
-def show(*args, **kwargs):
-    _flush()
-"""
 
 
 def _chars(bundle: dict) -> int:
@@ -128,8 +121,9 @@ def install_display() -> None:
             return importlib.util.spec_from_loader(name, self) if name == INLINE_BACKEND else None
 
         def exec_module(self, module):
-            module.__dict__["_flush"] = _flush_figures
-            exec(_BACKEND_SRC, module.__dict__)
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            module.FigureCanvas = FigureCanvasAgg
+            module.show = lambda *args, **kwargs: _flush_figures()
 
     sys.meta_path.append(Inline())
     os.environ["MPLBACKEND"] = f"module://{INLINE_BACKEND}"
