@@ -60,13 +60,23 @@ def _own_paths() -> dict[str, str]:
 
 
 class Slot:
-    """Base of :class:`V1Slot` and :class:`V2Slot`, which provide attach(pid), attach_fd(), reset_peak(), cpu_ns(),
-    peak_bytes(), oom_kills(), pids() and remove()."""
+    """Base of :class:`V1Slot` and :class:`V2Slot`, which provide ``procs`` (the cgroup.procs files a process joins),
+    reset_peak(), cpu_ns(), peak_bytes(), oom_kills(), pids() and remove()."""
     version = None
     controllers: tuple = ()
+    procs: list[str] = []
     self_inside = False  # the zygote itself lives in the slot (children are born in it)
 
     def adopt_self(self) -> None: ...
+
+    def attach(self, pid: int) -> None:
+        if not self.self_inside:
+            for path in self.procs:
+                _pwrite(path, pid)
+
+    def attach_fd(self) -> None:
+        for path in self.procs:
+            _fd(path, os.O_WRONLY)
 
     def kill_all(self) -> None:
         me = os.getpid()
@@ -104,6 +114,7 @@ class V1Slot(Slot):
         if not {"memory", "pids", "cpuacct"} <= self.dirs.keys():
             self.remove()
             raise OSError("cgroup v1: memory/pids/cpuacct not all available")
+        self.procs = [self._p(ctrl, "cgroup.procs") for ctrl in self.dirs]
         mem = limits["memory_mb"] << 20
         _write(self._p("memory", "memory.limit_in_bytes"), mem)
         with contextlib.suppress(OSError):
@@ -121,21 +132,12 @@ class V1Slot(Slot):
         already owns stay charged to its old cgroup."""
         with contextlib.suppress(OSError):   # the OOM killer must pick the sandboxed child (adj 1000), never the zygote
             _write("/proc/self/oom_score_adj", "-1000")
-        for ctrl in self.dirs:
-            _write(self._p(ctrl, "cgroup.procs"), os.getpid())
+        for path in self.procs:
+            _write(path, os.getpid())
         self.self_inside = True
 
     def _p(self, ctrl, fname):
         return os.path.join(self.dirs[ctrl], fname)
-
-    def attach(self, pid):
-        if not self.self_inside:
-            for ctrl in self.dirs:
-                _pwrite(self._p(ctrl, "cgroup.procs"), pid)
-
-    def attach_fd(self):
-        for ctrl in self.dirs:
-            _fd(self._p(ctrl, "cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
         with contextlib.suppress(OSError):
@@ -179,6 +181,7 @@ class V2Slot(Slot):
             raise OSError("cgroup v2: memory/pids not delegated to our subtree")
         self.dir = os.path.join(parent, name)
         os.makedirs(self.dir, exist_ok=True)
+        self.procs = [self._p("cgroup.procs")]
         _write(self._p("memory.max"), limits["memory_mb"] << 20)
         if os.path.exists(self._p("memory.swap.max")):
             _write(self._p("memory.swap.max"), 0)
@@ -189,12 +192,6 @@ class V2Slot(Slot):
 
     def _p(self, fname):
         return os.path.join(self.dir, fname)
-
-    def attach(self, pid):
-        _pwrite(self._p("cgroup.procs"), pid)
-
-    def attach_fd(self):
-        _fd(self._p("cgroup.procs"), os.O_WRONLY)
 
     def reset_peak(self):
         with contextlib.suppress(OSError):
@@ -214,7 +211,7 @@ class V2Slot(Slot):
         return _field(self._p("memory.events"), "oom_kill") or 0
 
     def pids(self):
-        return [int(x) for x in _pread(self._p("cgroup.procs")).split()]
+        return [int(x) for x in _pread(self.procs[0]).split()]
 
     def kill_all(self):
         if os.path.exists(self._p("cgroup.kill")):
