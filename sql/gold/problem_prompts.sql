@@ -8,13 +8,10 @@ WITH p AS (
     SELECT problem_id, test_format, nullif(entry_point, '') AS entry_point,
            trim(question, chr(32) || chr(9) || chr(10) || chr(13)) AS question,
            nullif(trim(coalesce(starter_code, ''), chr(32) || chr(9) || chr(10) || chr(13)), '') AS starter,
-           coalesce(nullif(lower(language), ''), 'python') AS lang
-    FROM silver.problems
-), l AS (
-    SELECT *,
+           coalesce(nullif(lower(language), ''), 'python') AS lang,
            CASE lang WHEN 'cpp' THEN 'C++' WHEN 'java' THEN 'Java' WHEN 'javascript' THEN 'JavaScript'
                      WHEN 'rust' THEN 'Rust' WHEN 'python' THEN 'Python' ELSE lang END AS lang_name
-    FROM p
+    FROM silver.problems
 )
 SELECT
     problem_id,
@@ -30,4 +27,4 @@ SELECT
                   || 'function); the tests call the function.'
              WHEN entry_point IS NOT NULL THEN 'Your code must define `' || entry_point || '`.' END,
         'Write a complete ' || lang_name || ' solution in a single ```' || lang || ' code block.') AS prompt
-FROM l
+FROM p
