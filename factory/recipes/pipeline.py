@@ -18,8 +18,7 @@ A step in a recipe file::
 Currency: a step is *current* when the lake state of its inputs and outputs is the one recorded right after its
 last run with the same configuration (``ops.pipeline_steps``). The state of a table is the id of the last stage
 run that changed it (``ops.runs.row_counts``); a view stands for the tables its SQL reads; tables many stages
-append to (``SHARED_OUTPUTS``) count as inputs only. A step whose state and
-configuration match is skipped, and the skip is recorded.
+append to (``SHARED_OUTPUTS``) count as inputs only. A step whose state and configuration match is skipped, recorded.
 """
 from __future__ import annotations
 
@@ -131,8 +130,7 @@ def parse_step(raw, where: str, catalog=None) -> Step:
         names = raw.get(key, getattr(kind, key, ()))
         if isinstance(names, str) or not isinstance(names, (list, tuple)):
             raise FactoryError(f"{where}: `{key}` must be a list of catalog tables/views")
-        unknown = [n for n in names if n not in catalog.tables]
-        if unknown:
+        if unknown := [n for n in names if n not in catalog.tables]:
             raise FactoryError(f"{where}: {key} {unknown} are not declared in data_catalog.yaml")
         io[key] = tuple(names)
     name = raw.get("name", stage)
@@ -157,8 +155,7 @@ def parse_pipeline(raw_steps: list | None, prepare: list | None, where: str, mod
                 {"stage": "release"}, {"stage": "export"}]
         steps = [parse_step(r, f"{where}: prepare[{i}]") for i, r in enumerate(raw)]
     names = [s.name for s in steps]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
+    if dup := sorted({n for n in names if names.count(n) > 1}):
         raise FactoryError(f"{where}: pipeline step names must be unique, repeated: {dup} (give one a `name:`)")
     for needed in ("filter", "release"):
         if needed not in {s.stage for s in steps}:

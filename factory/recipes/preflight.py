@@ -68,8 +68,7 @@ def _sample_step(recipe, model: str, skipped: set):
 
 def check_skips(recipe, skip: list[str]) -> list[str]:
     known = step_names(recipe)
-    unknown = [s for s in skip if s not in known]
-    if unknown:
+    if unknown := [s for s in skip if s not in known]:
         raise FactoryError(f"--skip {unknown}: recipe {recipe.name} has no such step; its steps are "
                            f"{', '.join(dict.fromkeys(known))}")
     return list(dict.fromkeys(skip))
@@ -161,8 +160,7 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> l
         elif rule["kind"] == "embedding_dedup":
             stage = next((p for p in recipe.prepare if p["stage"] == "dedup-embed"), None)
             if prepare and stage is not None:
-                missing = embed_extra_missing(stage.get("model"))
-                if missing:
+                if missing := embed_extra_missing(stage.get("model")):
                     out.append((rule["name"], f"step {rule['name']}: embedding dedup needs the `embed` extra (missing modules: "
                                f"{', '.join(missing)}); `pip install 'code-rl-factory[embed]'`, or pass "
                                f"--skip {rule['name']}"))

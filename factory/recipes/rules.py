@@ -64,8 +64,7 @@ def resolve_rule(raw: dict, where: str) -> dict:
     if kind is None:
         raise FactoryError(f"{where}: unknown rule kind {raw['rule']!r}; known: {', '.join(KINDS)}")
     given = {k: v for k, v in raw.items() if k not in RULE_KEYS}
-    unknown = sorted(set(given) - set(kind.params))
-    if unknown:
+    if unknown := sorted(set(given) - set(kind.params)):
         raise FactoryError(f"{where}: rule {kind.name} has no parameter(s) {unknown}; it takes "
                            f"{sorted(kind.params) or 'none'}")
     params = {}
@@ -106,6 +105,5 @@ def check_rule_files(kinds: tuple[str, ...] | None = None) -> None:
     for kind in (KINDS[k] for k in (kinds or tuple(KINDS))):
         if not kind.path.is_file():
             raise FactoryError(f"rule kind {kind.name}: missing {kind.path}")
-        unknown = sorted(sql_references(kind.path.read_text()) - set(catalog.tables))
-        if unknown:
+        if unknown := sorted(sql_references(kind.path.read_text()) - set(catalog.tables)):
             raise FactoryError(f"{kind.path} reads undeclared tables {unknown}")

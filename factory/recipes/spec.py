@@ -42,7 +42,7 @@ from pathlib import Path
 import yaml
 
 from factory.lake.catalog import PROJECT_ROOT
-from factory.errors import FactoryError
+from factory.errors import FactoryError, did_you_mean
 from factory.recipes.rules import resolve_rule
 from factory.lake.commit import config_hash
 
@@ -95,8 +95,6 @@ def recipe_path(name_or_path: str) -> Path:
         return p
     path = RECIPES_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        from factory.errors import did_you_mean
-
         raise FactoryError(f"unknown recipe {name_or_path!r}; known: {', '.join(available_recipes())}"
                            f"{did_you_mean(name_or_path, available_recipes())}")
     return path
@@ -129,15 +127,13 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
         raise FactoryError(f"{where}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
         raise FactoryError(f"{where}: a recipe is a YAML mapping")
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
+    if unknown := sorted(set(raw) - TOP_KEYS):
         raise FactoryError(f"{where}: unknown keys {unknown}; a recipe has {sorted(TOP_KEYS)}")
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME_OK.match(name):
         raise FactoryError(f"{where}: `name` must be letters, digits, '.', '_' or '-', got {name!r}")
     params = dict(raw.get("params") or {})
-    bad = sorted(set(overrides or {}) - set(params))
-    if bad:
+    if bad := sorted(set(overrides or {}) - set(params)):
         raise FactoryError(f"--set {bad}: recipe {name} has no such parameter; its params are "
                            f"{sorted(params) or 'none'}")
     params.update(overrides or {})
@@ -152,8 +148,7 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
         at = f"{where}: stages[{i}]"
         if not isinstance(st, dict) or not isinstance(st.get("name"), str) or not _NAME_OK.match(st["name"]):
             raise FactoryError(f"{at}: a stage is a mapping with a `name` (letters, digits, '.', '_', '-')")
-        extra = sorted(set(st) - {"name", "rules", "top_potential"})
-        if extra:
+        if extra := sorted(set(st) - {"name", "rules", "top_potential"}):
             raise FactoryError(f"{at}: unknown keys {extra}; a stage has name, rules, top_potential")
         top = st.get("top_potential")
         if top is not None and (isinstance(top, bool) or not isinstance(top, (int, float)) or not 0 < top <= 1):
@@ -207,8 +202,7 @@ def _reward(body: dict, curate: dict, where: str) -> dict:
     raw = body.get("reward") or {}
     if not isinstance(raw, dict):
         raise FactoryError(f"{where}: `reward` must be a mapping {{kind: binary|soft, source: ...}}")
-    extra = sorted(set(raw) - {"kind", "source"})
-    if extra:
+    if extra := sorted(set(raw) - {"kind", "source"}):
         raise FactoryError(f"{where}: reward: unknown keys {extra}; a reward has kind, source")
     kind = raw.get("kind", "soft")
     if kind not in REWARD_KINDS:
@@ -232,8 +226,7 @@ def _list(body: dict, key: str, where: str) -> list:
 
 
 def _unique(names: list[str], where: str) -> None:
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
+    if dup := sorted({n for n in names if names.count(n) > 1}):
         raise FactoryError(f"{where}: names must be unique, repeated: {dup} (give one a `name:`)")
 
 
