@@ -44,12 +44,8 @@ def keeper_rank(docs: pa.Table) -> np.ndarray:
     """Position of each row in keeper-preference order (0 = best)."""
     ntests = _col(docs, "n_tests", -1, np.int64)
     prio = _col(docs, "source_priority", np.iinfo(np.int64).max, np.int64)
-    id_rank = np.empty(docs.num_rows, dtype=np.int64)
-    id_rank[pc.sort_indices(docs["doc_id"]).to_numpy()] = np.arange(docs.num_rows)
-    order = np.lexsort((id_rank, prio, -ntests))
-    rank = np.empty(docs.num_rows, dtype=np.int64)
-    rank[order] = np.arange(docs.num_rows)
-    return rank
+    id_rank = np.argsort(pc.sort_indices(docs["doc_id"]).to_numpy())   # argsort of a permutation: its inverse
+    return np.argsort(np.lexsort((id_rank, prio, -ntests)))
 
 
 def clusters(pairs: pa.Table, docs: pa.Table) -> pa.Table:
@@ -70,9 +66,7 @@ def clusters(pairs: pa.Table, docs: pa.Table) -> pa.Table:
     rank = keeper_rank(docs)
     best = np.full(docs.num_rows, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(best, root, rank)
-    by_rank = np.empty(docs.num_rows, dtype=np.int64)
-    by_rank[rank] = np.arange(docs.num_rows)
-    keeper = by_rank[best[root]]
+    keeper = np.argsort(rank)[best[root]]
     size = np.bincount(root, minlength=docs.num_rows)[root]
     return pa.table({"doc_id": ids, "cluster_id": pc.take(ids, pa.array(keeper)),
                      "cluster_size": pa.array(size.astype(np.int64)),
