@@ -16,26 +16,22 @@ import traceback
 
 from .zygote_io import JHDR
 
-def arrange_fds(mapping: dict[int, int]) -> None:
-    """In a fresh child: make exactly ``mapping`` (target fd -> current fd) open, close everything else."""
-    high = {tgt: os.dup(src) for tgt, src in mapping.items()}
-    for tgt, src in high.items():
-        os.dup2(src, tgt)
-    top = max(mapping, default=2) + 1
-    os.closerange(top, 1 << 16)
-    for fd in set(range(3, top)) - set(mapping):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
 def enter_child(slot, fds: dict[int, int]) -> None:
-    """A fresh sandbox child's first steps: a session of its own, into cgroup ``slot``, exactly ``fds`` open (0-2:
-    /dev/null unless given), first for the OOM killer (the biggest sandboxed process, never the zygote or host)."""
+    """A fresh sandbox child's first steps: a session of its own, into cgroup ``slot``, exactly ``fds`` (target fd ->
+    current fd; 0-2 on /dev/null unless given) open and every other descriptor closed, first for the OOM killer (the
+    biggest sandboxed process, never the zygote or host)."""
     os.setsid()
     if slot:
         slot.attach(os.getpid())
     null = os.open("/dev/null", os.O_RDWR)
-    arrange_fds({0: null, 1: null, 2: null, **fds})
+    mapping = {0: null, 1: null, 2: null, **fds}
+    high = {tgt: os.dup(src) for tgt, src in mapping.items()}
+    for tgt, src in high.items():
+        os.dup2(src, tgt)
+    os.closerange(max(mapping) + 1, 1 << 16)
+    for fd in set(range(3, max(mapping) + 1)) - set(mapping):
+        with contextlib.suppress(OSError):
+            os.close(fd)
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
 
