@@ -1,12 +1,6 @@
-"""Final-answer tasks (ReasoningGym, SymBench/BBH-style): answer-checking rules and the R1-Code-Interpreter reward.
-
-- :mod:`factory.answers.checks`: the rules a stored answer test names (``exact``, ``casefold``, ``numeric``,
-  ``choice`` and ``reasoning_gym``, the task's own verifier) and the ``<<<answer>>>`` extraction;
-- :mod:`factory.answers.r1ci`: the R1-CI reward (+1 correct final answer, +/-0.1 format, -0.1 beyond 6 turns) and
-  the plain answer reward of the no-rollout exports (``binary``: 1.0 right final answer, else 0.0);
-- :mod:`factory.answers.tasks`: gold.answer_tasks rows as trainer prompts (never holding the answer).
-
-Importable without DuckDB or torch; reasoning_gym is imported only when its rule is used.
+"""Final-answer tasks (ReasoningGym, SymBench/BBH-style): the answer-checking rules (:mod:`factory.answers.checks`),
+the R1-Code-Interpreter and plain answer rewards (:mod:`factory.answers.r1ci`) and gold.answer_tasks rows as trainer
+prompts (:mod:`factory.answers.tasks`). Importable without DuckDB or torch; reasoning_gym loads only for its rule.
 """
 from factory.answers.checks import (  # noqa: F401
     ANSWER_RULES, AnswerCheck, check_answer, extract_final_answer, is_answer_ground_truth, parse_ground_truth,

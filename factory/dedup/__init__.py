@@ -1,12 +1,7 @@
-"""Deduplication and decontamination core (pure compute: Arrow/NumPy in, Arrow out).
-
-- exact keys: :func:`normalize_text`, :func:`normalize_code`, :func:`exact_hashes`
-- near dups: :class:`MinHashParams`, :func:`signatures` (bit-identical to datasketch affine32),
-  :func:`band_table`, :func:`candidate_pairs` (DuckDB GROUP BY), :func:`verify_pairs`,
-  :func:`clusters`, and the pipelines :func:`dedup` / :func:`dedup_incremental`
-- decontamination: :func:`decontaminate`
-- recall curve: :func:`recall_curve`, :func:`plant_pairs`, :func:`planted_precision_recall`
-"""
+"""Deduplication and decontamination core (pure compute: Arrow/NumPy in, Arrow out): exact keys, MinHash signatures
+(bit-identical to datasketch affine32), LSH candidates, verification, clusters, the :func:`dedup` /
+:func:`dedup_incremental` pipelines, :func:`decontaminate` and the LSH recall curve; ``_LAZY`` names each export's
+submodule."""
 _LAZY = {
     **dict.fromkeys(("clusters", "keeper_rank", "union_find"), "cluster"),
     **dict.fromkeys(("DecontamParams", "decontaminate"), "decontam"),
