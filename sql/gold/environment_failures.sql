@@ -26,6 +26,5 @@ SELECT
 FROM silver.programs AS pr
 JOIN silver.problems AS pb USING (problem_id)
 JOIN latest AS e USING (program_id)
-WHERE pr.origin = 'reference'
-  AND e.error_type IN ('ModuleNotFoundError', 'ImportError')
+WHERE e.error_type IN ('ModuleNotFoundError', 'ImportError')   -- latest: reference programs' verdicts only
 GROUP BY pr.problem_id, pb.source
