@@ -1,7 +1,7 @@
-"""Remote sandbox: the batch client of a `factory serve` verifier (`POST /v1/judge`), stdlib only: the reward functions use
-it when ``FACTORY_VERIFIER_URL`` is set. 429/503 are retried after the server's Retry-After; a batch over the server's
-body limit (413) is sent again in halves; a transport failure, a server error or an item the server could not judge
-raises :class:`VerifierError` - never a 0 reward."""
+"""Remote sandbox: the batch client of a `factory serve` verifier (`POST /v1/judge`), stdlib only: the reward functions
+use it when ``FACTORY_VERIFIER_URL`` is set. 429/503 are retried after the server's Retry-After; a batch over the
+server's body limit (413) is sent again in halves; a transport failure, a server error or an item the server could not
+judge raises :class:`VerifierError` - never a 0 reward."""
 from __future__ import annotations
 
 import json

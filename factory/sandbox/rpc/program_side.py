@@ -154,7 +154,7 @@ class Server:
         if not req.get("m"):
             return self._reply(value, codec)
         before = req.get("x")
-        reply = self._reply(value, codec, resend=[k for k, o in enumerate(insts) if not isinstance(o, (Opaque, _Plain))])
+        reply = self._reply(value, codec, [k for k, o in enumerate(insts) if not isinstance(o, (Opaque, _Plain))])
         mut = {}
         for pos, arg in list(enumerate(args)) + [("k" + k, v) for k, v in kwargs.items()]:
             if type(arg) in (list, dict, set, bytearray) or _library_mutable(arg):
