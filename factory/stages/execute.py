@@ -157,7 +157,6 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
     if time_limits not in ("calibrated", "fixed"):
         raise InputError(f"unknown time_limits {time_limits!r} (calibrated | fixed)")
     limits = limits or Limits()
-    limits_hash = limits.hash()
     report = ExecuteReport(cache=CacheStats() if enabled(cache) else None)   # cache on: flag and FACTORY_VERDICT_CACHE
     where, params = _where(selection, sources, model)
     if program_ids is not None:
@@ -178,8 +177,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs",
                     "run `factory sample` first")
         judging = load_judging(con, time_limits=time_limits == "calibrated")
-        keys = key_lists(judging, limits)   # (problem ids, verdict keys) where they differ from limits_hash
-        key_params = [*keys, limits_hash]
+        keys = key_lists(judging, limits)   # (problem ids, verdict keys) where they differ from limits.hash()
         programs = con.execute(f"""
             WITH keys AS ({KEYS_SQL})
             SELECT * FROM (
@@ -194,7 +192,7 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
                 WHERE {where})
             WHERE pending_tests > 0
             ORDER BY problem_id, program_id {f'LIMIT {int(max_programs)}' if max_programs else ''}""",
-            key_params + params).to_arrow_table().to_pylist()
+            [*keys, limits.hash(), *params]).to_arrow_table().to_pylist()
         total = sum(p["pending_tests"] for p in programs)
         con.close()
         progress = Progress(total, "execute", "test")
@@ -317,15 +315,13 @@ def _execute_run(lake, limits: Limits, selection: str, sources: list[str] | None
 
 
 def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, report: ExecuteReport,
-                   progress: Progress | None = None, judging: dict[str, ProblemJudging] | None = None,
-                   keys: tuple[list[str], list[str]] = ([], [])) -> None:
+                   progress: Progress, judging: dict[str, ProblemJudging], keys: tuple[list[str], list[str]]) -> None:
     """Run one batch of programs and write its verdicts into ``run``'s transaction (committed with the run)."""
     from factory.judging.jobs import executions_table, program_job
     from factory.judging.rules import KEYS_SQL, NO_OVERRIDE
     from factory.lake.commit import utcnow
     from factory.sandbox.rows import merge_verdicts, verdict_row
 
-    judging = judging or {}
     rule = {p["program_id"]: judging.get(p["problem_id"], NO_OVERRIDE) for p in batch}
     key = {pid: r.limits_hash(limits) for pid, r in rule.items()}   # each program's verdict key, computed once
     run.config["programs"] += len(batch)
