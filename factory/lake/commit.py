@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import random
 import time
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import factory
 from factory.lake.catalog import PROJECT_ROOT, Catalog, TableSpec, default_catalog
 from factory.errors import FactoryError, interrupt_in, note_interrupt, raise_pending_interrupt, reraise_if_interrupt
-from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir
+from factory.lake import LAKE_ALIAS, connect, existing_columns, resolve_lake_dir, shared_catalog
 from factory.lake.connection import FAILED_RUNS, read_failed_runs, sql_string
 
 if TYPE_CHECKING:   # DuckDB and Arrow load when a run starts: importing the commit path stays cheap
@@ -59,7 +60,6 @@ def git_sha() -> str | None:
 def writer_lock(lake_dir: Path, timeout_s: float = 600.0) -> Iterator[None]:
     """Exclusive flock on LAKE/.writer.lock; waits up to timeout_s for another writer to finish."""
     lake_dir.mkdir(parents=True, exist_ok=True)
-    from factory.lake import shared_catalog
     if shared_catalog(lake_dir):   # PostgreSQL catalog: DuckLake's own conflict detection + commit retry
         yield
         return
@@ -407,8 +407,6 @@ def run_stage(stage: str, config: dict, body, *, lake=None, attempts: int = 5, c
     the body runs again on the new lake state, up to ``attempts`` times with jittered backoff. The retries are
     recorded in the run's ops.runs message and on the handle (``run.commit_retries``); returns ``body``'s result."""
     import duckdb
-
-    import random
 
     for attempt in range(attempts):
         try:

@@ -22,9 +22,14 @@ DuckDB's ``INSTALL`` (needs network).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
+import re
 import shutil
+import sys
+import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,8 +56,6 @@ def user_config_path() -> Path:
 def user_config(key: str) -> str | None:
     """One `key: value` line of the user config (``lake:``, ``releases:``); a relative value is relative to the
     config file's folder, never to the current directory."""
-    import re
-
     path = user_config_path()
     try:
         text = path.read_text()
@@ -302,10 +305,6 @@ _PANDAS_WARMING: list = []
 def _warm_pandas() -> None:
     """Import pandas on a background thread, once per process, while the lake is attached (DuckDB imports it on the
     first query binding a Python value: every commit). Without pandas installed: nothing."""
-    import importlib.util
-    import sys
-    import threading
-
     if _PANDAS_WARMING or "pandas" in sys.modules or importlib.util.find_spec("pandas") is None:
         return
     _PANDAS_WARMING.append(threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True,
@@ -364,8 +363,6 @@ def memory_settings(con: duckdb.DuckDBPyConnection) -> None:
     """DuckDB's memory limit and spill folder for a lake connection: $FACTORY_DUCKDB_MEMORY_LIMIT (e.g. '3GB'),
     else half the machine's (or the cgroup's) memory; operators past it spill to $FACTORY_DUCKDB_TEMP, else a
     per-process folder under the system temp dir (an in-memory DuckDB has none by default, so it could only die)."""
-    import tempfile
-
     limit = os.environ.get(MEMORY_ENV)
     if not limit:
         total = _memory_bytes()

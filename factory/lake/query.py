@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 import duckdb
 
-from factory.errors import FactoryError, InputError
+from factory.errors import FactoryError, InputError, did_you_mean
 from factory.lake import LAKE_ALIAS, attach_sql, connect, extension_paths, resolve_lake_dir
-from factory.lake.connection import sql_string
+from factory.lake.connection import CATALOG_FILE, CONFIG_FILE, sql_string
 
 
 def shard_predicate(shard: tuple[int, int] | None, column: str) -> str:
@@ -40,8 +42,6 @@ def check_known(con, kind: str, names, sql: str, hint: str) -> None:
         return
     valid = sorted(str(r[0]) for r in con.execute(sql).fetchall() if r[0] is not None)
     if unknown := [n for n in names if n not in valid]:
-        from factory.errors import did_you_mean
-
         listed = ", ".join(valid) if valid else f"none yet ({hint})"
         raise FactoryError(f"unknown {kind} {', '.join(map(repr, unknown))}; the lake's {kind}s: {listed}"
                            f"{did_you_mean(unknown[0], valid)}")
@@ -88,9 +88,6 @@ def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table",
                 rel.show(max_rows=200, max_width=200)
         elif fmt == "csv":
             # DuckDB's own CSV writer: it also renders LIST / STRUCT / MAP columns (pyarrow's refuses them)
-            import tempfile
-            from pathlib import Path
-
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "result.csv"
                 rel.write_csv(str(path), header=True)
@@ -108,8 +105,6 @@ def write_result(con: duckdb.DuckDBPyConnection, query: str, fmt: str = "table",
 
 def init_sql(lake=None) -> str:
     """SQL that attaches the lake (read-only) in a plain duckdb CLI or Python session."""
-    from factory.lake.connection import CATALOG_FILE, CONFIG_FILE
-
     lake_dir = resolve_lake_dir(lake)
     if not ((lake_dir / CATALOG_FILE).is_file() or (lake_dir / CONFIG_FILE).is_file()):
         raise FactoryError(f"no lake at {lake_dir} (run `factory init --lake {lake_dir}` first, or name an "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from factory.errors import FactoryError
 from factory.lake.connection import (
-    CATALOG_FILE, CONFIG_FILE, FAILED_RUNS, LAKE_ALIAS, lake_config, read_failed_runs, resolve_lake_dir,
+    CATALOG_FILE, CONFIG_FILE, FAILED_RUNS, LAKE_ALIAS, connect, lake_config, read_failed_runs, resolve_lake_dir,
 )
 
 
@@ -69,8 +69,6 @@ def _snapshots_sqlite(db: sqlite3.Connection, limit: int) -> list[tuple[int, str
 
 def _read_duckdb(lake_dir: Path, limit: int):
     """The same, through DuckDB, for catalogs that are not a local SQLite file (PostgreSQL)."""
-    from factory.lake.connection import connect
-
     with connect(lake_dir, read_only=True) as con:
         meta = f"__ducklake_metadata_{LAKE_ALIAS}"
         objects = [(name, "view", None) if kind == "VIEW" else

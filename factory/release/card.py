@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+from factory.assets import path as shipped
 from factory.release.funnel import funnel_markdown
 
 
@@ -66,8 +67,6 @@ def decontamination_figures(con) -> dict:
     removals per method, what the literal rule would remove and how many of those rest on one stock phrase) and
     the precision / recall measured on the audit labels (``audit/decontam/measured.json``, written by
     ``bench/decontam_audit.py --ship``)."""
-    from factory.assets import path as shipped
-
     out: dict = {}
     with contextlib.suppress(Exception):   # a lake without the run table or an older summary: no run figures
         row = con.execute("SELECT message FROM ops.runs WHERE stage = 'decontam' AND status = 'success' "

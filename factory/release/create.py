@@ -30,6 +30,7 @@ from factory.release.files import (
 )
 from factory.release.ordered import ordered_batches, sortable
 from factory.lake.commit import config_hash, git_sha, stage_run, utcnow
+from factory.lake.templating import DEFAULTS
 
 README = "README.md"
 FORMAT = "code-rl-factory/release/v1"
@@ -102,8 +103,6 @@ def release_reward(con: duckdb.DuckDBPyConnection, recipe: dict | None, views=()
     every test passes, soft = the fraction passed; a plain release is soft) and which tests are reward tests
     (curate's ``reward_tests`` of the latest curate run: hidden, or all). A release of final-answer tasks only
     is binary on the final answer."""
-    from factory.lake.templating import DEFAULTS
-
     if views and set(views) <= set(ANSWER_VIEWS):
         return {"kind": "binary", "tests": "final answer"}
 

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+from fnmatch import fnmatch
 from pathlib import Path
 
 import duckdb
@@ -30,12 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from factory.errors import FactoryError
+from factory.release.card import dataset_card
 from factory.release.create import ANSWER_VIEWS
+from factory.release.export_stream import iter_batches, streamable, write_streamed
 from factory.release.locate import load_manifest
 from factory.release.manage import verify_release
 from factory.release.export_rows import RM_COLUMNS, check_truth, pair_rows, problem_rows, release_reward, user_turn
 from factory.release.prompts import assert_cases, problem_prompt
-from factory.streaming.background import Beside
+from factory.streaming.background import Beside, read_ahead
 
 FORMATS = ("verl", "trl", "trl-grpo", "openrlhf", "acecode", "hf")
 MESSAGES = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
@@ -151,8 +154,6 @@ def build_export(path: Path, manifest: dict, fmt: str) -> dict[str, list[dict]]:
 
 
 def _schema_for(fmt: str, rel: str) -> pa.Schema:
-    from fnmatch import fnmatch
-
     for pattern, schema in SCHEMAS[fmt].items():
         if fnmatch(rel, pattern):
             return schema
@@ -168,8 +169,6 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise FactoryError(f"--out {out} is not empty")
-    from factory.release.export_stream import streamable, write_streamed
-
     streamed = fmt != "hf" and streamable(manifest, fmt)   # a batch at a time: memory bounded by one row group
     # the release's files are checked (sha256, rows) on a second thread while the export is built from them:
     # nothing is moved into place before the check passed, and its error is the one raised when both fail
@@ -216,8 +215,6 @@ def export_release(name: str, fmt: str, out: str | os.PathLike, *, releases_dir=
 def _write_hf(path: Path, manifest: dict, staging: Path) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     """The release's data files (already split into train-*/test-* per view) and its dataset card: a folder
     `datasets.load_dataset(folder, config)` reads, one config per view, with real train/test splits."""
-    from factory.release.card import dataset_card
-
     files, configs = {}, {}
     kept = {v: i for v, i in manifest["views"].items() if i["rows"]}
     for info in kept.values():
@@ -272,8 +269,6 @@ def validate_export(out: str | os.PathLike, fmt: str, content: bool = True) -> d
         if pf.metadata.num_rows != n:
             raise FactoryError(f"{rel}: {pf.metadata.num_rows} rows, export.json says {n}")
         start = 0
-        from factory.streaming.background import read_ahead
-        from factory.release.export_stream import iter_batches
         for batch in read_ahead(iter_batches(out / rel), name="validate-export"):   # decoding overlaps the checks
             if content:
                 _check_content(fmt, rel, pa.Table.from_batches([batch]), start)

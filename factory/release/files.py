@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -164,8 +165,6 @@ def freeze(root: Path) -> None:
 
 def remove_tree(root: Path) -> None:
     """Delete a (possibly frozen) folder."""
-    import shutil
-
     if not root.exists():
         return
     for dirpath, _dirs, _names in os.walk(root):

@@ -10,6 +10,7 @@ Environment health: the sources whose references fail here (gold.source_health) 
 from __future__ import annotations
 
 import json
+import sys
 
 from factory.errors import FactoryError
 
@@ -174,8 +175,6 @@ def health_lines(rows: list[dict]) -> list[str]:
 def warn_unhealthy(rows: list[dict], file=None) -> None:
     """Warnings (stderr) for unhealthy sources: their reference pass rate and the missing modules, and what
     curation does with the problems whose reference misses a module."""
-    import sys
-
     file = file or sys.stderr
     for line in health_lines(rows):
         print(f"warning: unhealthy source {line}", file=file)
@@ -195,8 +194,6 @@ def funnel_markdown(rows: list[dict]) -> list[str]:
 
 def print_funnel(rows: list[dict], file=None) -> None:
     """A rich table on a terminal, aligned plain text otherwise."""
-    import sys
-
     file = file or sys.stdout
     head = ["source", "problems", *REASONS, "no tests", "train", "test"]
     body = [[str(r["source"]), *(str(r[c]) for c in _SHOWN)] for r in rows]

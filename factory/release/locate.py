@@ -6,10 +6,12 @@ import contextlib
 import itertools
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, unknown
 from factory.lake import connect, resolve_lake_dir
+from factory.lake.connection import user_config
 
 MANIFEST = "manifest.json"
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -18,8 +20,6 @@ _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._
 def resolve_releases_dir(releases_dir: str | os.PathLike | None = None, lake=None) -> Path:
     """--releases-dir, else $FACTORY_RELEASES, else ``releases:`` in the user config, else LAKE/releases (the
     lake from --lake / $FACTORY_LAKE / config). Never the current directory."""
-    from factory.lake.connection import user_config
-
     chosen = releases_dir or os.environ.get("FACTORY_RELEASES") or user_config("releases")
     return Path(chosen).expanduser().resolve() if chosen else resolve_lake_dir(lake) / "releases"
 
@@ -61,8 +61,6 @@ def locate_release(name: str, releases_dir=None, lake=None) -> Path:
     """The folder of release ``name``: RELEASES/NAME (--releases-dir, $FACTORY_RELEASES, the user config, else
     LAKE/releases), else the folder the lake's ops.releases recorded for it -- wherever `factory release list`
     finds it. Unknown: an error listing the known releases, the closest name and the ways to name another folder."""
-    from factory.errors import unknown
-
     try:
         root = resolve_releases_dir(releases_dir, lake)
     except FactoryError:
@@ -97,8 +95,6 @@ def load_manifest(name: str, releases_dir=None, lake=None) -> tuple[Path, dict]:
 
 def today() -> str:
     """The UTC date as YYYYMMDD, the date part of a cut release's name."""
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).strftime("%Y%m%d")
 
 

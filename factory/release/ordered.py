@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from factory.errors import FactoryError, reraise_if_interrupt
+from factory.lake.connection import LAKE_ALIAS
 from factory.release.files import row_bytes
 
 RUN_BYTES = 128 << 20        # rows per sorted run, by their Arrow size ($FACTORY_RELEASE_RUN_MB overrides)
@@ -135,10 +138,6 @@ def _merged(runs: list[Path], key: list[str], schema: pa.Schema) -> Iterator[pa.
 
 def run_bytes_setting() -> int:
     """Bytes of rows per sorted run: $FACTORY_RELEASE_RUN_MB (MiB, >= 1), else RUN_BYTES."""
-    import os
-
-    from factory.errors import FactoryError
-
     text = os.environ.get(RUN_ENV)
     if not text:
         return RUN_BYTES
@@ -208,9 +207,6 @@ def widest_stored_row(con: duckdb.DuckDBPyConnection, tables) -> int:
     alone (a row group's uncompressed bytes over its rows, the widest row group of each table, summed over the
     tables: a row a view joins from them is at most that); 0 where the files are not local."""
     import pyarrow.parquet as pq
-
-    from factory.errors import reraise_if_interrupt
-    from factory.lake.connection import LAKE_ALIAS
 
     total = 0
     for name in tables:
