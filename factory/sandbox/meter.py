@@ -12,10 +12,13 @@ from .zygote_io import router_of
 
 
 class Meter:
-    """CPU (cgroup or /proc), wall time and peak memory of the current test."""
+    """CPU (cgroup or /proc), wall time and peak memory of the current test, and :meth:`check` of ``lim``'s budgets:
+    CPU seconds, the wall backstop, and ``speed`` (CPU seconds one wall second can hold)."""
 
-    def __init__(self, z, pids):
-        self.z, self.pids = z, pids
+    def __init__(self, z, pids, lim: dict):
+        self.z, self.pids, self.lim = z, pids, lim
+        self.cpu_budget, self.wall_budget = lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"])
+        self.speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
         self.reset()
 
     def cpu_s(self) -> float:
@@ -56,40 +59,33 @@ class Meter:
         cpu, wall = self.used()
         return {"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "peak_kb": self.peak_kb()}
 
-
-def budgets(z, lim: dict):
-    """(CPU budget, wall backstop, CPU seconds one wall second can hold) under ``lim``."""
-    speed = 1.0 if (z.slot and "cpu" in z.slot.controllers) else float(os.cpu_count() or 1)
-    return lim["cpu_s"], max(lim["wall_factor"] * lim["cpu_s"], lim["wall_min_s"]), speed
+    def check(self, st: dict):
+        """(reason, seconds to wait): 'timeout' past the CPU budget, the wall backstop, or when the test made no
+        progress (no CPU used) for the CPU budget plus a grace -- so no wait on a program, whatever it writes or
+        whatever it stops, outlasts its own budget by more than the grace; 'output' past the cap."""
+        used_cpu, used_wall = self.used()
+        idle_left = self.cpu_budget + IDLE_GRACE_S - self.idle_s()
+        if used_cpu > self.cpu_budget or used_wall > self.wall_budget or idle_left <= 0:
+            return "timeout", 0.0
+        if st["total"] > self.lim["max_output_bytes"]:
+            return "output", 0.0
+        cpu_wait = (self.cpu_budget - used_cpu) / self.speed
+        return None, max(0.002, min(self.wall_budget - used_wall, cpu_wait, idle_left, 1.0))
 
 
 IDLE_GRACE_S = 1.0    # a test whose processes use no CPU for its CPU budget + this is stalled: a timeout
 IDLE_CPU_S = 0.001    # CPU that counts as progress
 
 
-def check_limits(meter, st: dict, lim: dict, cpu_budget: float, wall_budget: float, speed: float):
-    """(reason, seconds to wait): 'timeout' past the CPU budget, the wall backstop, or when the test made no
-    progress (no CPU used) for the CPU budget plus a grace -- so no wait on a program, whatever it writes or
-    whatever it stops, outlasts its own budget by more than the grace; 'output' past the cap."""
-    used_cpu, used_wall = meter.used()
-    idle_left = cpu_budget + IDLE_GRACE_S - meter.idle_s()
-    if used_cpu > cpu_budget or used_wall > wall_budget or idle_left <= 0:
-        return "timeout", 0.0
-    if st["total"] > lim["max_output_bytes"]:
-        return "output", 0.0
-    return None, max(0.002, min(wall_budget - used_wall, (cpu_budget - used_cpu) / speed, idle_left, 1.0))
-
-
 def watch(z, pid: int, streams: list, st: dict, lim: dict) -> tuple[str | None, int | None, Meter]:
     """Run the lone process ``pid`` to its end within ``lim``'s budgets, forwarding each ``(fd, idx, i, stream)``
     (capped by ``st``) to the pool: (reason -- None, 'timeout', 'output' or 'parent' when the pool closed --,
     its wait status, its meter)."""
-    pidfd, router, meter = open_pidfd(pid), router_of(z), Meter(z, [pid])
-    cpu_budget, wall_budget, speed = budgets(z, lim)
+    pidfd, router, meter = open_pidfd(pid), router_of(z), Meter(z, [pid], lim)
     reason, status, eofs = None, None, set()
     try:
         while True:
-            reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
+            reason, wait = meter.check(st)
             if reason:
                 break
             rd = [s[0] for s in streams if s[0] not in eofs] + [fd for fd in (pidfd, z.ctl_in) if fd is not None]

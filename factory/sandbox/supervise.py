@@ -12,7 +12,7 @@ import time
 
 from .compiled import _copy, copy_to_new
 from .fetch import read_back
-from .meter import Meter, budgets, check_limits, watch
+from .meter import Meter, watch
 from .spawn import (candidate_body, drop_kept_judge, exit_status, has_exited, inproc_body, judge_body, kept_judge,
                     kill_candidates, kill_everything, open_pidfd, reap, script_body, spawn)
 from .zygote_io import JHDR, router_of, set_nonblock
@@ -157,8 +157,7 @@ class Run:
         router = router_of(z)
         st = {"keep": lim["capture_bytes"], "kept": {}, "total": 0, "limit": lim["max_output_bytes"]}
         jst = {"keep": 8192, "kept": {}, "total": 0, "limit": 1 << 62}
-        meter = Meter(z, [p for p in (self.judge, self.cand) if p])
-        cpu_budget, wall_budget, speed = budgets(z, lim)
+        meter = Meter(z, [p for p in (self.judge, self.cand) if p], lim)
         phase, cur, hbuf = "init", None, bytearray()
         reason = died_in = None
         done = False
@@ -213,7 +212,7 @@ class Run:
         eof = False
         streams = ((self.out_r, "out", st), (self.err_r, "err", st), (self.jerr_r, "jerr", jst))
         while not done and not reason:
-            reason, wait = check_limits(meter, st, lim, cpu_budget, wall_budget, speed)
+            reason, wait = meter.check(st)
             if reason:
                 break
             rd = [fd for fd in (self.out_r, self.err_r, self.jerr_r, self.pidfd, z.ctl_in) if fd is not None]
