@@ -63,13 +63,10 @@ def _timed(st: dict, key: str, fn, *args, **kw):
     return out
 
 
-def _exact_edges(ids, texts, codes, keys_text, keys_code, con, id_type):
-    kt = keys_text if keys_text is not None else exact_hashes(texts, "text")
-    out = [_pairs(exact_pairs(ids, kt, con), "exact_text", id_type)]
-    if codes is not None or keys_code is not None:
-        kc = keys_code if keys_code is not None else exact_hashes(codes, "code")
-        out.append(_pairs(exact_pairs(ids, kc, con), "exact_code", id_type))
-    return out
+def _exact_edges(ids, text_keys, code_keys, con, id_type) -> list[pa.Table]:
+    """``exact_text`` edges, then ``exact_code`` ones where ``code_keys`` is given."""
+    return [_pairs(exact_pairs(ids, keys, con), f"exact_{kind}", id_type)
+            for kind, keys in (("text", text_keys), ("code", code_keys)) if keys is not None]
 
 
 def dedup(docs: pa.Table, params: MinHashParams = MinHashParams(), con: duckdb.DuckDBPyConnection | None = None,
@@ -79,7 +76,8 @@ def dedup(docs: pa.Table, params: MinHashParams = MinHashParams(), con: duckdb.D
     ids, id_type = docs["doc_id"].combine_chunks(), docs.schema.field("doc_id").type
     texts = docs["text"].to_pylist()
     codes = docs["code"].to_pylist() if "code" in docs.column_names else None
-    edges = _exact_edges(ids, texts, codes, None, None, con, id_type)
+    code_keys = None if codes is None else exact_hashes(codes, "code")
+    edges = _exact_edges(ids, exact_hashes(texts, "text"), code_keys, con, id_type)
     st["exact_s"] = time.perf_counter() - t0
     bands = _timed(st, "minhash_s", compute_bands, ids, texts, params, progress=progress)
     cand = _timed(st, "lsh_s", candidate_pairs, bands, con, max_bucket)
@@ -123,18 +121,16 @@ def dedup_incremental(new_docs: pa.Table, existing_bands: pa.Table, existing_doc
     new_texts = new_docs["text"].to_pylist()
     # exact keys: new docs + old keys (precomputed if available)
     all_ids = pa.concat_arrays([new_ids, old_ids.combine_chunks()])
-    def keys(kind, col, key_col):
-        new_k = exact_hashes(new_docs[col], kind)
-        if key_col in existing_docs.column_names:
-            old_k = existing_docs[key_col].combine_chunks()
-        elif col in existing_docs.column_names:
-            old_k = exact_hashes(existing_docs[col], kind)
+    def keys(kind):   # the column ``kind``, old rows' precomputed ``<kind>_key`` where given
+        new_k = exact_hashes(new_docs[kind], kind)
+        if f"{kind}_key" in existing_docs.column_names:
+            old_k = existing_docs[f"{kind}_key"].combine_chunks()
+        elif kind in existing_docs.column_names:
+            old_k = exact_hashes(existing_docs[kind], kind)
         else:  # no old code: hash of "" never links
             old_k = exact_hashes([None] * existing_docs.num_rows, kind)
         return pa.concat_arrays([new_k, old_k.cast(pa.string())])
-    has_code = "code" in new_docs.column_names
-    edges = _exact_edges(all_ids, None, None, keys("text", "text", "text_key"),
-                         keys("code", "code", "code_key") if has_code else None, con, id_type)
+    edges = _exact_edges(all_ids, keys("text"), keys("code") if "code" in new_docs.column_names else None, con, id_type)
     edges = [e.filter(pc.invert(pc.and_(pc.is_in(e["doc_id_a"], value_set=old_ids),
                                         pc.is_in(e["doc_id_b"], value_set=old_ids)))) for e in edges]
     st["exact_s"] = time.perf_counter() - t0
