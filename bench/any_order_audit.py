@@ -98,9 +98,8 @@ def _prf(pred: set, yes: set, labelled: set) -> dict:
             "recall": round(tp / len(yes), 3) if yes else None}
 
 
-def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem: int = 5, rounds: int = 2,
-            per_round: int = 12) -> dict:
-    """The audit on a fresh lake under ``work`` (``only``: restrict to these slugs)."""
+def measure(work: Path, data: Path = DATA, per_problem: int = 5) -> dict:
+    """The audit on a fresh lake under ``work`` (hidden tests: ``per_problem`` per problem, 2 rounds of 12)."""
     from factory.judging.rules import NO_OVERRIDE, load_judging
     from factory.lake import connect
     from factory.lake.commit import stage_run
@@ -114,8 +113,6 @@ def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem:
     detected = {t for t, r in rows.items() if any_order_phrase(statement(r))}
     broad = {t for t, r in rows.items() if BROAD.search(statement(r))}
     cands = sorted((detected | broad | set(lab)) & set(rows))
-    if only is not None:
-        cands = [t for t in cands if t in only]
     src = work / "LeetCodeDataset-v0.2.0-train.jsonl"      # training rows: hidden-tests only touches those
     src.write_text("".join(json.dumps(rows[t]) + "\n" for t in cands))
     lake = work / "lake"
@@ -123,7 +120,7 @@ def measure(work: Path, data: Path = DATA, only: set | None = None, per_problem:
         run.materialize()
     ingest_source("leetcode", [src], lake=lake)
     execute(lake, selection="reference", limits=Limits(cpu_s=4.0))
-    report = run_hidden_tests(lake, per_problem=per_problem, rounds=rounds, per_round=per_round)
+    report = run_hidden_tests(lake, per_problem=per_problem, rounds=2, per_round=12)
     with connect(lake, read_only=True) as con:
         judging = load_judging(con, time_limits=False)
         tests = defaultdict(list)
