@@ -195,8 +195,7 @@ def signatures(texts: Sequence[str | None], params: MinHashParams = MinHashParam
     ``hasher`` across batches to hash each distinct word only once.
     """
     if params.hashfunc == "sha1_32":
-        offsets, h32 = _sha1_32_hashes(texts, params.ngram)
-        return minhash_from_hashes(offsets, h32, params)
+        return minhash_from_hashes(*_sha1_32_hashes(texts, params.ngram), params)
     hasher = hasher if hasher is not None else WordHasher()
     parts = parallel_map(lambda part: _words_signatures(part, params, hasher), texts)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
