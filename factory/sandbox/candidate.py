@@ -63,7 +63,6 @@ def _module(name: str, filename: str) -> types.ModuleType:
     return mod
 
 
-# ---------------------------------------------------------------- function-style tests (RPC)
 def serve_program(program: str) -> None:
     fresh_stdio()
     ns = _module(PROGRAM_MODULE, "/tmp/solution.py").__dict__
@@ -81,7 +80,6 @@ def serve_program(program: str) -> None:
     serve(server, RPC_R, RPC_W, flush_stdio)
 
 
-# ---------------------------------------------------------------- stdin/stdout tests
 def _exit_code(e: SystemExit) -> int:
     c = e.code
     if c is None:
@@ -128,7 +126,6 @@ def run_script(program: str) -> int:
     return rc
 
 
-# ---------------------------------------------------------------- unittest files, judged in-process
 def run_unittest_in_process(job: dict, start: int) -> None:
     import unittest
 

@@ -110,12 +110,11 @@ def _collect(spec: dict) -> list[tuple[str, int, int]]:
         for root, dirs, files in os.walk(L.BUILD_DIR):
             for f in files:
                 path = os.path.join(root, f)
-                rel = os.path.relpath(path, L.BUILD_DIR)
                 if not f.endswith(".class") or not stat.S_ISREG(os.lstat(path).st_mode):
                     continue
                 if len(out) >= L.MAX_ARTIFACT_FILES:
                     raise OSError(f"more than {L.MAX_ARTIFACT_FILES} class files")
-                out.append(_keep(path, rel))
+                out.append(_keep(path, os.path.relpath(path, L.BUILD_DIR)))
                 total += out[-1][2]
                 if total > L.MAX_ARTIFACT_BYTES:
                     raise OSError("compiled classes too large")

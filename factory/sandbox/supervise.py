@@ -1,7 +1,5 @@
-"""Running a job's tests in the zygote: :func:`run_stdio_test` (one fresh process per stdin/stdout test, the
-zygote reads its output and exit status itself) and :class:`Run` (a judge + candidate pair for function-style,
-pytest and unittest tests, supervised frame by frame; a fresh pair continues after a test that timed out,
-crashed or killed the candidate)."""
+"""Running a job's tests in the zygote: :func:`run_stdio_test` (stdin/stdout tests) and :class:`Run` (a judge +
+candidate pair for function-style, pytest and unittest tests, supervised frame by frame)."""
 from __future__ import annotations
 
 import contextlib
@@ -166,8 +164,7 @@ class Run:
             return cur if cur is not None else (remaining[0] if remaining else -1)
 
         def record(i, **kw):
-            kw.update({k: v for k, v in meter.numbers().items() if k not in kw})
-            results[i] = kw
+            results[i] = {**meter.numbers(), **kw}
 
         def on_frame(kind: bytes, i: int, n: int) -> None:
             nonlocal phase, cur, reason, died_in, done
