@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from factory.sandbox import Limits, TestSpec
+from factory.testgen.any_order import phrase
 
 # "absolute or relative error does not exceed 10^{-6}", "10 - 6" (CodeContests' rendering of 10⁻⁶), "1e-6",
 # "relative or absolute error ... 10^-9", "absolute or relative inaccuracy", "differs from the correct one by at
@@ -45,20 +46,15 @@ def detect_rule(question: str, expected_outputs: list[str | None]) -> Rule | Non
     a numeric tolerance ("absolute or relative error ... 10^-k", "k digits after the point") or case-insensitive
     answers ("in any case", or every expected output is only YES/NO tokens, which Codeforces compares
     case-insensitively)."""
-    m = _TOLERANCE.search(question or "")
-    if m:
-        k = int(next(g for g in m.groups() if g))
-        if 0 < k <= 15:
-            return Rule("float", 10.0 ** -k, 10.0 ** -k, "statement", " ".join(m.group(0).split())[:200])
-    m = _DIGITS.search(question or "")
-    if m:
+    if (m := _TOLERANCE.search(question or "")) and 0 < (k := int(next(g for g in m.groups() if g))) <= 15:
+        return Rule("float", 10.0 ** -k, 10.0 ** -k, "statement", phrase(m))
+    if m := _DIGITS.search(question or ""):
         word = m.group(1).lower()
         k = _WORDS.get(word) if word in _WORDS else int(word)
         if 0 < k <= 15:   # printed to k digits: equal up to the last printed digit
-            return Rule("float", 10.0 ** -k, 0.0, "statement", " ".join(m.group(0).split())[:200])
-    m = _ANY_CASE.search(question or "")
-    if m:
-        return Rule("casefold", None, None, "statement", " ".join(m.group(0).split())[:200])
+            return Rule("float", 10.0 ** -k, 0.0, "statement", phrase(m))
+    if m := _ANY_CASE.search(question or ""):
+        return Rule("casefold", None, None, "statement", phrase(m))
     outs = [o for o in expected_outputs if o is not None]
     if outs and all(o.split() and {t.casefold() for t in o.split()} <= _YES_NO for o in outs):
         return Rule("casefold", None, None, "answers", "every expected output is YES/NO tokens")

@@ -97,14 +97,11 @@ def aliases(question: str | None) -> dict[str, str]:
 def _subject_values(term: str, env: dict, kinds: dict) -> list | None:
     """All values a subject term denotes (``nums[i]`` -> every element), or None when it is not a subject."""
     term = term.strip().strip("`'\"")
-    alias = env.get("__aliases__", {}).get(term) if term not in env else None
-    if alias is not None:
-        term = alias
+    term = term if term in env else env.get("__aliases__", {}).get(term, term)
     if _NODE_VAL.match(term):
         vals = [x for name, k in kinds.items() if k in ("tree", "list") and name in env for x in _nodes(env[name])]
         return vals if any(k in ("tree", "list") for k in kinds.values()) else None
-    m = _LEN_CALL.match(term) or _SUBJECT.match(term)
-    if not m:
+    if not (m := _LEN_CALL.match(term) or _SUBJECT.match(term)):
         return None
     name, path, length = m.group(1), m.group(2), m.re is _LEN_CALL or bool(m.group(3))
     if name not in env:
@@ -255,10 +252,9 @@ def _charset(line: str) -> Constraint | None:
 
 
 def _either(line: str) -> Constraint | None:
-    m = _EITHER.match(line)
-    if not m or not _SUBJECT.match(m.group(1).strip().strip("`'\"")):
+    if not (m := _EITHER.match(line)) or not _SUBJECT.match(subject := m.group(1).strip().strip("`'\"")):
         return None
-    subject, allowed = m.group(1).strip().strip("`'\""), {int(m.group(2)), int(m.group(3))}
+    allowed = {int(m.group(2)), int(m.group(3))}
 
     def holds(env, kinds):
         vals = _subject_values(subject, env, kinds)
@@ -273,9 +269,7 @@ def _unique(line: str) -> Constraint | None:
     if _NODE_UNIQUE.search(line):
         def holds_nodes(env, kinds):
             names = [n for n, k in kinds.items() if k in ("tree", "list") and n in env]
-            if not names:
-                return None
-            return all(len(set(_nodes(env[n]))) == len(_nodes(env[n])) for n in names)
+            return all(len(set(_nodes(env[n]))) == len(_nodes(env[n])) for n in names) if names else None
         return Constraint(line, holds_nodes)
     if not (m := _UNIQUE.search(line)):
         return None
@@ -289,9 +283,7 @@ def _unique(line: str) -> Constraint | None:
                 return None
         elif subject.lower() in _RECORD_NOUNS:   # "All the given positions are unique": every list of records
             records = [v for v in env.values() if isinstance(v, list) and v and all(isinstance(x, list) for x in v)]
-            if not records:
-                return None
-            return all(len({repr(x) for x in v}) == len(v) for v in records)
+            return all(len({repr(x) for x in v}) == len(v) for v in records) if records else None
         elif subject.split("[")[0] not in env:
             return None
         else:
@@ -366,9 +358,7 @@ def _member(line: str) -> Constraint | None:
         if item not in env or coll not in env:
             return None
         values = _nodes(env[coll]) if kinds.get(coll) in ("tree", "list") else env[coll]
-        if not isinstance(values, (list, tuple, str)):
-            return None
-        return env[item] in values
+        return env[item] in values if isinstance(values, (list, tuple, str)) else None
     return Constraint(line, holds)
 
 
@@ -376,19 +366,16 @@ def parse_constraints(question: str | None) -> list[Constraint]:
     """The checks the statement's Constraints section states, in its order (lines not understood: none)."""
     out = []
     for raw in section(question).split("\n"):
-        line = _bullet(raw)
-        if not line:
+        if not (line := _bullet(raw)):
             continue
         for make in (_node_count, _unique, _sorted, _either, _parity, _member, _charset):
-            c = make(line)
-            if c is not None:
+            if (c := make(line)) is not None:
                 out.append(c)
                 break
         else:
             if _CMP.search(line) and len(line) < 160:
                 for piece in re.split(r"\s*(?:,\s*and\s+|;\s*|\band\b\s+)(?=[^,]*(?:<|>|=))", line.rstrip(".")):
-                    c = _comparison(piece)
-                    if c is not None:
+                    if (c := _comparison(piece)) is not None:
                         out.append(c)
     return out
 
@@ -399,8 +386,7 @@ def definitions(question: str | None) -> list[tuple[str, str]]:
     out = []
     for raw in section(question).split("\n"):
         line = _bullet(raw).rstrip(".")
-        m = re.fullmatch(r"([A-Za-z_]\w*)\s*==?\s*(.+)", line)
-        if m and not _CMP.search(m.group(2)):
+        if (m := re.fullmatch(r"([A-Za-z_]\w*)\s*==?\s*(.+)", line)) and not _CMP.search(m.group(2)):
             out.append((m.group(1), m.group(2)))
             continue
         if m := _NODES_NAMED.search(line):
@@ -419,8 +405,7 @@ def environment(names: list[str], args: list, kinds: dict, defs: list[tuple[str,
             if len(nodes) == 1:
                 env[name] = len(_nodes(env[nodes[0]]))
             continue
-        value = _bound_value(expr, env, kinds)
-        if value is not None:
+        if (value := _bound_value(expr, env, kinds)) is not None:
             env[name] = value
     return env
 
