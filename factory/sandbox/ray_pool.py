@@ -191,8 +191,7 @@ class RaySandboxPool:
                     continue
                 yield from verdicts
                 if yield_done:
-                    for job in batch:
-                        yield JobDone(job.program_id)
+                    yield from (JobDone(job.program_id) for job in batch)
 
     def _lose(self, node_id: str) -> None:
         with self._lock:

@@ -58,19 +58,16 @@ def spawn(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, bod
     pid = os.fork()
     if pid:
         return pid
-    run_child(lambda: _child(z, role, fds, blob, memfd, body, plan, n_tests))
 
-
-def _child(z, role: str, fds: dict[int, int], blob: tuple | None, memfd: int, body, plan: dict,
-           n_tests: int) -> None:
-    """The forked child: its part of the job, its descriptors, its isolation, then ``body``."""
-    data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
-    enter_child(z.slot, fds)   # closes the job memfd, the zygote's pipes and every other descriptor
-    z.isolate.setup_program(plan, z.limits, n_tests, None, role)
-    if role == "probe":
-        os.write(3, JHDR.pack(b"I", 0, 0))
-    else:
-        body(data)
+    def child():   # its part of the job, its descriptors, its isolation, then ``body``
+        data = os.pread(memfd, blob[1], blob[0]) if blob and memfd >= 0 else b""
+        enter_child(z.slot, fds)   # closes the job memfd, the zygote's pipes and every other descriptor
+        z.isolate.setup_program(plan, z.limits, n_tests, None, role)
+        if role == "probe":
+            os.write(3, JHDR.pack(b"I", 0, 0))
+        else:
+            body(data)
+    run_child(child)
 
 
 def judge_body(start: int | None, limits: dict):
