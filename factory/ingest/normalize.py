@@ -87,19 +87,17 @@ def parse_python(src: str) -> ast.Module:
         return ast.parse(src)
 
 
-class _Source:
-    """Source segments of AST nodes in O(segment) time (ast.get_source_segment re-splits the whole text)."""
+def _segmenter(text: str):
+    """``segment(node)``: an AST node's source in O(segment) time (ast.get_source_segment re-splits ``text``)."""
+    lines = [line.encode() for line in text.splitlines(keepends=True)]
 
-    def __init__(self, text: str):
-        self.lines = [line.encode() for line in text.splitlines(keepends=True)]
-
-    def segment(self, node: ast.AST) -> str:
+    def segment(node: ast.AST) -> str:
         first, last = node.lineno - 1, node.end_lineno - 1
         if first == last:
-            return self.lines[first][node.col_offset:node.end_col_offset].decode()
-        parts = [self.lines[first][node.col_offset:]] + self.lines[first + 1:last]
-        parts.append(self.lines[last][:node.end_col_offset])
+            return lines[first][node.col_offset:node.end_col_offset].decode()
+        parts = [lines[first][node.col_offset:], *lines[first + 1:last], lines[last][:node.end_col_offset]]
         return b"".join(parts).decode()
+    return segment
 
 
 def split_check(test_src: str) -> list[str]:
@@ -121,13 +119,13 @@ def split_check(test_src: str) -> list[str]:
     if not body or not all(isinstance(n, ast.Assert) for n in body):
         return [test_src]
     arg = check.args.args[0].arg if check.args.args else "candidate"
-    source = _Source(test_src)
-    prefix = "\n".join(source.segment(n) for n in module.body if n is not check)
+    segment = _segmenter(test_src)
+    prefix = "\n".join(segment(n) for n in module.body if n is not check)
     pieces = []
     for node in body:
         if not any(isinstance(x, ast.Name) and x.id == arg for x in ast.walk(node)):
             continue
-        src = "\n    ".join(source.segment(node).splitlines())
+        src = "\n    ".join(segment(node).splitlines())
         pieces.append(f"{prefix}\n\ndef check({arg}):\n    {src}\n".lstrip("\n"))
     return pieces or [test_src]
 
@@ -141,9 +139,9 @@ def split_pytest(test_src: str) -> list[str]:
     tests = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     if len(tests) < 2:
         return [test_src]
-    source = _Source(test_src)
-    prefix = "\n\n".join(source.segment(n) for n in module.body if n not in tests)
-    return [f"{prefix}\n\n\n{source.segment(t)}\n".lstrip("\n") for t in tests]
+    segment = _segmenter(test_src)
+    prefix = "\n\n".join(segment(n) for n in module.body if n not in tests)
+    return [f"{prefix}\n\n\n{segment(t)}\n".lstrip("\n") for t in tests]
 
 
 def called_function(asserts: list[str], code: str | None) -> str | None:
