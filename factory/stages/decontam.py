@@ -194,27 +194,25 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
     of ``problems`` when ``wanted`` is None)."""
     import pyarrow as pa
 
+    from factory.dedup.lsh import _registered
     from factory.ingest.visibility import normalise
 
     # how the wanted keys end: a stdio test's keys end '=>' + its normalised output
     tails = None if wanted is None else set().union(*(info[k][4] if k in info else key_tails(k) for k in wanted))
-    con.register("_decontam_ids", pa.table({"problem_id": pa.array(list(problems), pa.string())}))
-    try:   # the narrow pass: no test text is read
-        reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN _decontam_ids "
+    # the narrow pass: no test text is read
+    with _registered(con, ids=pa.table({"problem_id": pa.array(list(problems), pa.string())})) as (ids,):
+        reader = con.execute(f"SELECT t.test_id, t.kind, t.expected FROM silver.tests t SEMI JOIN {ids} "
                              f"USING (problem_id) WHERE {NOT_PLUS}").to_arrow_reader(STREAM_ROWS * 16)
         candidates = [tid for batch in reader for tid, kind, expected in zip(*(c.to_pylist() for c in batch.columns))
                       if tails is None or kind != "stdio" or (
                           expected is not None and output_tail(normalise(expected)) in tails)]
-    finally:
-        con.unregister("_decontam_ids")
     keys: dict[str, set] = {}
     if not candidates:
         return keys
-    # the candidates' whole rows, by a semi-join (an IN list of ids measured no better: DuckDB still reads the text)
-    con.register("_decontam_ids", pa.table({"test_id": pa.array(candidates, pa.string())}))
-    try:
+    # the candidates' whole rows, by a semi-join
+    with _registered(con, ids=pa.table({"test_id": pa.array(candidates, pa.string())})) as (ids,):
         reader = con.execute("SELECT t.problem_id, t.kind, t.code, t.input, t.expected FROM silver.tests t "
-                             "SEMI JOIN _decontam_ids USING (test_id)").to_arrow_reader(STREAM_ROWS)
+                             f"SEMI JOIN {ids} USING (test_id)").to_arrow_reader(STREAM_ROWS)
         for batch in reader:
             for pid, kind, code, inp, expected in zip(*(batch.column(i).to_pylist() for i in range(5))):
                 got = test_keys(kind, code, inp, expected, info=info)
@@ -222,8 +220,6 @@ def _stream_keys(con, problems: dict, info: dict, wanted: set | None = None) -> 
                     got &= wanted
                 if got:
                     keys.setdefault(pid, set()).update(got)
-    finally:
-        con.unregister("_decontam_ids")
     return keys
 
 
@@ -254,10 +250,8 @@ def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOver
     if not (root / "lineage.csv").is_file():
         raise FactoryError(f"no decontamination audit labels at {root} (audit/decontam/build.py writes them)")
     params = params or DecontamParams()
-    labels = []
-    for name in ("lineage.csv", "text.csv", "tests.csv"):
-        if (root / name).is_file():
-            labels += read_csv(root / name, LABEL_FIELDS)
+    labels = [row for name in ("lineage.csv", "text.csv", "tests.csv") if (root / name).is_file()
+              for row in read_csv(root / name, LABEL_FIELDS)]
     planted = read_csv(root / "planted.csv", PLANTED_FIELDS) if (root / "planted.csv").is_file() else []
     used_all = [b for b in (benchmarks or DEFAULT_BENCHMARKS) if b != "humaneval"]
     with connect(lake, read_only=True) as con:

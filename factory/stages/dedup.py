@@ -35,6 +35,7 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
 
     from factory.dedup import MinHashParams, dedup, dedup_incremental
     from factory.dedup.cluster import with_source_priority
+    from factory.dedup.lsh import _registered
     from factory.ingest.normalize import stable_hash
     from factory.lake.commit import stage_run, utcnow
 
@@ -86,12 +87,10 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
         pair_rows = pa.table({"params_hash": pa.array([params_hash] * len(lo), pa.string()),
                               "problem_id_a": pa.array(lo, pa.string()), "problem_id_b": pa.array(hi, pa.string()),
                               "kind": pairs["kind"].cast(pa.string()), "jaccard": pairs["jaccard"].cast(pa.float64())})
-        name = "_new_pairs"
-        con.register(name, pair_rows)
-        fresh = con.execute(f"SELECT DISTINCT * FROM {name} n WHERE NOT EXISTS (SELECT 1 FROM silver.dedup_pairs d "
-                            "WHERE d.params_hash = n.params_hash AND d.problem_id_a = n.problem_id_a AND "
-                            "d.problem_id_b = n.problem_id_b AND d.kind = n.kind)").to_arrow_table()
-        con.unregister(name)
+        with _registered(con, new_pairs=pair_rows) as (name,):
+            fresh = con.execute(f"SELECT DISTINCT * FROM {name} n WHERE NOT EXISTS (SELECT 1 FROM silver.dedup_pairs "
+                                "d WHERE d.params_hash = n.params_hash AND d.problem_id_a = n.problem_id_a AND "
+                                "d.problem_id_b = n.problem_id_b AND d.kind = n.kind)").to_arrow_table()
         run.write("silver.dedup_pairs", fresh)
         run.delete("silver.dedup_clusters", "true")
         cl = result.clusters

@@ -135,8 +135,7 @@ def _problems(con, sources: list[str] | None, prefer: list[str], field: str) -> 
     where, args = "", []
     if sources:
         present = {r[0] for r in con.execute("SELECT DISTINCT source FROM silver.problems").fetchall()}
-        unknown = [s for s in sources if s not in present]
-        if unknown:
+        if unknown := [s for s in sources if s not in present]:
             raise FactoryError(f"no problems from source(s) {unknown} in the lake (have: {sorted(present)})")
         where = f"WHERE p.source IN ({', '.join('?' for _ in sources)})"
         args = list(sources)
@@ -155,13 +154,12 @@ def _stored_vectors(con, label: str, docs: pa.Table) -> dict[str, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    con.register("_wanted", pa.table({"text_hash": pc.unique(docs["text_hash"])}))
-    try:
+    from factory.dedup.lsh import _registered
+
+    with _registered(con, wanted=pa.table({"text_hash": pc.unique(docs["text_hash"])})) as (wanted,):
         got = con.execute("SELECT text_hash, any_value(embedding) AS embedding FROM silver.problem_embeddings "
-                          "WHERE model = ? AND text_hash IN (SELECT text_hash FROM _wanted) GROUP BY text_hash",
+                          f"WHERE model = ? AND text_hash IN (SELECT text_hash FROM {wanted}) GROUP BY text_hash",
                           [label]).to_arrow_table()
-    finally:
-        con.unregister("_wanted")
     if got.num_rows == 0:
         return {}
     flat = pc.list_flatten(got["embedding"]).to_numpy().astype(np.float32)
@@ -177,15 +175,13 @@ def _new_embedding_rows(con, label: str, docs: pa.Table, vectors: dict[str, np.n
     import numpy as np
     import pyarrow as pa
 
+    from factory.dedup.lsh import _registered
     from factory.lake.commit import utcnow
 
-    con.register("_docs", docs.select(["doc_id", "text_hash"]))
-    try:
-        todo = con.execute("SELECT doc_id, text_hash FROM _docs d WHERE NOT EXISTS (SELECT 1 FROM "
+    with _registered(con, docs=docs.select(["doc_id", "text_hash"])) as (table,):
+        todo = con.execute(f"SELECT doc_id, text_hash FROM {table} d WHERE NOT EXISTS (SELECT 1 FROM "
                            "silver.problem_embeddings e WHERE e.model = ? AND e.problem_id = d.doc_id AND "
                            "e.text_hash = d.text_hash) ORDER BY doc_id", [label]).to_arrow_table()
-    finally:
-        con.unregister("_docs")
     hashes = todo["text_hash"].to_pylist()
     dim = len(next(iter(vectors.values()))) if vectors else 0
     flat = np.concatenate([vectors[h] for h in hashes]) if hashes else np.empty(0, np.float32)
