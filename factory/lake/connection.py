@@ -254,16 +254,6 @@ def _load_file(con: duckdb.DuckDBPyConnection, path) -> None:
                 os.replace(tmp, VERIFIED_RECORD)
 
 
-def new_duckdb(extension_files=()) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB connection; when every extension file it will load was already signature-checked
-    by DuckDB in this process and is unchanged, the check is not repeated (see ``_VERIFIED``)."""
-    import duckdb
-
-    if _all_verified(list(extension_files)):
-        return duckdb.connect(config={"allow_unsigned_extensions": True})
-    return duckdb.connect()
-
-
 def load_extensions(con: duckdb.DuckDBPyConnection) -> str:
     """Load ducklake + sqlite into a connection; returns how ('packaged' or 'installed')."""
     import duckdb
@@ -324,7 +314,8 @@ def connect(lake: str | os.PathLike | None = None, *, read_only: bool = False, c
     if create and "://" not in cfg["data_path"]:
         Path(cfg["data_path"]).mkdir(parents=True, exist_ok=True)
     _warm_pandas()
-    con = new_duckdb(_extension_files(cfg))
+    # every extension file it loads already signature-checked by DuckDB and unchanged: not checked again (_VERIFIED)
+    con = duckdb.connect(config={"allow_unsigned_extensions": True} if _all_verified(_extension_files(cfg)) else {})
     memory_settings(con)
     load_extensions(con)
     if cfg["catalog"].startswith("postgres:"):

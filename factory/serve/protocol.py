@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from factory.judging.ground_truth import GroundTruth, apply_checker, cpu_limit, reward_spec, tests_of
 from factory.sandbox import Job, Limits, TestSpec, clean_text, languages, multipl_e
+from factory.sandbox.fetch import MAX_FETCH_FILES, MISSING, check_path
 from factory.sandbox.types import COMPARISONS, KINDS
 from factory.sandbox.rows import merge_verdicts, tests_reward, verdict_row
 
@@ -194,7 +195,6 @@ def parse_fetch_files(body: dict, where: str = "") -> tuple[str, ...]:
     """SandboxFusion's ``fetch_files``: paths the program's run writes, returned base64 in ``files``. Relative to
     its working directory or under /tmp or /mnt (the run's own; :func:`factory.sandbox.fetch.check_path`), at most
     256; anything else (an absolute host path, '..') is a 400 naming the entry."""
-    from factory.sandbox.fetch import MAX_FETCH_FILES, check_path
     paths = _get(body, "fetch_files", list, default=[], where=where)
     name = f"{where}fetch_files"
     if len(paths) > MAX_FETCH_FILES:
@@ -261,7 +261,6 @@ def run_code_response(ticket: Ticket, request_id: str) -> dict:
     output); SandboxError: the service failed after its own retries (the client must not score it). ``files``:
     each fetch_files path read back, base64; one that was not is absent, as in SandboxFusion (a missing file),
     and ``factory.fetch_errors`` says why (the message too, where it was refused or over the cap)."""
-    from factory.sandbox.fetch import MISSING
     out = _run_code_response(ticket, request_id)
     v = ticket.verdicts[0] if ticket.verdicts and out["status"] != "SandboxError" else None
     if v is not None and (v.files is not None or v.fetch_errors):
