@@ -117,14 +117,10 @@ _LEAD = re.compile(r"^(?:(?:write|implement|create|given) )?(?:an? )?(?:python )
                    r"(?:(?:find|return|check|count|get|calculate|compute)s? )?(?:(?:the|whether|if) )?")
 
 
-def _strip_lead(tokens: list[str]) -> list[str]:
-    """Drop the MBPP-style lead ("write a python function to find the") before comparing statements: it is the
-    template every short task shares, not its content."""
-    return _LEAD.sub("", " ".join(tokens)).split()
-
-
 def _shared_share(a: list[str], b: list[str]) -> float:
-    a, b = _strip_lead(a), _strip_lead(b)
+    """The share of the shorter statement's words in common runs of 4+ (difflib), once the MBPP-style lead ("write a
+    python function to find the": the template every short task shares, not its content) is dropped from both."""
+    a, b = (_LEAD.sub("", " ".join(t)).split() for t in (a, b))
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     if not short:
         return 0.0
