@@ -17,27 +17,25 @@ ground_truth is what `factory export` writes: {"inputs", "outputs"[, "fn_name"]}
 {"tests": [...], "entry_point", "test_preamble"} for assert/check/pytest problems, plus the release's reward spec
 ``"reward": {"kind": "binary"|"soft", "tests": "hidden"|"all"}``: ``soft`` (also without a spec) is the fraction
 of tests passed, ``binary`` 1.0 only when all pass; the caller's ``binary=True``/``False`` overrides every item's.
-Unextractable code scores 0; anything the candidate causes only lowers its own score; a sandbox infra error is
-retried once, then scores 0.0 for that item only (logged, counted in ``INFRA_ERRORS``;
-``FACTORY_REWARD_ON_INFRA_ERROR=raise`` raises instead). Thread- and fork-safe. A completion identical to one
-already judged in this process (GRPO groups repeat completions) is served from an in-process LRU of verdicts
-(``VERDICT_CACHE``, ``CACHE_STATS``; ``FACTORY_VERDICT_CACHE=0`` bypasses it). The full contract: docs/reward.md.
+Unextractable code scores 0; infra errors, threads and forks: :func:`score_completions`. A completion identical to
+one already judged in this process is served from an in-process LRU of verdicts (``VERDICT_CACHE``,
+``CACHE_STATS``; ``FACTORY_VERDICT_CACHE=0`` bypasses it). The full contract: docs/reward.md.
 
 Set ``FACTORY_VERIFIER_URL=http://host:port`` (or call :func:`use_verifier`) and every entry point sends its
 batch to a `factory serve` verifier instead of the in-process pool: same extraction, same tests, same reward;
 a verifier failure raises :class:`factory.sandbox.remote.VerifierError` instead of scoring 0.
 
 Tests judged inside the candidate's own process (``Verdict.judged_in_process``: kind ``unittest``, e.g.
-BigCodeBench, and every MultiPL-E ``harness``) can be forged by the program, so by default
-(``exclude_in_process=True``) they count neither as passed nor in the total; a completion whose tests are all of
-that kind then scores 0. Pass ``exclude_in_process=False`` to score them like any other test. A MultiPL-E ground
-truth (a MultiPL-E row: ``name``, ``language``, ``prompt``, ``tests``, ``stop_tokens``; or factory tests whose one
-test is a ``harness``, with ``language`` and optionally ``prompt`` / ``stop_tokens``) builds the candidate as
-MultiPL-E does (:func:`factory.sandbox.multipl_e.candidate`), the same way as /submit, /v1/judge and execute.
+BigCodeBench, and every MultiPL-E ``harness``) can be forged by the program: ``exclude_in_process``
+(:func:`score_completions`). A MultiPL-E ground truth (a MultiPL-E row: ``name``, ``language``, ``prompt``,
+``tests``, ``stop_tokens``; or factory tests whose one test is a ``harness``, with ``language`` and optionally
+``prompt`` / ``stop_tokens``) builds the candidate as MultiPL-E does (:func:`factory.sandbox.multipl_e.candidate`),
+the same way as /submit, /v1/judge and execute.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -93,10 +91,8 @@ def _close_streams() -> None:
     if _STREAMS_PID != os.getpid():
         return
     for stream in list(_STREAMS.values()):
-        try:
+        with contextlib.suppress(Exception):
             stream.close(wait=1.0)
-        except Exception:  # noqa: BLE001
-            pass
     _STREAMS.clear()
 
 
@@ -132,12 +128,9 @@ def _text(completion) -> str:
 
 
 def _run_with_retry(jobs: list, limits: Limits) -> list:
-    """Verdicts of ``jobs``; a job with an infra_error verdict (a worker lost mid-batch) is run once more."""
-    if not jobs:
-        return []
+    """Verdicts of ``jobs`` (never empty: run_cached); a job with an infra_error verdict is run once more."""
     verdicts = _stream(limits).run_batch(jobs)
-    bad = {v.program_id for v in verdicts if v.status == "infra_error"}
-    if not bad:
+    if not (bad := {v.program_id for v in verdicts if v.status == "infra_error"}):
         return verdicts
     again = _stream(limits).run_batch([j for j in jobs if j.program_id in bad])
     return [v for v in verdicts if v.program_id not in bad] + again
@@ -158,8 +151,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
     warm pool per limit set.
     With a verifier URL set (:func:`use_verifier`, FACTORY_VERIFIER_URL) the batch goes to `factory serve`.
     """
-    url = verifier_url()
-    if url:
+    if url := verifier_url():
         from factory.sandbox.remote import VerifierClient
 
         truths = [g.data if isinstance(g, GroundTruth) else g for g in ground_truths]
@@ -204,9 +196,7 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
         INFRA_ERRORS[0] += len(failed)
         log.warning("reward: %d of %d completions hit a sandbox infra error after a retry and score 0.0 (%s)",
                     len(failed), len(completions), why)
-        verdicts = [v for v in verdicts if v.program_id not in failed]
-        for pid in failed:
-            index.pop(pid, None)
+        index = {pid: item for pid, item in index.items() if pid not in failed}
     outcomes: dict[str, dict[str, tuple[str, bool]]] = {}   # program -> test row -> (worst case status, in process)
     for (pid, test_id), (v, in_process) in merge_verdicts(verdicts).items():
         outcomes.setdefault(pid, {})[test_id] = (v.status, in_process)
@@ -238,8 +228,7 @@ def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwa
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, *,
                         exclude_in_process: bool = True, **kwargs) -> list[float]:
     """verl batch reward manager entry (`reward_model.reward_manager=batch`): all completions in one pool run."""
-    return _with_answers(list(solution_strs), list(ground_truths),
-                         partial(score_completions, exclude_in_process=exclude_in_process))
+    return trl_reward(solution_strs, ground_truths, exclude_in_process)
 
 
 def _response(query: str, prompt: str) -> str:
