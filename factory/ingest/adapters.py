@@ -98,8 +98,7 @@ def mbpp(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
         raise input_error(ctx, "no tests", "test_list")
     return Normalized(
         source_id=str(task_id), question=require(rec, "text", ctx), entry_point=called_function(asserts, code),
-        test_format="assert", tests=tests,
-        programs=[ProgramRow(code)], split=mbpp_split(task_id),
+        test_format="assert", tests=tests, programs=[ProgramRow(code)], split=mbpp_split(task_id),
     )
 
 
@@ -153,8 +152,7 @@ def codecontests(rec: dict, ctx: Ctx, opts: dict) -> Normalized:
                           "reference_solution_python")
     return Normalized(
         source_id=task_id, question=require(rec, "description", ctx), test_format="stdio", tests=tests,
-        programs=programs,
-        difficulty_label=str(rec.get("difficulty")) if rec.get("difficulty") is not None else None,
+        programs=programs, difficulty_label=str(rec.get("difficulty")) if rec.get("difficulty") is not None else None,
         metadata={"title": rec.get("title"), "tags": rec.get("tags"), "cluster": rec.get("cluster"),
                   "reference_tests_passed": verified},
     )

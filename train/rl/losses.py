@@ -101,8 +101,7 @@ def ppo_clip_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mo
     pg1 = -advantages * ratio
     pg2 = -advantages * torch.clamp(ratio, 1 - cfg.clip_ratio_low, 1 + cfg.clip_ratio_high)
     pg, lower_frac = _dual_clip(torch.maximum(pg1, pg2), advantages, cfg, response_mask)
-    metrics = {"pg_clipfrac": masked_mean((pg2 > pg1).float(), response_mask),
-               "pg_clipfrac_lower": lower_frac}
+    metrics = {"pg_clipfrac": masked_mean((pg2 > pg1).float(), response_mask), "pg_clipfrac_lower": lower_frac}
     return _finish(pg, response_mask, loss_agg_mode, cfg, rollout_is_weights, metrics, neg_kl)
 
 

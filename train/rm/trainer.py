@@ -125,8 +125,7 @@ def train_rm(pairs_path, model="smollm2", tokenizer=None, out_dir="rm_out", epoc
              use_margin: bool = True, center_rewards_coefficient: float | None = None, max_steps: int | None = None,
              weight_decay: float = 0.0, max_grad_norm: float = 1.0, padding_side: str = "right",
              overlong: str = "drop", device: str | None = None, save: bool = True, run_id: str | None = None,
-             log_fn=None, gradient_checkpointing: bool | None = None,
-             train_top_layers: int | None = None) -> dict:
+             log_fn=None, gradient_checkpointing: bool | None = None, train_top_layers: int | None = None) -> dict:
     """Train a Bradley-Terry RM on a pairs Parquet (file or dir) and return ``dict(metrics, checkpoint, ...)``.
 
     ``model``: see :func:`factory_train.rm.model.load_reward_model` (``"smollm2"`` default, ``"tiny"``, path, or a
