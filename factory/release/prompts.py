@@ -131,10 +131,8 @@ def _check_to_asserts(code: str, entry_point: str) -> str | None:
 
 def _is_constant_assign(node: ast.stmt) -> bool:
     """Module-level `NAME = literal` (HumanEval's METADATA) that the asserts never need."""
-    if not isinstance(node, ast.Assign):
-        return False
-    try:
-        ast.literal_eval(node.value)
-    except ValueError:
-        return False
-    return True
+    if isinstance(node, ast.Assign):
+        with contextlib.suppress(ValueError):
+            ast.literal_eval(node.value)
+            return True
+    return False
