@@ -159,11 +159,9 @@ class V1Slot(Slot):
     def remove(self):
         for d in self.dirs.values():
             _forget_fds(d)
-        if self.self_inside:  # move back out before rmdir
-            for d in self.dirs.values():
+            if self.self_inside:  # move back out before rmdir
                 with contextlib.suppress(OSError):
                     _write(os.path.join(os.path.dirname(d), "cgroup.procs"), os.getpid())
-        for d in self.dirs.values():
             with contextlib.suppress(OSError):
                 os.rmdir(d)
 

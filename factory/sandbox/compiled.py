@@ -148,7 +148,6 @@ def build(z, idx: int, hdr: dict, memfd: int) -> tuple[Program | None, dict | No
                wall_factor=L.COMPILE_WALL_FACTOR, wall_min_s=10.0)
     z.isolate.program_scratch(base["tmpfs_mb"], True)
     r, w = os.pipe()
-    pid = None
     try:
         os.mkdir(L.SRC_DIR, 0o755)
         copy_to_new(os.path.join(L.SRC_DIR, spec["file"]), memfd, blob[1], blob[0])
