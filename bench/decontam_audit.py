@@ -13,20 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import ROOT, parser, table as md_table, timed, write  # noqa: I001  (first: the repository on sys.path)
+from harness import ROOT, parser, table, timed, write  # noqa: I001  (first: the repository on sys.path)
 
 ORDER = ("default", "text", "test", "lineage", "text_literal", "literal_default")
 NAMES = {"default": "default (text + test + lineage)", "text": "text (evidence rule)", "test": "test",
          "lineage": "lineage", "text_literal": "text, literal rule (any shared 9-gram)",
          "literal_default": "literal text + test + lineage"}
-
-
-def table(result: dict) -> str:
-    fmt = lambda v: None if v is None else f"{v:.3f}"
-    return md_table([{"method": NAMES[m], "flagged": r["flagged"], "precision": fmt(r["precision"]),
-                      "recall": fmt(r["recall"]), **{f"recall {k}": fmt(r["by_kind"].get(k, {}).get("rate"))
-                                                     for k in ("lineage", "planted")},
-                      "false positives": r["false_positives"]} for m in ORDER for r in [result["methods"][m]]])
 
 
 def main(argv=None) -> int:
@@ -40,13 +32,14 @@ def main(argv=None) -> int:
     result["seconds"] = round(seconds, 1)
     result["lake"] = str(args.lake)
     print(f"labels: {result['labels']}; planted copies: {result['planted']}; {result['seconds']} s")
-    print(table(result))
+    fmt = lambda v: None if v is None else f"{v:.3f}"
+    print(table([{"method": NAMES[m], "flagged": r["flagged"], "precision": fmt(r["precision"]),
+                  "recall": fmt(r["recall"]), **{f"recall {k}": fmt(r["by_kind"].get(k, {}).get("rate"))
+                                                 for k in ("lineage", "planted")},
+                  "false positives": r["false_positives"]} for m in ORDER for r in [result["methods"][m]]]))
     for m in ("default", "text", "test"):
-        ex = result["methods"][m]["false_examples"]
-        if ex:
-            print(f"{m} false positives (first {len(ex)}):")
-            for e in ex:
-                print("  " + e)
+        if ex := result["methods"][m]["false_examples"]:
+            print("\n".join([f"{m} false positives (first {len(ex)}):"] + ["  " + e for e in ex]))
     write(args.out, result)
     if args.ship:
         keep = {m: {k: r[k] for k in ("flagged", "precision", "recall", "false_positives")}
