@@ -27,9 +27,8 @@ def _jac(x: list[str], y: list[str], n: int) -> float:
 
 
 class _EditedJaccard:
-    """Exact shingle Jaccard of an edited copy against the original, kept up to date one word edit at a time: an
-    edit at position i changes only the shingles that start in [i - n + 1, i], so each step costs O(n) instead of
-    re-shingling both texts (equal to :func:`_jac` at every step, for copies of at least n tokens)."""
+    """Exact shingle Jaccard of an edited copy against the original, updated per word edit in O(n) (an edit at i changes
+    only the shingles starting in [i - n + 1, i]); equal to :func:`_jac` at every step for copies of >= n tokens."""
 
     def __init__(self, tokens: list[str], n: int):
         self.n = n

@@ -126,10 +126,9 @@ class WordHasher:
             return self._table
 
 
-# Vectorised ``tokenize``: ``re.findall(r"\w+", s)`` is the maximal runs of characters that each match ``\w``,
-# so after NFKC + casefold (per text, C calls) the runs are found on the code points with NumPy. On ASCII text
-# NFKC is the identity and ``casefold`` is ``lower``; ``\w`` there is ``[0-9A-Za-z_]``. A non-ASCII code point
-# is classified once by Python's own ``\w`` (cached), so the tokens are exactly those of :func:`tokenize`.
+# Vectorised ``tokenize``: the ``\w+`` runs are found with NumPy on the code points after NFKC + casefold (per text; on
+# ASCII text the identity and ``lower``, and ``\w`` is ``[0-9A-Za-z_]``); a non-ASCII code point is classified once by
+# Python's own ``\w`` (cached), so the tokens are exactly those of :func:`tokenize`.
 _ASCII_WORD = np.zeros(128, dtype=np.int8)
 _ASCII_WORD[np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_", np.uint8)] = 1
 _CHUNK_TEXTS = 16384
