@@ -38,14 +38,12 @@ import pyarrow as pa
 from .lsh import _arrow, _conn, _registered
 from .shingle import RECIPE, WordHasher, shingle_hashes, tokenize
 
-OUTPUT_COLUMNS = ("problem_id", "benchmark", "benchmark_id", "matched_ngrams", "benchmark_ngrams",
-                  "example_span", "informative_ngrams", "benchmark_informative", "coverage", "phrases",
-                  "literal", "evidence", "contaminated", "reason")
 RULES = ("evidence", "literal")
 _ROW_TYPES = {"matched_ngrams": pa.int64(), "benchmark_ngrams": pa.int64(), "example_span": pa.string(),
               "informative_ngrams": pa.int64(), "benchmark_informative": pa.int64(), "coverage": pa.float64(),
               "phrases": pa.int64(), "literal": pa.bool_(), "evidence": pa.bool_(), "contaminated": pa.bool_(),
               "reason": pa.string()}
+OUTPUT_COLUMNS = ("problem_id", "benchmark", "benchmark_id", *_ROW_TYPES)
 
 
 @dataclass(frozen=True)
