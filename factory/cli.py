@@ -6,9 +6,10 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 
-from factory.errors import FactoryError, Interrupted, interrupt_in, note_interrupt
+from factory.errors import FactoryError, Interrupted, did_you_mean, interrupt_in, note_interrupt
 
 
 def _add_lake(p: argparse.ArgumentParser) -> None:
@@ -40,12 +41,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, plus the closest valid name on an invalid choice (a mistyped command or option value)."""
 
     def error(self, message):
-        import re
-
-        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        if m:
-            from factory.errors import did_you_mean
-
+        if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
             choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
             message += did_you_mean(m.group(1), choices)
         super().error(message)

@@ -34,10 +34,9 @@ def interrupt_in(exc: BaseException | None) -> KeyboardInterrupt | None:
     return None
 
 
-# The CLI's first SIGINT / SIGTERM raises KeyboardInterrupt where the main thread happens to be; a library that
-# catches broadly there (DuckDB turns it into "Query interrupted", which an ``except duckdb.Error`` fallback may
-# take for an ordinary failure) would swallow it and the run would go on to the end. The signal is also noted
-# here, and the one commit path (factory.lake.commit.stage_run) raises it again before it begins or commits.
+# The CLI's first SIGINT / SIGTERM, noted here: a library may swallow its KeyboardInterrupt (DuckDB's "Query
+# interrupted" taken for an ordinary failure), so the one commit path (factory.lake.commit.stage_run) raises it
+# again before it begins or commits.
 _pending_interrupt: str | None = None
 
 
@@ -58,16 +57,14 @@ def raise_pending_interrupt() -> None:
 def reraise_if_interrupt(exc: BaseException) -> None:
     """In a broad ``except`` that falls back: a Ctrl-C / SIGTERM that DuckDB wrapped is not a failure to fall back
     from, it is re-raised."""
-    interrupt = interrupt_in(exc)
-    if interrupt is not None:
+    if (interrupt := interrupt_in(exc)) is not None:
         raise interrupt
 
 
 def reraise_as_interrupted(exc: BaseException, describe) -> None:
     """In a stage's ``except BaseException`` block: when exc comes from Ctrl-C / SIGTERM, raise Interrupted with
     ``describe(signal name)`` (what was committed, how to resume); otherwise return so the caller re-raises."""
-    interrupt = interrupt_in(exc)
-    if interrupt is not None:
+    if (interrupt := interrupt_in(exc)) is not None:
         raise Interrupted(describe(str(interrupt) or "SIGINT")) from None
 
 
@@ -85,8 +82,7 @@ def closest(name: str, known, n: int = 1) -> list[str]:
 
 def did_you_mean(name: str, known) -> str:
     """'; did you mean 'x'?' for the closest known name, or '' when none is close."""
-    match = closest(name, known)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    return f"; did you mean {match[0]!r}?" if (match := closest(name, known)) else ""
 
 
 def unknown(kind: str, name: str, known, *, none_hint: str = "") -> str:
