@@ -18,11 +18,6 @@ from factory.generation import ChatRequest, SamplingParams, make_backend  # noqa
 from factory.generation.replicas import ReplicaPool  # noqa: E402
 
 
-def requests(k: int, max_tokens: int) -> list[ChatRequest]:
-    return [ChatRequest([{"role": "user", "content": f"Write a Python function that returns {i} squared."}],
-                        SamplingParams(n=4, temperature=0.8, max_tokens=max_tokens, seed=i)) for i in range(k)]
-
-
 def model_path(name: str, tmp: Path) -> str | None:
     if name == "tiny":
         from factory.generation.tiny import build_tiny_model
@@ -38,7 +33,9 @@ def main() -> None:
     ap.add_argument("--model", default="tiny", help="a model directory, 'tiny' (random init) or 'smollm2' (GGUF)")
     ap.add_argument("--backend", default="transformers", choices=("transformers", "vllm"))
     args = ap.parse_args()
-    reqs = requests(args.requests, args.max_tokens)
+    reqs = [ChatRequest([{"role": "user", "content": f"Write a Python function that returns {i} squared."}],
+                        SamplingParams(n=4, temperature=0.8, max_tokens=args.max_tokens, seed=i))
+            for i in range(args.requests)]
     rows, answers = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         model = model_path(args.model, Path(tmp))
