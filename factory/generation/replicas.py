@@ -33,8 +33,7 @@ LOCAL_ENGINES = ("vllm", "transformers")
 
 def visible_gpus() -> list[str]:
     """GPU ids this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else every GPU torch can see."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
+    if (env := os.environ.get("CUDA_VISIBLE_DEVICES")) is not None:
         return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
     try:
         import torch
@@ -68,8 +67,7 @@ def plan_replicas(engine: str, replicas: int, devices_per_replica: int = 1,
         return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": str(threads), "FACTORY_REPLICA_THREADS": str(threads),
                  "VLLM_CPU_OMP_THREADS_BIND": _core_list(cores[r * threads:(r + 1) * threads])}
                 for r in range(replicas)]
-    need = replicas * devices_per_replica
-    if need > len(gpus):
+    if (need := replicas * devices_per_replica) > len(gpus):
         raise FactoryError(f"--replicas {replicas} x --devices-per-replica {devices_per_replica} needs {need} "
                            f"GPUs; {len(gpus)} visible ({','.join(gpus)})")
     return [{"CUDA_VISIBLE_DEVICES": ",".join(gpus[r * devices_per_replica:(r + 1) * devices_per_replica])}

@@ -20,8 +20,7 @@ def build_sample_messages(question: str, starter_code: str | None = None, tests:
     and the first ``n_example_tests`` tests; optional starter code; optional assistant prefix that opens a
     python fence for the model to continue (use ``continue_final_message`` on vLLM / the HF backend)."""
     body = question.strip()
-    shown = [t.strip() for t in (tests or [])[:n_example_tests]]
-    if shown:
+    if shown := [t.strip() for t in (tests or [])[:n_example_tests]]:
         body += "\n" + "\n".join(shown)
     user = f'{SAMPLE_INSTRUCTION}\n```\n"""\n{body}\n"""\n```'
     if starter_code and starter_code.strip():
@@ -66,8 +65,7 @@ def _largest_parseable(text: str) -> str | None:
     best = None
     for s in starts[:50]:
         for e in range(len(lines), s, -1):
-            chunk = "\n".join(lines[s:e])
-            if _parses(chunk):
+            if _parses(chunk := "\n".join(lines[s:e])):
                 if best is None or len(chunk) > len(best):
                     best = chunk
                 break

@@ -169,8 +169,7 @@ def split_asserts(code: str) -> tuple[list[str], bool]:
     out, cur, cut = [], None, False
     for line in code.splitlines():
         s = line.strip()
-        m = _ASSERT_LINE.match(s)
-        if m:
+        if m := _ASSERT_LINE.match(s):
             if cur is not None:
                 out.append(cur)
             cur = _trim_assert(m.group(1))
@@ -239,8 +238,7 @@ def _extract(text: str):
         rest = text[th.end():]
         code = "\n".join(b for _, b in _FENCE.findall(rest)) or rest
         yield "sections", text[qh.end():th.start()], *split_asserts(code)
-    fences = _FENCE.findall(text)
-    if fences:
+    if fences := _FENCE.findall(text):
         found = [split_asserts(block) for _, block in fences]
         tests, cut = [t for ts, _ in found for t in ts], any(c for _, c in found)
         prose = _FENCE.sub("\n", text)

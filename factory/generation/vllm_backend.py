@@ -50,8 +50,7 @@ class VLLMBackend(Backend):
             return
         engine = getattr(llm, "llm_engine", None)
         for owner in (llm, engine, getattr(engine, "engine_core", None)):
-            stop = getattr(owner, "shutdown", None)
-            if callable(stop):
+            if callable(stop := getattr(owner, "shutdown", None)):
                 with contextlib.suppress(Exception):
                     stop()
                 break
