@@ -173,8 +173,7 @@ def main() -> None:
             rec["permuted"] = ("ok" if status[(f"perm|{s['test_id']}", s["test_id"])] == "pass"
                                and status.get((f"wrong|{s['test_id']}", s["test_id"])) == "fail" else "bad")
         rec["null"] = s["kind"] == "call" and deserialize_value(s["expected"]) is None
-        flag = rec["second"] == "disagrees" or rec.get("permuted") == "bad" or rec["null"]
-        rec["flagged"] = flag
+        rec["flagged"] = flag = rec["second"] == "disagrees" or rec.get("permuted") == "bad" or rec["null"]
         label = labels.get(s["test_id"])
         rec["label"] = label["label"] if label else ("wrong?" if flag else "unreviewed")
         is_wrong = (label["label"] == "wrong") if label else flag
