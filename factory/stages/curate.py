@@ -19,18 +19,15 @@ class CurateResult(dict):
     not_executed: list[dict]   # sources with references never executed: their train problems stay out, unvalidated
 
 
-NOT_EXECUTED_SQL = """
-    SELECT pb.source, count(*) AS references_total,
-           count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM silver.executions e
-                                             WHERE e.program_id = p.program_id)) AS never_executed
-    FROM silver.programs p JOIN silver.problems pb USING (problem_id)
-    WHERE p.origin = 'reference' GROUP BY pb.source HAVING never_executed > 0 ORDER BY pb.source"""
-
-
 def not_executed(con) -> list[dict]:
     """Sources whose reference programs were never executed (`factory execute` not run on them yet)."""
-    cols = ("source", "references", "never_executed")
-    return [dict(zip(cols, r)) for r in con.execute(NOT_EXECUTED_SQL).fetchall()]
+    return con.execute("""
+        SELECT pb.source, count(*) AS "references",
+               count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM silver.executions e
+                                                 WHERE e.program_id = p.program_id)) AS never_executed
+        FROM silver.programs p JOIN silver.problems pb USING (problem_id)
+        WHERE p.origin = 'reference' GROUP BY pb.source HAVING never_executed > 0 ORDER BY pb.source
+        """).to_arrow_table().to_pylist()
 
 
 def warn_not_executed(rows: list[dict]) -> None:
@@ -67,23 +64,6 @@ def rl_partitions(con) -> int:
     return max(1, -(-int(size) * TEXT_PER_FILE_BYTE // PARTITION_BYTES))
 
 
-def _enclosing(text: str, at: int, step: int) -> int:
-    """Index of the bracket that encloses position ``at`` of ``text``: the unmatched '(' before it (step -1; -1 when
-    none) or the unmatched ')' after it (step +1; len(text) when none)."""
-    opening, closing = ("(", ")") if step > 0 else (")", "(")
-    depth, k = 0, at
-    while True:
-        k += step
-        if k < 0 or k >= len(text):
-            return k
-        if text[k] == opening:
-            depth += 1
-        elif text[k] == closing:
-            if depth == 0:
-                return k
-            depth -= 1
-
-
 def _split_rl_sql(body: str, where: str) -> tuple[str, str]:
     """sql/gold/rl_problems.sql -> (the per-test query: one row per usable test with its JSON, marked by
     PARTITION_MARK; the whole query with that subquery's ``test_json`` replaced by NULL, so no test text is read)."""
@@ -93,8 +73,15 @@ def _split_rl_sql(body: str, where: str) -> tuple[str, str]:
     # comments out (string literals kept), so that parentheses in them do not count
     text = re.sub(r"('(?:[^']|'')*')|--[^\n]*", lambda m: m.group(1) or "",
                   body.replace(PARTITION_MARK, f"WHERE {token} --"))
-    at = text.index(token)
-    i, j = _enclosing(text, at, -1), _enclosing(text, at, +1)   # the '(' and ')' of the subquery holding the mark
+    at, opened, i, j = text.index(token), [], -1, len(text)   # i, j: the '(' and ')' of the subquery holding the mark
+    for k, ch in enumerate(text):
+        if k == at:
+            i = opened[-1] if opened else -1
+        if ch == "(":
+            opened.append(k)
+        elif ch == ")" and opened and opened.pop() == i:
+            j = k
+            break
     if i <= 0 or j >= len(text):
         raise FactoryError(f"{where}: the partition mark is not inside a parenthesised subquery")
     per_test = text[i + 1:j].replace(f"WHERE {token}", "WHERE true")
@@ -189,7 +176,7 @@ def _pack(pa, pc, table):
     return out
 
 
-def materialize_rl_problems(run, params: dict, written: list | None = None) -> None:
+def materialize_rl_problems(run, params: dict, written: list) -> None:
     """gold.rl_problems on a lake with large tests: the same rows as sql/gold/rl_problems.sql in one statement,
     built with one scan of the tests and memory bounded by the tests of the problems in flight.
 
@@ -208,7 +195,6 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
 
     spec = run.catalog[RL_PROBLEMS]
     con = run.con
-    written = written if written is not None else []
     con.execute((PROJECT_ROOT / "sql" / "macros.sql").read_text())
     body = render_sql(spec.sql_text(), transform_params(params, run_id=run.run_id), spec.sql).strip().rstrip(";")
     per_test, narrow = _split_rl_sql(body, spec.sql)
@@ -288,16 +274,6 @@ def materialize_rl_problems(run, params: dict, written: list | None = None) -> N
     describe(con, [spec])
 
 
-def resolve_auto(con, overrides: dict) -> dict:
-    """difficulty_model='auto' picks the model with the most sampled programs (else 'mutant')."""
-    params = {**DEFAULTS, **overrides}
-    if params["difficulty_model"] == "auto":
-        row = con.execute("SELECT model FROM silver.programs WHERE origin = 'sample' AND model IS NOT NULL "
-                          "GROUP BY model ORDER BY count(*) DESC, model LIMIT 1").fetchone()
-        params["difficulty_model"] = row[0] if row else "mutant"
-    return params
-
-
 def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = False) -> CurateResult:
     """Re-materialize every curate-produced table/view; returns row counts (also stored in ops.runs) with the
     curation funnel (what each rule removed, per source) and the sources whose references fail here.
@@ -311,7 +287,11 @@ def curate(lake=None, overrides: dict | None = None, allow_unhealthy: bool = Fal
         check = require_healthy(run.con, allow_unhealthy)
         if check is not None and not check["healthy"]:
             run.config["allow_unhealthy"] = check["run_id"]
-        params = resolve_auto(run.con, overrides)
+        params = {**DEFAULTS, **overrides}
+        if params["difficulty_model"] == "auto":   # the model with the most sampled programs (else 'mutant')
+            row = run.con.execute("SELECT model FROM silver.programs WHERE origin = 'sample' AND model IS NOT NULL "
+                                  "GROUP BY model ORDER BY count(*) DESC, model LIMIT 1").fetchone()
+            params["difficulty_model"] = row[0] if row else "mutant"
         run.config["params"] = params
         names = [s.name for s in run.catalog.transforms() if s.producer == "curate" or s.producer == "transform"]
         for path in written:   # files of an attempt that did not commit (run_stage retries a conflict)
