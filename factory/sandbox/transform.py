@@ -6,8 +6,7 @@ replaced by ``__sbx_expect__(k, <computed side>)``: the child only reports the s
 value; the literal never enters the sandbox, and the parent compares (see :mod:`.compare`).
 
 The rewrite splices source text at the asserts' positions (statements only are walked, expressions
-never), so its cost is one ``ast.parse`` plus the literals; results are cached per test source, since
-RL runs the same tests against many sampled programs.
+never); results are cached per test source.
 """
 from __future__ import annotations
 

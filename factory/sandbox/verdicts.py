@@ -43,11 +43,9 @@ class SubJob:
         """(header, body) for the zygote.  The body holds separate blobs: the candidate's (the program only),
         the judge's (tests, entry point, preamble) and each stdin; the header holds offsets, no text."""
         job, stdio = self.job, self.mode == "stdio"
-        program = (job.preamble + "\n" if job.preamble else "") + job.code
-        source = job.code
-        harness = [t for t in self.specs if t.kind == "harness"]
-        if harness:   # MultiPL-E / HumanEval-X: the test harness is compiled and run with the program
-            program, source = program + "\n" + harness[0].code, source + "\n" + harness[0].code
+        # MultiPL-E / HumanEval-X: the test harness (a job's only test) is compiled and run with the program
+        source = job.code + "".join("\n" + t.code for t in self.specs if t.kind == "harness")
+        program = (job.preamble + "\n" if job.preamble else "") + source
         lang = languages.normalize(job.language)
         python = lang == languages.PYTHON
         # another language: the source itself (compiled in the sandbox), no Python preamble
