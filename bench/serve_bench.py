@@ -75,13 +75,6 @@ def load_programs(lake: Path) -> list[dict]:
     return rows
 
 
-def pick_rollouts(programs: list[dict], n: int, seed: int = 0) -> list[dict]:
-    rng = random.Random(seed)
-    pool = sorted(programs, key=lambda r: r["program_id"])
-    rng.shuffle(pool)
-    return [pool[i % len(pool)] for i in range(n)]
-
-
 def item(r: dict) -> dict:
     out = {"id": r["program_id"], "code": r["code"],
            "ground_truth": {"tests": r["tests"], "entry_point": r["entry_point"], "test_preamble": r["test_preamble"]}}
@@ -259,6 +252,8 @@ def main() -> None:
     if not a.lake:
         build_lake(lake, a.time_limits)
     programs = load_programs(lake)
+    pool = sorted(programs, key=lambda r: r["program_id"])   # rollouts: the programs in one seeded order, cycled
+    random.Random(0).shuffle(pool)
     offline_mix = dict(Counter(min((s for s in p["offline"].values() if s != "pass"), default="pass")
                                for p in programs))
     out = {"lake_seconds": round(time.time() - t0, 1), "programs": len(programs), "offline_mix": offline_mix,
@@ -273,7 +268,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     try:
         for n in a.rollouts:
-            rollouts = pick_rollouts(programs, n)
+            rollouts = [pool[i % len(pool)] for i in range(n)]
             base = None
             if not a.no_offline:
                 base = run_offline(rollouts, a.workers)
