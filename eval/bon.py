@@ -46,10 +46,9 @@ def bon_at_k(scores: Sequence[float], passed: Sequence[float], k: int, ties: str
 
 def _row(sample) -> tuple:
     if isinstance(sample, dict):
-        return (sample["problem_id"], sample.get("sample_idx"), sample.get("score"), sample["passed"],
-                bool(sample.get("is_greedy", False)))
-    pid, idx, score, passed, *rest = sample
-    return pid, idx, score, passed, bool(rest[0]) if rest else False
+        return sample["problem_id"], sample.get("score"), sample["passed"], bool(sample.get("is_greedy", False))
+    pid, _, score, passed, *rest = sample
+    return pid, score, passed, bool(rest[0]) if rest else False
 
 
 def bon_table(samples: Iterable, ks: Sequence[int] | None = None, ties: str = "average") -> list[dict]:
@@ -63,7 +62,7 @@ def bon_table(samples: Iterable, ks: Sequence[int] | None = None, ties: str = "a
     pool: dict = defaultdict(list)
     greedy: dict = {}
     for sample in samples:
-        pid, _, score, passed, is_greedy = _row(sample)
+        pid, score, passed, is_greedy = _row(sample)
         if is_greedy:
             greedy[pid] = float(bool(passed))
         else:
