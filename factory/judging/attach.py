@@ -97,8 +97,7 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
         unusable = 0
         for problem_id, source_id, question, test_format, outputs, dataset_checker in problems:
             key = source_id.replace("/", "__")   # its checker file's stem
-            path = files.get(key)
-            if path is not None:
+            if (path := files.get(key)) is not None:
                 code = read_checker_file(path)
                 matched_keys.add(key)
                 found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
@@ -113,10 +112,8 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
                     continue
                 found[problem_id] = _row(problem_id, Rule("program", None, None, DATASET_ORIGIN,
                                                           "the dataset's checker (metadata generated_checker)"), code)
-            elif detect and test_format == "stdio":
-                rule = detect_rule(question, outputs or [])
-                if rule is not None:
-                    found[problem_id] = _row(problem_id, rule, None)
+            elif detect and test_format == "stdio" and (rule := detect_rule(question, outputs or [])) is not None:
+                found[problem_id] = _row(problem_id, rule, None)
         unknown = sorted(set(files) - matched_keys)
         if unknown and not unmatched_ok:   # the shipped folder covers a whole dataset: a slice matches part of it
             raise InputError(f"{len(unknown)} checker file(s) name no selected problem, e.g. {unknown[0]}.py "

@@ -1,8 +1,6 @@
 """Verdict cache: an identical (program text, test suite, limits, judging rule, judge version) is run once.
 
-RL groups (n samples of one prompt at temperature > 0) and repeated recipes resample the same programs; their
-verdicts are a pure function of what the sandbox is given, so the second run is a lookup. The key is content
-hashes of every part a verdict depends on, never a program id:
+The key is content hashes of every part a verdict depends on (what the sandbox is given), never a program id:
 
 * ``program_sha``: the program's text, entry point, preamble and whether it stops at its first timeout;
 * ``suite_sha``: every test field as the sandbox sees it, in order (id, kind, code, input, expected, comparison,
@@ -128,8 +126,7 @@ class MemoryCache:
         out = {}
         with self._lock:
             for k in keys:
-                entry = self._data.get(k.key)
-                if entry is not None and entry[0] == k.parts():
+                if (entry := self._data.get(k.key)) is not None and entry[0] == k.parts():
                     self._data.move_to_end(k.key)
                     out[k.key] = entry[1]
         return out

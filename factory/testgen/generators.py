@@ -184,15 +184,13 @@ def generated_input(kind: str, actual: str | None, max_chars: int) -> tuple[str 
     if '"$o"' in text:
         return None, "opaque_value"
     value = deserialize_value(text)
+    if not isinstance(value, str if kind == "stdio" else (list, tuple)):
+        return None, f"wrong_type:{type(value).__name__}"
     if kind == "stdio":
-        if not isinstance(value, str):
-            return None, f"wrong_type:{type(value).__name__}"
         if not value.strip():
             return None, "empty"
         out = value if value.endswith("\n") else value + "\n"
     else:
-        if not isinstance(value, (list, tuple)):
-            return None, f"wrong_type:{type(value).__name__}"
         out = serialize_value(list(value))
     return (None, "too_long") if len(out) > max_chars else (out, "ok")
 
