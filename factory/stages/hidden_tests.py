@@ -1,29 +1,29 @@
 """`factory hidden-tests`: hidden tests for problems whose every test is visible in the prompt.
 
-A reward is a signal only where the policy cannot read it off the prompt: LeetCodeDataset's tests are the
-statement's own examples, so those problems have no hidden test and leave the RL views. This stage gives them
-hidden tests the way EvalPlus grows a suite, with the reference as the oracle:
+A reward is a signal only where the policy cannot read it off the prompt: LeetCodeDataset's tests are the statement's
+own examples, so those problems have no hidden test and leave the RL views. This stage gives them hidden tests the way
+EvalPlus grows a suite, with the reference as the oracle:
 
-1. seeds: the problem's own call arguments - ``call`` tests, or a ``check(candidate)`` whose asserts all call
-   the candidate with literal arguments (LeetCode's ``candidate(nums = [2,7,11,15], target = 9)``, put in the
-   order of the reference's parameters);
-2. per round, type-aware mutations of the seeds (:func:`factory.testgen.input_mutation.generate_inputs`), kept only where
-   they satisfy the contract the examples show (:func:`factory.testgen.input_mutation.inferred_contract`: same arity, and each
-   fact every example argument has - non-negative, non-empty, sorted, distinct, lowercase, rectangular... -
-   the candidate has too), so inputs stay inside the statement's likely constraints;
-3. the reference runs on each candidate input in the sandbox; inputs on which it errors, times out or returns a
-   value that is not plain data are dropped; its value is the expected output;
+1. seeds: the problem's own call arguments - ``call`` tests, or a ``check(candidate)`` whose asserts all call the
+   candidate with literal arguments (LeetCode's ``candidate(nums = [2,7,11,15], target = 9)``, put in the order of the
+   reference's parameters);
+2. per round, type-aware mutations of the seeds (:func:`factory.testgen.input_mutation.generate_inputs`), kept only
+   where they satisfy the contract the examples show (:func:`factory.testgen.input_mutation.inferred_contract`: same
+   arity, and each fact every example argument has - non-negative, non-empty, sorted, distinct, lowercase,
+   rectangular... - the candidate has too), so inputs stay inside the statement's likely constraints;
+3. the reference runs on each candidate input in the sandbox; inputs on which it errors, times out or returns a value
+   that is not plain data are dropped; its value is the expected output;
 4. cross-check: the reference runs again against that expected value and must pass (a nondeterministic or
-   state-dependent reference gives no test), and the test must be ``hidden`` by the same visibility rule as
-   ingest (its input and output do not appear in the statement);
-5. up to ``--per-problem`` tests are kept per problem, in generation order, as ``call`` tests (origin =
-   'augment', subset = 'hidden'), with the reference's verdicts on them, in one transaction. A problem that
-   already has generated hidden tests is left as it is (a re-run is a no-op).
+   state-dependent reference gives no test), and the test must be ``hidden`` by the same visibility rule as ingest (its
+   input and output do not appear in the statement);
+5. up to ``--per-problem`` tests are kept per problem, in generation order, as ``call`` tests (origin = 'augment',
+   subset = 'hidden'), with the reference's verdicts on them, in one transaction. A problem that already has generated
+   hidden tests is left as it is (a re-run is a no-op).
 
-Seeds come only from the dataset's tests and a fixed seed, so a re-run generates the same inputs and adds
-nothing twice. The new tests are validated like any test (the reference passed them), so they reach the
-train split; the problem's public tests stay public (a format/sanity reward, SFT). Only training-side problems
-are touched: a benchmark source or a test-split file keeps the tests it was published with.
+Seeds come only from the dataset's tests and a fixed seed, so a re-run generates the same inputs and adds nothing twice.
+The new tests are validated like any test (the reference passed them), so they reach the train split; the problem's
+public tests stay public (a format/sanity reward, SFT). Only training-side problems are touched: a benchmark source or a
+test-split file keeps the tests it was published with.
 """
 from __future__ import annotations
 
@@ -198,20 +198,18 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
         if not t.seeds:
             no_seed += 1
             continue
-        several = several_answers_phrase(t.question)
-        t.any_order = any_order_phrase(t.question)
-        t.unique = unique_answer_phrase(t.question)
-        if several is not None:
+        if several_answers_phrase(t.question) is not None:
             skipped["several_answers"] += 1   # no comparison with one expected value can judge them
             continue
         if t.answers and t.out_kind == "value" and all(a is None for _, a in t.answers):
             skipped["returns_nothing"] += 1   # in-place problems: a return value of None tests nothing
             continue
         t.examples_none = any(a is None for _, a in t.answers)
+        t.any_order = any_order_phrase(t.question)
+        t.unique = unique_answer_phrase(t.question)
         t.max_chars = min(max(200, 4 * max(len(serialize_value(s)) for s in t.seeds)), 20000)
         t.contract = inferred_contract(t.seeds)   # only the examples' seeds define it, not generated inputs
-        kind_of = dict(zip(t.names or [], t.kinds))
-        t.constraints = Checker(t.question, t.names, kind_of).fit(t.seeds)
+        t.constraints = Checker(t.question, t.names, dict(zip(t.names or [], t.kinds))).fit(t.seeds)
         t.answer_bound = answer_bound(t.question)
         t.bst = [i for i, k in enumerate(t.kinds) if k == "tree"] \
             if "binary search tree" in (t.question or "").lower() else []
@@ -436,10 +434,9 @@ def _existing_judging(con, ids: list[str]) -> dict:
     from factory.lake.query import table_exists
     out = {}
     if table_exists(con, "silver.checkers"):
-        for pid, policy, atol, rtol, code, chash in con.execute(
-                "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers "
-                "WHERE list_contains(?, problem_id)", [ids]).fetchall():
-            out[pid] = ProblemJudging(policy, atol, rtol, code, chash)
+        out = {r[0]: ProblemJudging(*r[1:]) for r in con.execute(
+            "SELECT problem_id, policy, atol, rtol, code, checker_hash FROM silver.checkers "
+            "WHERE list_contains(?, problem_id)", [ids]).fetchall()}
     if table_exists(con, "silver.time_limits"):
         for pid, cpu_s in con.execute("SELECT problem_id, cpu_s FROM silver.time_limits WHERE cpu_s IS NOT NULL "
                                       "AND list_contains(?, problem_id)", [ids]).fetchall():

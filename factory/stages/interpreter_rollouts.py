@@ -354,9 +354,7 @@ def run_step(lake=None, action: str = "sample", **params) -> dict:
     if action == "curriculum":
         if not _count(lake, f"SELECT count(*) FROM {ROLLOUTS} WHERE model = ?", [params.get("model", "smollm2")]):
             return {"status": "idle", "summary": "no rollouts of the policy yet"}
-        res = build_curriculum(lake, **params)
-        res.pop("potential", None)
-        return res
+        return {k: v for k, v in build_curriculum(lake, **params).items() if k != "potential"}
     if action == "release":
         if not _count(lake, f"SELECT count(*) FROM {TASKS} WHERE recipe = ?", [params.get("recipe", "r1-code-interpreter")]):
             return {"status": "idle", "summary": "no curriculum rows yet"}
