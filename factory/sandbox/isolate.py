@@ -83,20 +83,11 @@ def prctl(option: int, arg: int) -> None:
         raise _err(f"prctl {option}")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
-
-
 def drop_capabilities() -> None:
-    """Clear effective/permitted/inheritable capability sets (capset, version 3)."""
-    hdr = _CapHeader(0x20080522, 0)
-    data = (_CapData * 2)()
-    if _libc.capset(ctypes.byref(hdr), data) != 0:
+    """Clear effective/permitted/inheritable capability sets (capset, version 3): a header {u32 version, int pid 0
+    (this thread)} and two data structs {u32 effective, permitted, inheritable}, all zero."""
+    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    if _libc.capset(hdr, (ctypes.c_uint32 * 6)()) != 0:
         raise _err("capset")
 
 
