@@ -1,21 +1,20 @@
-"""Suite adequacy stages: `factory augment` (tests that kill surviving mutants) and `factory suite-reduce`
-(greedy set-cover suites with the same kill set, and the top-k that kill most) -> gold.reduced_suites.
+"""Suite adequacy stages: `factory augment` (tests that kill surviving mutants) and `factory suite-reduce` (greedy
+set-cover suites with the same kill set, and the top-k that kill most) -> gold.reduced_suites.
 
-`factory augment` works on problems with ``call`` tests (HumanEval+, MBPP+, LeetCode: input = JSON list of
-arguments) or ``stdio`` tests (CodeContests: shape-preserving stdin mutation under the seeds' inferred contract,
-:mod:`factory.testgen.stdio_mutation`; problems whose statement accepts several answers are skipped) and
-mutants that survive every valid test (oracle: the reference programs, as curation's default).
-Per round it mutates known inputs (EvalPlus-style, :mod:`factory.testgen.input_mutation`), runs the reference on them in the
-sandbox for the expected value (inputs on which the reference errors, times out or returns an unserializable
-value are discarded), runs the reference again and the surviving mutants against that expected value, and
-keeps - in generation order - an input only when it kills a mutant no kept input kills yet. It stops when
-every survivor is killed, the budget (augment tests per problem, earlier runs included) is spent, or after
-the last round. Kept inputs are re-run on the reference and every mutant of the problem under ``limits``; a
-test the reference fails there or that then kills nothing is dropped. What is kept lands in one transaction:
-silver.tests (origin = subset = 'augment', test_id hashed as ingest does) and those verdicts in
-silver.executions (same limits hash as `factory execute` with the same limits). Other programs (samples) get
-verdicts on the new tests from the next `factory execute`. Candidates are seeded only from non-augment tests
-and a fixed seed, so a re-run regenerates the same inputs and adds nothing twice.
+`factory augment` works on problems with ``call`` tests (HumanEval+, MBPP+, LeetCode: input = JSON list of arguments) or
+``stdio`` tests (CodeContests: shape-preserving stdin mutation under the seeds' inferred contract,
+:mod:`factory.testgen.stdio_mutation`; problems whose statement accepts several answers are skipped) and mutants that
+survive every valid test (oracle: the reference programs, as curation's default). Per round it mutates known inputs
+(EvalPlus-style, :mod:`factory.testgen.input_mutation`), runs the reference on them in the sandbox for the expected
+value (inputs on which the reference errors, times out or returns an unserializable value are discarded), runs the
+reference again and the surviving mutants against that expected value, and keeps - in generation order - an input only
+when it kills a mutant no kept input kills yet. It stops when every survivor is killed, the budget (augment tests per
+problem, earlier runs included) is spent, or after the last round. Kept inputs are re-run on the reference and every
+mutant of the problem under ``limits``; a test the reference fails there or that then kills nothing is dropped. What is
+kept lands in one transaction: silver.tests (origin = subset = 'augment', test_id hashed as ingest does) and those
+verdicts in silver.executions (same limits hash as `factory execute` with the same limits). Other programs (samples) get
+verdicts on the new tests from the next `factory execute`. Candidates are seeded only from non-augment tests and a fixed
+seed, so a re-run regenerates the same inputs and adds nothing twice.
 """
 from __future__ import annotations
 

@@ -27,9 +27,8 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     cands = pq.read_table(release_view_dir(release, "gold.bon_candidates", releases_dir)).to_pylist()
     if holdout_fraction > 0:
         cands = [c for c in cands if is_heldout(c["problem_id"], holdout_fraction)]
-    per_problem = Counter(c["problem_id"] for c in cands)
     # best-of-N needs a choice: problems with fewer than min_candidates programs are left out
-    problems = sorted(p for p, k in per_problem.items() if k >= min_candidates)
+    problems = sorted(p for p, k in Counter(c["problem_id"] for c in cands).items() if k >= min_candidates)
     # every row on the same problems (bon_table): with greedy programs, only the problems that have one
     greedy = {c["problem_id"] for c in cands if c["is_greedy"]}
     if greedy & set(problems):
