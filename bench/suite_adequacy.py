@@ -111,23 +111,18 @@ def main() -> None:
     result = {"sources": args.sources, "settings": {k: v for k, v in vars(args).items() if k not in ("out",)},
               "limits": limits.as_dict(), "timings_s": timings, "adequacy_before": before, "adequacy_after": after,
               "augment": augment, "reduced_before": reduced_before, "reduced_after": reduced_after}
-    print_table(result)
-    write(args.out, result)
-
-
-def print_table(r: dict) -> None:
-    b = {x["source"]: x for x in r["adequacy_before"]}
-    a = {x["source"]: x for x in r["adequacy_after"]}
+    b, a = ({x["source"]: x for x in res} for res in (before, after))
     print("\n" + table([{"source": s, "problems": x["problems"], "mutants": x["mutants"], "surv. before": x["surviving"],
                          "surv. after": y["surviving"], "score before": f"{x['mutation_score']:.4f}",
                          "score after": f"{y['mutation_score']:.4f}",
                          "mean b/a": f"{x['mean_mutation_score']:.3f}/{y['mean_mutation_score']:.3f}",
                          "tests b/a": f"{x['tests']}/{y['tests']}"}
-                        for s in r["sources"] if (x := b.get(s)) and (y := a.get(s))]))
+                        for s in args.sources if (x := b.get(s)) and (y := a.get(s))]))
     print("\n" + table([{"set cover": f"{x['source']} {label}", "tests": x["full_tests"], "reduced": x["reduced_tests"],
                          "top-k": x["top_k_tests"], "killed full": x["full_killed"], "killed red.": x["reduced_killed"],
                          "killed top-k": x["top_k_killed"], "kill set same": f"{x['kill_set_unchanged']}/{x['problems']}"}
-                        for label in ("before", "after") for x in r[f"reduced_{label}"]]))
+                        for label in ("before", "after") for x in result[f"reduced_{label}"]]))
+    write(args.out, result)
 
 
 if __name__ == "__main__":
