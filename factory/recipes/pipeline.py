@@ -44,11 +44,10 @@ STEP_KINDS: dict[str, StepKind] = {}
 
 
 def register_step_kind(kind: str, inputs, outputs, help: str, external_in: str | None = None,
-                       external_out: str | None = None) -> StepKind:
+                       external_out: str | None = None) -> None:
     """Declare a step kind (its runner is registered in factory.stages.recipe.pipeline, or is the stage
     module's ``run_step``)."""
-    STEP_KINDS[kind] = spec = StepKind(kind, tuple(inputs), tuple(outputs), help, external_in, external_out)
-    return spec
+    STEP_KINDS[kind] = StepKind(kind, tuple(inputs), tuple(outputs), help, external_in, external_out)
 
 
 for _k in (

@@ -144,8 +144,7 @@ def summary_html(head: dict, summaries: dict) -> str:
         items.append(f"Reward model, held-out pair accuracy on {n} pairs: trained {acc(rm['heldout_accuracy'])}"
                      + (f", untrained {acc(rm['untrained_accuracy'])}" if rm.get("untrained_accuracy") is not None
                         else "") + f".{verdict}")
-    bon = (summaries.get("eval-bon") or {}).get("rows") or []
-    if bon:
+    if bon := (summaries.get("eval-bon") or {}).get("rows") or []:
         main = max((r["n_problems"] for r in bon if r["method"] == "bon"), default=None)
         same = [r for r in bon if r["n_problems"] == main]
         other = [r for r in bon if r["n_problems"] != main]

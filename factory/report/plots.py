@@ -193,8 +193,7 @@ def training(curves: dict[str, list[tuple]], path: Path, bon_rows: list[dict] | 
             keys = ("loss", "accuracy", "eval/accuracy") if stage == "train-rm" else (
                 "reward_mean", "solve_rate", "entropy", "pg_clipfrac")
             for key in keys:
-                pts = sorted(by.get(key, []))
-                if pts:
+                if pts := sorted(by.get(key, [])):
                     ax.plot([s for s, _ in pts], [v for _, v in pts], "o-" if key.startswith("eval") else "-",
                             label=CURVE_LABELS.get(key, key))
             ax.set_xlabel("step")
@@ -250,9 +249,7 @@ def recipes(data: dict | None, path: Path) -> Path | None:
     a, b, c, d = axes.flat
     kept = [len(data[n]["kept"]) for n in names]
     a.barh(names, [data[n]["candidates"] for n in names], color="lightgrey", label="candidates")
-    a.barh(names, kept, color="tab:green", label="kept")
-    for i, k in enumerate(kept):
-        a.text(k, i, f" {k:,}", va="center", fontsize=8)
+    _label_bars(a, a.barh(names, kept, color="tab:green", label="kept"), kept)
     a.invert_yaxis()
     a.set_title("problems kept per recipe")
     a.legend(fontsize=8)

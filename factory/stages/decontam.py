@@ -88,8 +88,7 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
             run.write("silver.contamination", rows)
             pairs += rows.num_rows
             stock_phrase = literal_summary(table)
-        extra = _test_and_lineage(con, used, methods, test_params)
-        if extra:
+        if extra := _test_and_lineage(con, used, methods, test_params):
             run.write("silver.contamination", pa.Table.from_pylist(extra, schema=pa.schema([
                 ("problem_id", pa.string()), ("benchmark", pa.string()), ("benchmark_id", pa.string()),
                 ("matched_ngrams", pa.int64()), ("benchmark_ngrams", pa.int64()), ("example_span", pa.string()),

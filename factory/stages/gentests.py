@@ -128,17 +128,13 @@ def run_gentests(lake=None, *, backend: str = "transformers", model: str | None 
     engine.cache = cache = LakeCallCache(lake, backend, model_name, "gentests")
     t0 = time.perf_counter()
     try:
-        requests = []
-        for t in targets:
-            requests += [ChatRequest(build_generator_messages(t), params),
-                         ChatRequest(build_validator_messages(t), params)]
+        requests = [ChatRequest(build(t), params) for t in targets  # per target: generator, then validator
+                    for build in (build_generator_messages, build_validator_messages)]
         results = engine.generate(requests)
-        work, calls = [], {"cached": 0, "new": 0}
+        work, calls = [], Counter("cached" if r.cached else "new" for r in results)
         for i, t in enumerate(targets):
             gen_req, val_req = requests[2 * i], requests[2 * i + 1]
             gen_res, val_res = results[2 * i], results[2 * i + 1]
-            for r in (gen_res, val_res):
-                calls["cached" if r.cached else "new"] += 1
             o = Outcome(*[_extract(res, name)[1] for res, name in ((gen_res, "generate"), (val_res, "validate"))])
             o.generator_code, o.validator_code = _extract(gen_res, "generate")[0], _extract(val_res, "validate")[0]
             for res, what in ((gen_res, "generator"), (val_res, "validator")):
@@ -158,8 +154,7 @@ def run_gentests(lake=None, *, backend: str = "transformers", model: str | None 
                 SELECT generator_id, generator_status = 'llm_error' OR validator_status = 'llm_error'
                 FROM silver.test_generators WHERE list_contains(?, generator_id)""", [ids]).fetchall())
             todo = [(t, o, gid, h) for t, o, gid, h in work if done.get(gid) is not False]
-            retry = [gid for _, _, gid, _ in todo if gid in done]
-            if retry:
+            if retry := [gid for _, _, gid, _ in todo if gid in done]:
                 run.delete("silver.test_generators", "list_contains(?, generator_id)", [retry])
             if todo:
                 with SandboxPool(limits, workers) as pool:

@@ -227,8 +227,7 @@ def cut_releases(recipe: Recipe, decided: dict, *, lake=None, releases_dir=None,
             log(f"release {base}: not cut - the recipe keeps no problems{' in stage ' + stage if stage else ''} "
                 "(`datasets` cannot load an empty split); gold.recipe_decisions says which rule removed them")
             continue
-        existing = same_release(root, base, decided["content_hash"], stage)
-        if existing:
+        if existing := same_release(root, base, decided["content_hash"], stage):
             log(f"release {existing}: unchanged (same recipe and rows), not cut again")
             names.append(existing)
             continue

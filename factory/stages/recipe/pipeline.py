@@ -86,8 +86,7 @@ def data_files(data_dir, sources: list[str] | None) -> list:
         if sources and known.source not in sources:
             continue
         folder = root / known.folder
-        files = sorted(f for pattern in known.files for f in folder.glob(pattern)) if folder.is_dir() else []
-        if files:
+        if files := sorted(f for pattern in known.files for f in folder.glob(pattern)) if folder.is_dir() else []:
             out.append((known.adapter, known.source, files))
     return out
 
@@ -161,9 +160,7 @@ def _hidden_tests(ctx, step):
 def _judge(ctx, step):
     if not step.params.get("judges"):
         return {"status": "idle", "summary": "no judges configured: the quality rule reads the votes already stored"}
-    from factory.stages.judge_quality import run_quality_votes
-
-    return {"summary": _short(run_quality_votes(ctx.lake, **step.params))}
+    return _reported("judge_quality", "run_quality_votes")(ctx, step)
 
 
 SAMPLE_KEYS = ("backend", "model", "n", "temperature", "top_p", "max_tokens", "seed", "limit", "base_url",
@@ -186,8 +183,7 @@ def sample_coverage(ctx, step) -> dict:
     from factory.lake import connect
 
     p = step.params
-    extra = sorted(set(p) - set(SAMPLE_KEYS))
-    if extra:
+    if extra := sorted(set(p) - set(SAMPLE_KEYS)):
         raise FactoryError(f"step {step.name}: unknown sample parameters {extra}; known: {', '.join(SAMPLE_KEYS)}")
     model, n, limit = _sample_model(p), int(p.get("n", 4)), p.get("limit")
     ids = _candidates(ctx)[: int(limit)] if limit else _candidates(ctx)
@@ -338,17 +334,13 @@ class RssSampler:
 
 
 def _max_rss_mb(who: str) -> int:
-    """getrusage's peak RSS of ``who`` (RUSAGE_SELF | RUSAGE_CHILDREN) in MiB (macOS counts bytes, Linux KiB)."""
+    """getrusage's peak RSS of ``who`` in MiB (macOS counts bytes, Linux KiB): RUSAGE_SELF, or RUSAGE_CHILDREN (the
+    largest peak of any finished child process so far: sandbox workers, judges)."""
     import resource
     import sys
 
     rss = resource.getrusage(getattr(resource, who)).ru_maxrss
     return int(rss / (1024 * 1024 if sys.platform == "darwin" else 1024))
-
-
-def children_peak_rss_mb() -> int:
-    """The largest peak RSS of any finished child process so far (sandbox workers, judges), in MiB."""
-    return _max_rss_mb("RUSAGE_CHILDREN")
 
 
 # -- the walk -----------------------------------------------------------------------------------------------
@@ -426,7 +418,7 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
             rec.update(position=pos, step=step.name, stage=step.stage, seconds=round(time.perf_counter() - t0, 2),
                        peak_rss_mb=sampler.stop())
             ctx.log(f"step {step.name}: {rec['status']} in {rec['seconds']:.1f} s, peak RSS {rec['peak_rss_mb']} MB "
-                    f"(sandbox processes: {children_peak_rss_mb()} MB)")
+                    f"(sandbox processes: {_max_rss_mb('RUSAGE_CHILDREN')} MB)")
             records.append(rec)
             rows.append({"pipeline_run_id": run_id, "recipe": recipe.name, "position": pos, "step": step.name,
                          "stage": step.stage, "status": rec["status"], "config_hash": chash,

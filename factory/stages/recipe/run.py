@@ -1,8 +1,5 @@
-"""`factory recipe run NAME`: walk the recipe's pipeline (ingest ... execute, curate, filter, release, export).
-
-The runner is :mod:`factory.stages.recipe.pipeline`; the filter step (`decide`) and the release step
-(`cut_releases`) live in :mod:`factory.stages.recipe.decide`, which the runner imports (this module imports the
-runner, never the other way round).
+"""`factory recipe run NAME`: walk the recipe's pipeline (ingest ... execute, curate, filter, release, export) through
+the runner (:mod:`factory.stages.recipe.pipeline`), which this module imports, never the other way round.
 
 One `recipe` stage run writes gold.recipe_decisions (every candidate: kept, or the first rule that removed it and
 every rule it fails), gold.recipe_rules (per rule: parameters, source, candidates, removed) and
