@@ -106,14 +106,10 @@ MNT_DETACH = 2
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
-
-
 def _mount_setattr(path: str, set_: int, clr: int, recursive: bool) -> None:
-    """mount_setattr(2) (Linux >= 5.12): one call makes a whole mount tree read-only."""
-    attr = _MountAttr(set_, clr, 0, 0)
+    """mount_setattr(2) (Linux >= 5.12): one call makes a whole mount tree read-only (struct mount_attr: u64
+    attr_set, attr_clr, propagation, userns_fd)."""
+    attr = (ctypes.c_uint64 * 4)(set_, clr, 0, 0)
     rc = _libc.syscall(ctypes.c_long(442), ctypes.c_int(-100), ctypes.c_char_p(path.encode()),
                        ctypes.c_uint(0x8000 if recursive else 0), ctypes.byref(attr),
                        ctypes.c_size_t(ctypes.sizeof(attr)))
