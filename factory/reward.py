@@ -99,14 +99,6 @@ def _close_streams() -> None:
 atexit.register(_close_streams)
 
 
-def _infra_policy(on_infra_error: str | None) -> str:
-    policy = on_infra_error or os.environ.get("FACTORY_REWARD_ON_INFRA_ERROR") or "zero"
-    if policy not in INFRA_POLICIES:
-        raise ValueError(f"on_infra_error / FACTORY_REWARD_ON_INFRA_ERROR must be one of {INFRA_POLICIES}, "
-                         f"not {policy!r}")
-    return policy
-
-
 def _parse_all(ground_truths) -> list[GroundTruth]:
     """Each item's ground truth read once (:meth:`GroundTruth.parse`), once per batch for the items of a group
     (GRPO's completions of one prompt: the same string or object); a malformed one is the dataset's fault, not the
@@ -191,7 +183,11 @@ def score_completions(completions: list, ground_truths: list, *, binary: bool | 
     failed = {v.program_id for v in verdicts if v.status == "infra_error"}
     if failed:   # the verifier's own fault, after one retry: the documented policy, never another item's reward
         why = next(v.error_message for v in verdicts if v.status == "infra_error")
-        if _infra_policy(on_infra_error) == "raise":
+        policy = on_infra_error or os.environ.get("FACTORY_REWARD_ON_INFRA_ERROR") or "zero"
+        if policy not in INFRA_POLICIES:
+            raise ValueError(f"on_infra_error / FACTORY_REWARD_ON_INFRA_ERROR must be one of {INFRA_POLICIES}, "
+                             f"not {policy!r}")
+        if policy == "raise":
             raise RuntimeError(f"sandbox infra error while scoring: {why}")
         INFRA_ERRORS[0] += len(failed)
         log.warning("reward: %d of %d completions hit a sandbox infra error after a retry and score 0.0 (%s)",

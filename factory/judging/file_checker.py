@@ -65,13 +65,8 @@ def script_checker(script: str) -> str:
         tree = ast.parse(script, "checker.py")
     except SyntaxError as exc:   # the dataset's fault: name the line
         raise ValueError(f"checker script does not parse: {exc.msg} (line {exc.lineno})") from None
-    if _is_check_function(tree):   # already the factory contract: check(input, expected, actual)
-        return script
-    return _TEMPLATE.format(files=" ".join(FILES), script=script, names=FILES)
-
-
-def _is_check_function(tree: ast.Module) -> bool:
-    """A source defining ``check(input, expected, actual)`` at top level and no ``__main__`` block."""
     defines = any(isinstance(n, ast.FunctionDef) and n.name == "check" and len(n.args.args) == 3 for n in tree.body)
     main = any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body)
-    return defines and not main
+    if defines and not main:   # already the factory contract: check(input, expected, actual), no __main__ block
+        return script
+    return _TEMPLATE.format(files=" ".join(FILES), script=script, names=FILES)
