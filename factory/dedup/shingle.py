@@ -207,17 +207,6 @@ def _runs_word_ids(texts: list[str], hasher: WordHasher, ascii_only: bool) -> tu
     return lens, np.asarray(hasher.ids(enc.dictionary.to_pylist()), dtype=np.int64)[enc.indices.to_numpy()]
 
 
-def _python_word_ids(texts: Sequence[str | None], hasher: WordHasher) -> tuple[np.ndarray, np.ndarray]:
-    """``(lens, ids)`` through :func:`tokenize` text by text (the reference path)."""
-    lens = np.zeros(len(texts), dtype=np.int64)
-    flat: list[int] = []
-    for i, t in enumerate(texts):
-        ids = hasher.ids(tokenize(t))
-        lens[i] = len(ids)
-        flat.extend(ids)
-    return lens, np.asarray(flat, dtype=np.int64)
-
-
 def _word_ids(texts: Sequence[str | None], hasher: WordHasher, fast: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-text token counts and the concatenated word ids (into ``hasher.table()``) of ``texts``, in order.
 
@@ -228,7 +217,13 @@ def _word_ids(texts: Sequence[str | None], hasher: WordHasher, fast: bool = True
     if fast and len(texts) >= 4:
         with contextlib.suppress(AttributeError):  # not all str/None
             return _vector_word_ids([t if t else "" for t in texts], hasher)
-    return _python_word_ids(texts, hasher)
+    lens = np.zeros(len(texts), dtype=np.int64)   # the reference path: tokenize text by text
+    flat: list[int] = []
+    for i, t in enumerate(texts):
+        ids = hasher.ids(tokenize(t))
+        lens[i] = len(ids)
+        flat.extend(ids)
+    return lens, np.asarray(flat, dtype=np.int64)
 
 
 def _sort_within_docs(h: np.ndarray, counts: np.ndarray) -> np.ndarray:
