@@ -91,11 +91,9 @@ class Slot:
 
     def prepare(self) -> None:
         """Open the descriptors of every file polled per test (the zygote then loses /sys from its view)."""
-        for fn in (self.cpu_ns, self.peak_bytes, self.oom_kills, self.pids, self.reset_peak):
+        for fn in (self.cpu_ns, self.peak_bytes, self.oom_kills, self.pids, self.reset_peak, self.attach_fd):
             with contextlib.suppress(OSError, ValueError):
                 fn()
-        with contextlib.suppress(OSError):
-            self.attach_fd()
 
 
 class V1Slot(Slot):
