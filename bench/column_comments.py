@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from harness import ROOT, factory, machine, parser, run, table, write
@@ -43,10 +44,7 @@ def counts(lake: Path, env: dict, declared: dict) -> dict:
         lines = {ln.split(": ", 1)[0] for ln in (views.get(name) or "").splitlines()[1:] if ": " in ln}
         native = bool(cols[(name, column)])
         for key in (layer, TRAINING_VIEW) if name == TRAINING_VIEW else (layer,):
-            row = out.setdefault(key, {"columns": 0, "column": 0, "shown": 0})
-            row["columns"] += 1
-            row["column"] += native
-            row["shown"] += native or column in lines
+            out.setdefault(key, Counter()).update(columns=1, column=native, shown=native or column in lines)
     return out
 
 
