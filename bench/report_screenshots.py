@@ -2,9 +2,8 @@
 full page, 1280 px wide (factory.report.browser).
 
 "After" is this checkout's report; "before" is the report code of an earlier commit (taken out with
-`git archive`, so the checkout and its worktrees are left alone) run on the same lake, read-only. The default
-before commit is 802f29d, the last commit before #43's report changes (b5d6bca): the code that produced the
-report #43 describes. docs/images/report-{before,after}.png come from:
+`git archive`, so the checkout and its worktrees are left alone) run on the same lake, read-only.
+docs/images/report-{before,after}.png (before: 802f29d, the commit before #43's report changes) come from:
 
     python bench/report_screenshots.py --lake demo/lake --out docs/images --before 802f29d
 
