@@ -146,9 +146,8 @@ def run_unittest_in_process(job: dict, start: int) -> None:
             cases = list(_iter_cases(suite))  # before run(): the suite drops finished tests
             result = unittest.TestResult()
             suite.run(result)
-            bad = {id(tc): ("failed", err) for tc, err in result.failures}
-            bad.update({id(tc): ("error", err) for tc, err in result.errors})
-            bad.update({id(tc): ("skipped", r) for tc, r in result.skipped})
+            bad = {id(tc): (st, err) for st, pairs in (("failed", result.failures), ("error", result.errors),
+                                                       ("skipped", result.skipped)) for tc, err in pairs}
             bad.update({id(tc): ("failed", "unexpected success") for tc in result.unexpectedSuccesses})
             for tc in cases:
                 st, err = bad.get(id(tc), ("passed", None))

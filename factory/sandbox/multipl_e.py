@@ -11,9 +11,7 @@ process, so its verdict channel (the exit status) is in the program's reach (``e
 passes); every harness verdict is ``judged_in_process`` and rewards leave it out unless asked
 (``exclude_in_process=False``), like in-process ``unittest`` verdicts.
 
-One construction serves every path: :func:`candidate` for a ground truth (:func:`harness_row`: /submit, /v1/judge,
-``factory.reward``) and :func:`sample_code` for ``execute --samples`` on problems ``ingest multipl-e`` wrote
-(:func:`lake_rows`).
+One construction serves ground truths (:func:`candidate`) and ``execute --samples`` (:func:`sample_code`) alike.
 """
 from __future__ import annotations
 
