@@ -59,16 +59,7 @@ def _check(input, expected, actual):
             tight[x].append(y)
         elif dist[y] + w == dist[x]:
             tight[y].append(x)
-    good = [False] * (n + 1)
-    good[1] = True
-    stack = [1]
-    while stack:
-        v = stack.pop()
-        for u in tight[v]:
-            if not good[u]:
-                good[u] = True
-                stack.append(u)
-    cnt = sum(good)
+    cnt = sum(d >= 0 for d in _bfs(tight, 1))   # good vertices: reachable from 1 through tight kept edges
     best = min(n, k + 1)
     if cnt != best:
         return False, "%d good vertices, %d possible" % (cnt, best)

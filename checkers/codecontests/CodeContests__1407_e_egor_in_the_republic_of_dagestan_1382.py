@@ -20,14 +20,7 @@ def check(input, expected, actual):
         u, v, t = data[2 + 3 * i:5 + 3 * i]
         if t == ord(s[u - 1]) - 48:
             adj[u].append(v)
-    dist = [-1] * (n + 1)
-    dist[1] = 0
-    q = [1]
-    for a in q:
-        for b in adj[a]:
-            if dist[b] < 0:
-                dist[b] = dist[a] + 1
-                q.append(b)
+    dist = _bfs(adj, 1)
     if dist[n] != val:
         return False, "with this schedule the shortest path is %d, not %d" % (dist[n], val)
     return True

@@ -32,14 +32,7 @@ def check(input, expected, actual):
             return False, "road %d %d: new state must differ from the old one" % (x, y)
         done.add(key)
         state[key] = z
-    dist = [-1] * (n + 1)
-    dist[1] = 0
-    q = [1]
-    for a in q:
-        for b in adj[a]:
-            if dist[b] < 0:
-                dist[b] = dist[a] + 1
-                q.append(b)
+    dist = _bfs(adj, 1)
     work = [[] for _ in range(n + 1)]
     cnt = 0
     for (x, y), z in state.items():
@@ -49,14 +42,6 @@ def check(input, expected, actual):
             work[y].append(x)
     if cnt != dist[n]:
         return False, "%d working roads remain, a shortest path has %d" % (cnt, dist[n])
-    seen = [False] * (n + 1)
-    seen[1] = True
-    q = [1]
-    for a in q:
-        for b in work[a]:
-            if not seen[b]:
-                seen[b] = True
-                q.append(b)
-    if not seen[n]:
+    if _bfs(work, 1)[n] < 0:
         return False, "working roads do not connect 1 and n"
     return True

@@ -24,3 +24,16 @@ def _yes_no(expected, out, yes="YES", no="NO"):
         return False, "answer says %s, jury says %s" % (verdict, jury)
     if verdict == "NO":
         return len(out) == 1, no
+
+
+def _bfs(adj, start):
+    """Edge distances from ``start`` over the adjacency lists ``adj`` (-1: unreachable)."""
+    dist = [-1] * len(adj)
+    dist[start] = 0
+    q = [start]
+    for a in q:
+        for b in adj[a]:
+            if dist[b] < 0:
+                dist[b] = dist[a] + 1
+                q.append(b)
+    return dist
