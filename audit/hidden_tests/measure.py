@@ -120,8 +120,7 @@ def main() -> None:
                 WHERE subset IS DISTINCT FROM 'hidden'""").fetchall():
             own.setdefault(pid, []).append((tid, kind, code, inp, exp))
     for t in tests:
-        rule = judging.get(t["problem_id"], NO_OVERRIDE)
-        t["rule"] = rule
+        t["rule"] = rule = judging.get(t["problem_id"], NO_OVERRIDE)
         t["cls"] = ("pytest" if t["kind"] == "pytest" else "node" if t["kind"] == "check" else
                     "any_order" if rule.policy == "program" else "plain")
     sample = [t for cls, n in PER_CLASS_TESTS.items()
@@ -133,8 +132,7 @@ def main() -> None:
 
     jobs, qualify = [], {}
     for t in {t["problem_id"]: t for t in sample}.values():
-        code = seconds.get(t["source_id"])
-        if code is None:
+        if (code := seconds.get(t["source_id"])) is None:
             continue
         specs = [spec(t, "own|" + tid, k, c, i, e) for tid, k, c, i, e in own.get(t["problem_id"], [])]
         specs += [spec(s, "gen|" + s["test_id"], s["kind"], s["code"], s["input"], s["expected"])
@@ -149,8 +147,7 @@ def main() -> None:
                 code = s["rule"].code or ""
                 depth = INNER if "OUTER = False" in code else 2 if "DEPTH = 2" in code else 1
                 for tag, answer in (("perm", permuted(value, depth)), ("wrong", wrong(value))):
-                    stub = _stub(s["entry_point"], answer)
-                    if stub:
+                    if stub := _stub(s["entry_point"], answer):
                         jobs.append(Job(program_id=f"{tag}|{s['test_id']}", code=stub,
                                         tests=[spec(s, s["test_id"], "call", None, s["input"], s["expected"])],
                                         entry_point=s["entry_point"], preamble=s["preamble"]))
