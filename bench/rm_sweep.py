@@ -35,8 +35,7 @@ def _view_dir(release_dir: Path, view: str) -> Path | None:
 
 
 def _view(release_dir: Path, view: str) -> list[dict]:
-    path = _view_dir(release_dir, view)
-    if path is None:
+    if (path := _view_dir(release_dir, view)) is None:
         raise SystemExit(f"{release_dir}: release has no {view} (cut it with --view {view})")
     return pq.read_table(path).to_pylist()
 
