@@ -222,12 +222,11 @@ class V2Slot(Slot):
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        with contextlib.suppress(PermissionError):   # another user's process: alive
+            os.kill(pid, 0)
         return True
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
 
 
 def _slot_bases() -> list[str]:

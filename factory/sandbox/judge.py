@@ -32,11 +32,10 @@ def report(kind: bytes, i: int = 0, payload: bytes = b"") -> None:
 
 def _exc(e: BaseException) -> dict:
     info = exception_info(e)
-    where = None
-    for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename in ("<test>", "<preamble>"):
-            where = f"{frame.f_code.co_filename}:{lineno}"
-    return {"etype": info["type"], "emsg": info["msg"], "where": where, "mem": isinstance(e, MemoryError)}
+    where = [f"{frame.f_code.co_filename}:{lineno}" for frame, lineno in traceback.walk_tb(e.__traceback__)
+             if frame.f_code.co_filename in ("<test>", "<preamble>")]   # the innermost test line
+    return {"etype": info["type"], "emsg": info["msg"], "where": where[-1] if where else None,
+            "mem": isinstance(e, MemoryError)}
 
 
 class _SolutionModule(type(sys)):
