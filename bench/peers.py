@@ -69,11 +69,8 @@ def main() -> None:
         print(f"== {name}: python {' '.join(map(str, cmd))}", flush=True)
         if subprocess.run([sys.executable, *map(str, cmd)]).returncode:
             failed.append(name)
-    rows = []
-    for name in a.only:
-        path = RESULTS / PARTS[name][1]
-        if path.exists():
-            rows += rows_of(name, json.loads(path.read_text()))
+    rows = [row for name in a.only if (path := RESULTS / PARTS[name][1]).exists()
+            for row in rows_of(name, json.loads(path.read_text()))]
     print("\nratio = factory time / peer time (below 1: the factory is faster)\n")
     print(table(rows, ["work", "factory", "peer", "ratio", "load"]))
     write(a.out, {"machine_start": start, "machine_end": machine(), "failed": failed, "rows": rows})
