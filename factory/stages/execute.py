@@ -259,13 +259,13 @@ def _check_ray_address(address: str | None) -> None:
                            "start one with `ray start --head`, or use --engine local") from None
 
 
-def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> list[Verdict]:
+def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress) -> list[Verdict]:
     """All verdicts of the jobs; progress counts (program, test row) pairs as their first verdict arrives."""
     seen: set = set()
     out = []
-    for v in pool.run(jobs, progress=progress is None and sys.stderr.isatty()):
+    for v in pool.run(jobs):
         out.append(v)
-        if progress is not None and v.test_id is not None:
+        if v.test_id is not None:
             key = (v.program_id, v.test_id.split("::", 1)[0])
             if key not in seen:
                 seen.add(key)
@@ -273,7 +273,7 @@ def _verdicts(pool: SandboxPool, jobs: list[Job], progress: Progress | None) -> 
     return out
 
 
-def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, progress: Progress | None,
+def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, progress: Progress,
                      stats) -> list[Verdict]:
     """The verdict cache (factory.judging.cache) in front of the sandbox: a job identical to one already judged
     (silver.verdict_cache) or to another of this batch is not run again; new entries commit with this batch."""
@@ -284,10 +284,9 @@ def _cached_verdicts(run, pool: SandboxPool, jobs: list[Job], limits: Limits, pr
     batch, ran = CacheStats(), []
     out = run_cached(jobs, limits, lambda todo: ran.extend(_verdicts(pool, todo, progress)) or ran,
                      LakeCache(run), batch)
-    if progress is not None:   # served (program, test row) pairs count as done
-        served = {(v.program_id, v.test_id.split("::", 1)[0]) for v in out if v.test_id is not None}
-        progress.update(len(served) - len({(v.program_id, v.test_id.split("::", 1)[0])
-                                            for v in ran if v.test_id is not None}))
+    served = {(v.program_id, v.test_id.split("::", 1)[0]) for v in out if v.test_id is not None}   # served: done
+    progress.update(len(served) - len({(v.program_id, v.test_id.split("::", 1)[0])
+                                       for v in ran if v.test_id is not None}))
     stats.add(batch)
     run.cache_stats.add(batch)   # one commit may hold several batches
     return out
