@@ -24,12 +24,10 @@ from factory.lake.commit import run_stage, stage_run, utcnow  # noqa: E402
 def rows(commit: int, n: int) -> list[dict]:
     now = utcnow()
     meta = json.dumps({"sandbox_version": "0.3.1", "cgroup": "v1", "seccomp": True, "netns": True})
-    out = []
-    for i in range(n):
-        v = Verdict(f"p{commit:04d}{i // 10:05d}", f"t{i % 10}", "pass" if i % 3 else "fail", cpu_ms=3.2 + i % 7,
-                    wall_ms=4.1 + i % 5, peak_memory_kb=7000 + i % 50, sandbox_meta=meta, limits='{"cpu_s": 4.0}')
-        out.append(verdict_row(v.program_id, v.test_id, v, False, "abc123def456", now))
-    return out
+    verdicts = (Verdict(f"p{commit:04d}{i // 10:05d}", f"t{i % 10}", "pass" if i % 3 else "fail", cpu_ms=3.2 + i % 7,
+                        wall_ms=4.1 + i % 5, peak_memory_kb=7000 + i % 50, sandbox_meta=meta, limits='{"cpu_s": 4.0}')
+                for i in range(n))
+    return [verdict_row(v.program_id, v.test_id, v, False, "abc123def456", now) for v in verdicts]
 
 
 def measure(lake: Path, commits: int, n: int) -> dict:
