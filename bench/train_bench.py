@@ -26,12 +26,10 @@ from factory_train.rm.trainer import tokenize_pairs  # noqa: E402
 
 
 def make_pairs(n: int) -> list[dict]:
-    rows = []
-    for i in range(n):
-        body = f"def solve_{i}(xs):\n    total = 0\n    for x in xs:\n        total += x * {i % 7 + 1}\n"
-        rows.append({"prompt": f"Write solve_{i}(xs) returning the weighted sum.\n",
-                     "chosen": body + "    return total\n", "rejected": body + "    return None\n"})
-    return rows
+    bodies = (f"def solve_{i}(xs):\n    total = 0\n    for x in xs:\n        total += x * {i % 7 + 1}\n"
+              for i in range(n))
+    return [{"prompt": f"Write solve_{i}(xs) returning the weighted sum.\n", "chosen": body + "    return total\n",
+             "rejected": body + "    return None\n"} for i, body in enumerate(bodies)]
 
 
 def _arch(arch_dir: str, head: str):
