@@ -158,11 +158,6 @@ def programs() -> list[dict]:
     return out
 
 
-def body(p: dict) -> dict:
-    return {"code": p["code"], "language": p["language"], "stdin": p["stdin"], "compile_timeout": 30,
-            "run_timeout": p.get("run_timeout", 10)}
-
-
 def outcome(resp: dict) -> dict:
     """What a judge reads from a RunCodeResponse: status, compile/run status, return code, stdout."""
     run, comp = resp.get("run_result") or {}, resp.get("compile_result") or {}
@@ -203,7 +198,9 @@ def agreement(ports: dict, progs: list[dict], workers: int = 4) -> tuple[list[di
     answers = {}
     for name, port in ports.items():   # one server at a time: timeouts are measured on an equal machine
         with ThreadPoolExecutor(workers) as ex:
-            answers[name] = list(ex.map(lambda p: post_json(port, "/run_code", body(p)), progs))
+            answers[name] = list(ex.map(lambda p: post_json(port, "/run_code", {
+                "code": p["code"], "language": p["language"], "stdin": p["stdin"], "compile_timeout": 30,
+                "run_timeout": p.get("run_timeout", 10)}), progs))
     rows, diffs = {}, []
     for i, p in enumerate(progs):
         (sa, ra), (sb, rb) = answers["sandboxfusion"][i], answers["factory"][i]
