@@ -80,9 +80,7 @@ def strip_think(text: str) -> str:
     """Drop reasoning: everything up to the last ``</think>``; an unclosed ``<think>`` drops the rest."""
     if "</think>" in text:
         return text.rsplit("</think>", 1)[1]
-    if "<think>" in text:
-        return text.split("<think>", 1)[0]
-    return text
+    return text.split("<think>", 1)[0] if "<think>" in text else text
 
 
 def _closers(stack: list[str]) -> str:

@@ -165,11 +165,8 @@ class LakeCache:
         rows = self.run.con.execute(
             f"SELECT cache_key, program_sha, suite_sha, limits_hash, judge_version, verdicts "
             f"FROM {LAKE_ALIAS}.{TABLE} WHERE cache_key IN (SELECT unnest(?::VARCHAR[]))", [list(wanted)]).fetchall()
-        out = {}
-        for key, *parts, verdicts in rows:
-            if tuple(parts) == wanted[key].parts():    # every key part, not just the digest
-                out[key] = json.loads(verdicts)
-        return out
+        return {key: json.loads(verdicts) for key, *parts, verdicts in rows
+                if tuple(parts) == wanted[key].parts()}    # every key part, not just the digest
 
     def put_many(self, entries: list[tuple[CacheKey, list[dict]]]) -> None:
         now = datetime.now(timezone.utc).replace(tzinfo=None)

@@ -93,9 +93,7 @@ def tests_of(gt: dict) -> tuple[list[TestSpec], str | None, str]:
 def _call_args(a) -> list:
     """Positional arguments of a call test: a JSON list (the factory's export, APPS/TACO), or the SandboxFusion
     convention verl's client sends on stdin - a string with one JSON value per line."""
-    if isinstance(a, str):
-        return [json.loads(line) for line in a.split("\n") if line.strip()]
-    return a
+    return [json.loads(line) for line in a.split("\n") if line.strip()] if isinstance(a, str) else a
 
 
 def _call_value(o):

@@ -62,9 +62,7 @@ def decode_number(token: str) -> str:
         t = m.group(0)
         if re.fullmatch(r"10(?:[2-9]|1[0-8])", t):
             return f"(10**{t[2:]})"
-        if t in ("231", "232", "263", "264"):
-            return f"(2**{t[1:]})"
-        return t
+        return f"(2**{t[1:]})" if t in ("231", "232", "263", "264") else t
     return re.sub(r"(?<![\w.])\d+(?![\w.])", one, token)
 
 
@@ -322,9 +320,7 @@ def _node_count(line: str) -> Constraint | None:
     def holds(env, kinds):
         names = [n for n, k in kinds.items() if k in ("tree", "list") and n in env]
         lo, hi = _bound_value(lo_t, env, kinds), _bound_value(hi_t, env, kinds)
-        if not names or lo is None or hi is None:
-            return None
-        return all(lo <= len(_nodes(env[n])) <= hi for n in names)
+        return all(lo <= len(_nodes(env[n])) <= hi for n in names) if names and None not in (lo, hi) else None
     return Constraint(line, holds)
 
 
