@@ -24,8 +24,7 @@ import numpy as np
 from harness import DATA, jsonl as jl, machine, median_time, parser, run, timed, write  # noqa: I001  (first: sys.path)
 
 from factory.dedup import MinHashParams, clusters, compute_bands, candidate_pairs, recall_curve, signatures  # noqa: E402
-from factory.dedup import shingle  # noqa: E402
-from factory.dedup.shingle import shingle_hash32, shingle_strings, tokenize  # noqa: E402
+from factory.dedup.shingle import cores, shingle_hash32, shingle_strings, tokenize  # noqa: E402
 from factory.dedup.verify import verify_pairs  # noqa: E402
 
 
@@ -101,7 +100,7 @@ def run_size(n: int, dup_rate: float, params: MinHashParams) -> dict:
     con = duckdb.connect()
     con.execute("SET threads = 2")
     con.execute("SET memory_limit = '6GB'")
-    r = {"n_docs": n, "generate_s": gen_s, "threads": shingle.cores()}
+    r = {"n_docs": n, "generate_s": gen_s, "threads": cores()}
 
     def stage(name, f, *a):
         ru0, w = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
