@@ -186,8 +186,7 @@ def load_recipe(name_or_path: str, overrides: dict | None = None) -> Recipe:
 
     named = named_models(rules + [r for st in stages for r in st["rules"]],
                          model if any(st["top_potential"] is not None for st in stages) else None)
-    pipeline = parse_pipeline(_list(body, "pipeline", where), [dict(p) for p in prepare],
-                              where, named)
+    pipeline = parse_pipeline(_list(body, "pipeline", where), [dict(p) for p in prepare], where, named)
     prepare = [{"stage": s.stage, **s.params} for s in pipeline if s.stage in PREPARE_STAGES]
     return Recipe(name=name, file=where, title=str(body.get("title") or ""), paper=str(body.get("paper") or ""),
                   params=params, sources=sources, prepare=prepare, curate=curate, rules=rules,
@@ -212,10 +211,8 @@ def _reward(body: dict, curate: dict, where: str) -> dict:
 
 
 def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
-    except ValueError:
-        return str(path)
+    full = path.resolve()
+    return str(full.relative_to(PROJECT_ROOT)) if full.is_relative_to(PROJECT_ROOT) else str(path)
 
 
 def _list(body: dict, key: str, where: str) -> list:

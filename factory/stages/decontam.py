@@ -37,8 +37,7 @@ def run_decontam(lake=None, benchmarks: list[str] | None = None, n: int = 9, min
     from factory.lake.commit import stage_run
 
     benchmarks = list(benchmarks or DEFAULT_BENCHMARKS)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
+    if (unknown := [m for m in methods if m not in METHODS]) or not methods:
         raise FactoryError(f"unknown decontamination method(s) {unknown}; known: {', '.join(METHODS)}")
     defaults = DecontamParams()
     try:

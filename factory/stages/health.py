@@ -121,8 +121,7 @@ def register(sub, add_lake) -> None:
 
 
 def _cmd_health(args) -> None:
-    row = run_health(args.lake, canary=not args.no_canary, max_infra_share=args.max_infra_share,
-                     workers=args.workers)
+    row = run_health(args.lake, canary=not args.no_canary, max_infra_share=args.max_infra_share, workers=args.workers)
     if row["canary_programs"]:
         print(f"canary: {row['canary_passed']}/{row['canary_programs']} HumanEval references pass in the sandbox")
     print(f"verdicts: {row['verdicts']}  infra errors: {row['infra_errors']}")

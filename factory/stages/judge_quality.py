@@ -74,8 +74,7 @@ class _Panel:
             for spec in specs:
                 if spec.model not in self.engines:
                     engine = make_backend(backend, spec.model, budget=budget, **backend_kw)
-                    engine.cache = self.caches[spec.model] = LakeCallCache(lake, backend, str(engine.model),
-                                                                           "quality")
+                    engine.cache = self.caches[spec.model] = LakeCallCache(lake, backend, str(engine.model), "quality")
                     self.engines[spec.model] = engine
                 self.members.append((spec, spec.label(self.model_name(spec))))
         except BaseException:

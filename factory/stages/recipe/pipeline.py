@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factory.errors import FactoryError
-from factory.recipes.pipeline import (STEP_KINDS, Step, last_changes, register_step_kind, step_config_hash,
-                                      step_state)
+from factory.recipes.pipeline import STEP_KINDS, Step, last_changes, register_step_kind, step_config_hash, step_state
 
 # steps whose configuration includes the whole recipe (their output depends on every rule and threshold)
 RECIPE_BOUND = ("curate", "filter", "release", "export")
@@ -283,13 +282,11 @@ def _export(ctx, step):
     return {"status": "ran" if ran else "current", "summary": "; ".join(parts)}
 
 
-for _kind, _fn in (("ingest", _ingest), ("dedup", _dedup), ("decontam", _decontam),
-                   ("dedup-embed", _reported("dedup_embed", "run_embedding_dedup", progress=False)),
-                   ("hidden-tests", _hidden_tests), ("gentests", _reported("gentests", "run_gentests")),
-                   ("synth", _reported("synth", "run_synth")),
-                   ("judge-quality", _judge), ("sample", _sample), ("execute", _execute), ("curate", _curate),
-                   ("filter", _filter), ("release", _release), ("export", _export)):
-    RUNNERS[_kind] = _fn
+RUNNERS.update({"ingest": _ingest, "dedup": _dedup, "decontam": _decontam,
+                "dedup-embed": _reported("dedup_embed", "run_embedding_dedup", progress=False),
+                "hidden-tests": _hidden_tests, "gentests": _reported("gentests", "run_gentests"),
+                "synth": _reported("synth", "run_synth"), "judge-quality": _judge, "sample": _sample,
+                "execute": _execute, "curate": _curate, "filter": _filter, "release": _release, "export": _export})
 
 
 def _short(obj) -> str:
@@ -382,9 +379,8 @@ def run_pipeline(ctx: Context, steps: list[Step], skip: dict) -> list[dict]:
                 with connect(ctx.lake, read_only=True) as con:
                     state = step_state(step, last_changes(con), catalog, external)
                     prev = _previous(con, step.stage, chash)
-                same = [r for r in rows if r["stage"] == step.stage and r["config_hash"] == chash
-                        and r["status"] in ("ran", "current")]
-                if same:   # an earlier step of this run with the same configuration (not recorded yet)
+                if same := [r for r in rows if r["stage"] == step.stage and r["config_hash"] == chash
+                            and r["status"] in ("ran", "current")]:   # an earlier step of this run (not recorded yet)
                     prev = {"state": json.loads(same[-1]["state"]), "summary": same[-1]["summary"]}
                 current = prev is not None and prev["state"] == state and step.stage not in ("release", "export")
                 if current and step.stage == "filter":
