@@ -207,11 +207,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, *,
     final-answer ground truth gets the answer reward its ``reward.kind`` names (binary: 1.0 for a right final answer,
     else 0.0, as `factory export` writes for gold.answer_tasks), or without one the R1-CI reward
     (:func:`r1ci_compute_score`; the interpreter-rollouts stage exports)."""
-    truth = _parse_all([ground_truth])[0]
-    if truth.answer:   # its reward.kind: binary 1.0/0.0, soft, or (none) the R1-CI reward
-        from factory.answers.r1ci import answer_reward
-        return answer_reward(solution_str, truth.data)
-    return score_completions([solution_str], [truth], exclude_in_process=exclude_in_process)[0]
+    return trl_reward([solution_str], [ground_truth], exclude_in_process)[0]
 
 
 def trl_reward(completions, ground_truth, exclude_in_process: bool = True, **kwargs) -> list[float]:
