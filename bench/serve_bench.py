@@ -69,10 +69,8 @@ def load_programs(lake: Path) -> list[dict]:
         JOIN gold.latest_executions e ON e.program_id = g.program_id AND e.test_id = t.test_id
         LEFT JOIN silver.time_limits tl ON tl.problem_id = g.problem_id AND tl.cpu_s IS NOT NULL
         GROUP BY ALL""").to_arrow_table().to_pylist()
-    for r in rows:
-        r["offline"] = dict(r["offline"])   # arrow MAP -> list of pairs
-        r["offline_cpu_ms"] = dict(r["offline_cpu_ms"])
-    return rows
+    # an Arrow MAP reads as a list of pairs
+    return [{**r, "offline": dict(r["offline"]), "offline_cpu_ms": dict(r["offline_cpu_ms"])} for r in rows]
 
 
 def item(r: dict) -> dict:
