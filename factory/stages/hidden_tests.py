@@ -63,21 +63,17 @@ def cmd_hidden_tests(args) -> None:
 
 
 class _Target:
+    """A problem's row, the defaults below, and what _targets sets (names, need, max_chars, any_order, unique...)."""
+
     def __init__(self, row: dict):
         self.__dict__.update(row)
         self.seeds: list = []
         self.seen: set = set()
-        self.max_chars = 200
         self.kept: list = []            # (args, serialized input, serialized expected)
-        self.need = 0
         self.mode = "call"              # how kept tests are stored: call | check (trees/lists) | pytest
         self.kinds: list = []           # per parameter: None | "tree" | "list"
         self.out_kind = "value"         # how the result compares: value | tree | list
-        self.names: list = []
         self.answers: list = []         # (args, expected value) of the examples
-        self.examples_none = False      # an example expects None
-        self.any_order: str | None = None
-        self.unique: str | None = None  # the statement guarantees one answer per input
         self.depth = 0                  # order-insensitive comparison depth finally used (0: exact)
         self.judging = None             # ProblemJudging of the final tests
 
@@ -204,9 +200,9 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
         if t.answers and t.out_kind == "value" and all(a is None for _, a in t.answers):
             skipped["returns_nothing"] += 1   # in-place problems: a return value of None tests nothing
             continue
-        t.examples_none = any(a is None for _, a in t.answers)
+        t.examples_none = any(a is None for _, a in t.answers)   # an example expects None
         t.any_order = any_order_phrase(t.question)
-        t.unique = unique_answer_phrase(t.question)
+        t.unique = unique_answer_phrase(t.question)   # the statement guarantees one answer per input
         t.max_chars = min(max(200, 4 * max(len(serialize_value(s)) for s in t.seeds)), 20000)
         t.contract = inferred_contract(t.seeds)   # only the examples' seeds define it, not generated inputs
         t.constraints = Checker(t.question, t.names, dict(zip(t.names or [], t.kinds))).fit(t.seeds)
@@ -272,9 +268,8 @@ def _round(pool, active: list, seed: int, rnd: int, per_round: int, stats: dict)
         transform = None if not any(t.kinds) else \
             (lambda args, kinds=t.kinds: [canonical(k, a) for k, a in zip(kinds + [None] * len(args), args)])
         made = generate_inputs(t.seeds, per_round, rng, t.seen, t.max_chars, transform=transform)
-        st = stats[t.source]
-        st["candidates"] += len(made)
-        cands[t.problem_id] = [(text, args) for text, args in made if _valid_input(t, args, st)]
+        stats[t.source]["candidates"] += len(made)
+        cands[t.problem_id] = [(text, args) for text, args in made if _valid_input(t, args, stats[t.source])]
     jobs = [_reference_job(t, [TestSpec(f"c{i}", "call", input=text) for i, (text, _) in enumerate(cands[t.problem_id])])
             for t in active if cands[t.problem_id]]
     expected = {}
