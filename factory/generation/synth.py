@@ -133,19 +133,15 @@ def _load_obj(text: str):
         if start < 0:
             continue
         body = cand[start:]
-        try:
+        with contextlib.suppress(ValueError):
             obj, _ = json.JSONDecoder(strict=False).raw_decode(body)
             if isinstance(obj, dict):
                 return obj, False, False
-        except ValueError:
-            pass
         end = body.rfind("}")
-        try:
+        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
             obj = ast.literal_eval(body[: end + 1]) if end > 0 else None
             if isinstance(obj, dict):
                 return obj, False, False
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            pass
         obj, cut_off = _repair_json(body)
         if obj is not None:
             return obj, True, cut_off
@@ -159,11 +155,9 @@ def _pick(obj: dict, *names: str):
 
 def split_asserts(code: str) -> tuple[list[str], bool]:
     """Assert statements in a code chunk (multi-line aware); second value: last one looked cut off."""
-    try:
+    with contextlib.suppress(SyntaxError, ValueError):
         tree = _parse(code)
         return [ast.get_source_segment(code, n) for n in tree.body if isinstance(n, ast.Assert)], False
-    except (SyntaxError, ValueError):
-        pass
     out, cur, cut = [], None, False
     for line in code.splitlines():
         s = line.strip()
