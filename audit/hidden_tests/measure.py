@@ -32,10 +32,9 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE.parents[1] / "bench"))
 
-from factory.ingest.readers import read_jsonl  # noqa: E402
+from harness import ROOT, jsonl  # noqa: E402, I001  (first: the repository on sys.path)
 
 PER_CLASS_PROBLEMS = {"node": 25, "any_order": 25, "plain": 50}
 PER_CLASS_TESTS = {"plain": 30, "node": 25, "any_order": 20, "pytest": 25}
@@ -56,7 +55,7 @@ def build(work: Path, data: Path) -> Path:
     lake = work / "lake"
     if (work / "report.json").exists():
         return lake
-    rows = [r for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")]
+    rows = jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")
     classes: dict[str, list] = {"node": [], "any_order": [], "plain": []}
     for r in sorted(rows, key=lambda r: _h(r["task_id"])):
         c = ("node" if "tree_node(" in r["test"] or "list_node(" in r["test"] else
@@ -80,7 +79,7 @@ def build(work: Path, data: Path) -> Path:
 def second_solutions(data: Path) -> dict[str, str]:
     """source_id -> a second solution's code (LeetCode ``response``; KodCode: another passing trial)."""
     out = {r["task_id"]: code   # the response's last code block
-           for _, r in read_jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")
+           for r in jsonl(data / "leetcodedataset" / "LeetCodeDataset-v0.2.0-train.jsonl.gz")
            if (code := (re.findall(r"```python\n(.*?)```", r.get("response") or "", re.S) or [None])[-1])}
     for f in sorted((data / "kodcode_demo").glob("Verified_KodCode_*_Complete.json")):
         for r in json.loads(f.read_text()):
@@ -97,7 +96,7 @@ def second_solutions(data: Path) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     args = ap.parse_args()
     from factory.judging.rules import NO_OVERRIDE, load_judging
     from factory.lake import connect
@@ -154,7 +153,7 @@ def main() -> None:
     with SandboxPool(Limits(cpu_s=4.0)) as pool:
         merged = merge_verdicts(list(pool.run(jobs)))
     status = {k: v.status for k, (v, _) in merged.items()}
-    labels = {r["test_id"]: r for _, r in read_jsonl(HERE / "labels.jsonl")} if (HERE / "labels.jsonl").exists() else {}
+    labels = {r["test_id"]: r for r in jsonl(HERE / "labels.jsonl")} if (HERE / "labels.jsonl").exists() else {}
     out, wrong_n, flagged, by_cls = [], 0, 0, Counter()
     for s in sample:
         pid = s["problem_id"]
