@@ -1,8 +1,7 @@
 """`factory recipe diff A B`: which problems one recipe's release keeps and the other's does not, and why.
 
-A and B are release names, or recipe names (then the newest full release of that recipe). Everything is read
-from the release folders (their gold.recipe_decisions and gold.recipe_rules), so two teams can compare
-releases without the lake.
+A and B are release names, or recipe names (then the newest full release of that recipe). Everything is read from the
+release folders (their gold.recipe_decisions and gold.recipe_rules), so two teams can compare releases without the lake.
 """
 from __future__ import annotations
 

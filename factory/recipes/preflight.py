@@ -179,8 +179,7 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> l
                            + (" (`judges: []`)" if stage is not None else "")
                            + " and no votes in the lake would remove nothing; "
                            + (f"pass `--set '{param}=[\"MODEL\"]'`" if param else "add judges to the recipe")
-                           + " (or run `factory judge-quality --judge MODEL`), or pass --skip "
-                           + rule["name"]))
+                           + f" (or run `factory judge-quality --judge MODEL`), or pass --skip {rule['name']}"))
     for st in recipe.stages:
         if st["name"] in skipped or st["top_potential"] is None:
             continue

@@ -102,10 +102,8 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
         run.write("silver.time_limits", [dict(r, created_at=now) for r in rows])
         counts = Counter(r["status"] for r in rows)
         limits = sorted(r["cpu_s"] for r in rows if r["cpu_s"] is not None)
-        report = {"problems": len(rows), **counts,
-                  "median_cpu_s": limits[len(limits) // 2] if limits else None,
-                  "max_cpu_s": limits[-1] if limits else None,
-                  "at_floor": sum(1 for x in limits if x <= floor_s)}
+        report = {"problems": len(rows), **counts, "median_cpu_s": limits[len(limits) // 2] if limits else None,
+                  "max_cpu_s": limits[-1] if limits else None, "at_floor": sum(1 for x in limits if x <= floor_s)}
         run.summary = json.dumps(report)
     report["run_id"] = run.run_id
     return report

@@ -138,10 +138,9 @@ def literal_summary(table) -> dict:
 
 def _test_and_lineage(con, used: list[str], methods, test_params: TestOverlapParams,
                       checked_sources: tuple[str, ...] = ()) -> list[dict]:
-    """silver.contamination rows of the test and lineage checks: problems that could reach a train split
-    (not a benchmark source, not a test split) against benchmark problems and every test-split problem.
-    ``checked_sources`` are checked even where their split is test (the audit checks HumanEval against
-    HumanEval+)."""
+    """silver.contamination rows of the test and lineage checks: problems that could reach a train split (not a
+    benchmark source, not a test split) against benchmark problems and every test-split problem. ``checked_sources`` are
+    checked even where their split is test (the audit checks HumanEval against HumanEval+)."""
     if "test" not in methods and "lineage" not in methods:
         return []
     marks = ", ".join("?" for _ in used)
@@ -226,13 +225,12 @@ AUDIT_DIR = "audit/decontam"
 
 def audit_decontam(lake=None, audit_dir=None, params=None, test_params: TestOverlapParams = TestOverlapParams(),
                    benchmarks: list[str] | None = None) -> dict:
-    """Precision and recall of each method on the audit labels (``audit/decontam``: lineage.csv, text.csv,
-    tests.csv, planted.csv) over the problems of ``lake`` (read only). The audit checks every problem of a
-    non-benchmark source and HumanEval against the benchmark sources minus HumanEval (so HumanEval <->
-    HumanEval+ is scored); planted copies are made from the benchmark items' questions and checked as problems
-    of a source ``planted``. Methods: ``text`` (the evidence rule), ``text_literal`` (any shared n-gram),
-    ``test``, ``lineage``, ``default`` (text + test + lineage: what `factory decontam` removes) and
-    ``literal_default`` (text_literal + test + lineage)."""
+    """Precision and recall of each method on the audit labels (``audit/decontam``: lineage.csv, text.csv, tests.csv,
+    planted.csv) over the problems of ``lake`` (read only). The audit checks every problem of a non-benchmark source and
+    HumanEval against the benchmark sources minus HumanEval (so HumanEval <-> HumanEval+ is scored); planted copies are
+    made from the benchmark items' questions and checked as problems of a source ``planted``. Methods: ``text`` (the
+    evidence rule), ``text_literal`` (any shared n-gram), ``test``, ``lineage``, ``default`` (text + test + lineage:
+    what `factory decontam` removes) and ``literal_default`` (text_literal + test + lineage)."""
     from collections import Counter
     from pathlib import Path
 

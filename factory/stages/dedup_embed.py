@@ -77,8 +77,7 @@ def run_embedding_dedup(lake=None, threshold: float = DEFAULT_THRESHOLD, model: 
     with stage_run("dedup-embed", config, lake=lake) as run:
         con = run.con
         docs = _problems(con, params["sources"], prefer or [], field)
-        orphans = run.delete("silver.problem_embeddings",
-                             "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
+        orphans = run.delete("silver.problem_embeddings", "problem_id NOT IN (SELECT problem_id FROM silver.problems)")
         stored = _stored_vectors(con, label, docs)
         missing = sorted(set(docs["text_hash"].to_pylist()) - set(stored))
         reused = sum(h in stored for h in docs["text_hash"].to_pylist())

@@ -206,16 +206,14 @@ def _rows(todo, backend: str, model: str, sizes: list, seeds: int) -> tuple[list
                          "killed": c["kills"], "agreement": c["agreement"]})
         gen_rows.append({
             "generator_id": gid, "problem_id": t.problem_id, "backend": backend, "model": model, "test_kind": t.kind,
-            "generator_request_hash": gen_hash, "validator_request_hash": val_hash,
-            "generator_code": o.generator_code, "validator_code": o.validator_code,
-            "generator_status": o.generator_status, "validator_status": o.validator_status, "oracle": o.oracle,
-            "sizes": json.dumps(sizes), "seeds": seeds, "generator_runs": o.generator_runs,
-            "generator_ran": o.generator_ran, "inputs_produced": o.inputs_produced,
+            "generator_request_hash": gen_hash, "validator_request_hash": val_hash, "generator_code": o.generator_code,
+            "validator_code": o.validator_code, "generator_status": o.generator_status,
+            "validator_status": o.validator_status, "oracle": o.oracle, "sizes": json.dumps(sizes), "seeds": seeds,
+            "generator_runs": o.generator_runs, "generator_ran": o.generator_ran, "inputs_produced": o.inputs_produced,
             "known_checked": o.known_checked, "known_accepted": o.known_accepted,
-            "validator_accepted": o.validator_accepted, "outputs_agreed": o.outputs_agreed,
-            "tests_kept": o.tests_kept, "surviving_mutants": o.surviving_mutants,
-            "mutants_killed": o.mutants_killed, "voters": o.voters, "kept_tests": json.dumps(kept),
-            "detail": " | ".join(o.details) or None, "created_at": now})
+            "validator_accepted": o.validator_accepted, "outputs_agreed": o.outputs_agreed, "tests_kept": o.tests_kept,
+            "surviving_mutants": o.surviving_mutants, "mutants_killed": o.mutants_killed, "voters": o.voters,
+            "kept_tests": json.dumps(kept), "detail": " | ".join(o.details) or None, "created_at": now})
     return test_rows, gen_rows
 
 
