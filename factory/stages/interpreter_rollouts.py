@@ -319,13 +319,11 @@ def export_stage(release: str, out, *, releases_dir=None, sft_min_reward: float 
                           reward={"reward": r["reward"]})
         sft.append({**verl_sft_row(traj), "problem_id": r["problem_id"], "mode": r["mode"]})
         trl.append({**trl_row(traj), "problem_id": r["problem_id"]})
-    msg = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-    pq.write_table(pa.Table.from_pylist(sft, schema=pa.schema([("messages", msg), ("reward", pa.float64()),
-                                                               ("problem_id", pa.string()), ("mode", pa.string())])),
-                   out / "verl_sft" / "train.parquet")
-    pq.write_table(pa.Table.from_pylist(trl, schema=pa.schema([("prompt", msg), ("completion", msg),
-                                                               ("problem_id", pa.string())])),
-                   out / "trl_sft" / "train.parquet")
+    text, msg = pa.string(), pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+    for rows, sub, fields in ((sft, "verl_sft", [("messages", msg), ("reward", pa.float64()), ("problem_id", text),
+                                                 ("mode", text)]),
+                              (trl, "trl_sft", [("prompt", msg), ("completion", msg), ("problem_id", text)])):
+        pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(fields)), out / sub / "train.parquet")
     info = {"release": release, "tasks": len(tasks), "rl_rows": {k: len(v) for k, v in by_split.items()},
             "sft_rows": len(sft), "rollouts": len(rollouts),
             "loss_mask": "interpreter output is a `tool` message (verl MultiTurnSFTDataset: loss_mask 0 on non-"
