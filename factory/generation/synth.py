@@ -156,8 +156,7 @@ def _pick(obj: dict, *names: str):
 def split_asserts(code: str) -> tuple[list[str], bool]:
     """Assert statements in a code chunk (multi-line aware); second value: last one looked cut off."""
     with contextlib.suppress(SyntaxError, ValueError):
-        tree = _parse(code)
-        return [ast.get_source_segment(code, n) for n in tree.body if isinstance(n, ast.Assert)], False
+        return [ast.get_source_segment(code, n) for n in _parse(code).body if isinstance(n, ast.Assert)], False
     out, cur, cut = [], None, False
     for line in code.splitlines():
         s = line.strip()

@@ -62,8 +62,7 @@ def detect_rule(question: str, expected_outputs: list[str | None]) -> Rule | Non
 
 
 def checker_hash(policy: str, atol: float | None, rtol: float | None, code: str | None) -> str:
-    blob = json.dumps([policy, atol, rtol, code], sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:12]
+    return hashlib.sha256(json.dumps([policy, atol, rtol, code], sort_keys=True).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)

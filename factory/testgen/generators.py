@@ -381,8 +381,7 @@ def _choose(agreed: list[dict], max_tests: int) -> list[dict]:
         if len(chosen) < max_tests and set(c["kills"]) - covered:
             chosen.append(c)
             covered |= set(c["kills"])
-    rest = [c for c in agreed if c not in chosen]
-    return chosen + rest[:max(0, max_tests - len(chosen))]
+    return chosen + [c for c in agreed if c not in chosen][:max(0, max_tests - len(chosen))]
 
 
 def generated_test_id(problem_id: str, kind: str, text: str) -> str:
