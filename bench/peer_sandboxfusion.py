@@ -251,14 +251,14 @@ def speed(ports: dict, rounds: int) -> list[dict]:
         for r in range(rounds):
             order = list(ports) if r % 2 == 0 else list(ports)[::-1]
             for name in order:
-                wall, lat, failed = burst(ports[name], lang, conc, n)
-                a = acc[name]
-                a["wall"] += wall; a["lat"] += lat; a["failed"] += failed; a["n"] += n   # noqa: E702
+                for key, value in zip(("wall", "lat", "failed", "n"), (*burst(ports[name], lang, conc, n), n)):
+                    acc[name][key] += value   # the wall seconds, latencies, failures and requests of each burst
             loads.append(os.getloadavg()[0])
         row = {"language": lang, "concurrency": conc, "requests": n * rounds, "load_avg_1m": round(max(loads), 2)}
         for name, a in acc.items():
             q = statistics.quantiles(a["lat"], n=100)
-            row.update({f"{name}_rps": round(a["n"] / a["wall"], 1), f"{name}_p50_ms": round(1000 * statistics.median(a["lat"]), 1),
+            row.update({f"{name}_rps": round(a["n"] / a["wall"], 1),
+                        f"{name}_p50_ms": round(1000 * statistics.median(a["lat"]), 1),
                         f"{name}_p99_ms": round(1000 * q[98], 1), f"{name}_failed": a["failed"]})
         row["ratio"] = round(row["factory_rps"] / row["sandboxfusion_rps"], 2)
         print(f"{lang} at {conc}: {row['ratio']}x", flush=True)
