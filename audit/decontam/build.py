@@ -220,7 +220,8 @@ def test_candidates(lake: str, data: dict, manual: dict) -> list[dict]:
                 if not io:
                     kind, basis = "inputs_only", "same test inputs, different expected values; " + basis
                 elif max(_weight(k) for k in io) < 8:
-                    kind, basis = "tiny_test", f"shares only tiny tests ({len(io)} keys, e.g. {min(io, key=len)[:60]}); " + basis
+                    example = min(io, key=lambda k: (len(k), k))[:60]   # the shortest key; ties by text (any hash seed)
+                    kind, basis = "tiny_test", f"shares only tiny tests ({len(io)} keys, e.g. {example}); " + basis
                 else:
                     kind, basis = "shared_test", f"shares {len(io)} test keys; " + basis
             rows.append({"kind": kind, "label": label, "source": s, "source_id": sid, "benchmark": b,
