@@ -115,9 +115,7 @@ def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, re
     with stage_run("expected", {"sources": sources, "sandbox_version": SANDBOX_VERSION}, lake=lake) as run:
         ids = list({r["test_id"] for r in pending})
         table = run.con.execute("SELECT * FROM silver.tests WHERE test_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).to_arrow_table()
-        rows = table.to_pylist()
-        for r in rows:
-            r["expected"] = actual.get(r["test_id"])
+        rows = [dict(r, expected=actual.get(r["test_id"])) for r in table.to_pylist()]
         run.delete("silver.tests", "test_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
         run.write("silver.tests", pa.Table.from_pylist(rows, schema=table.schema).drop_columns(["run_id"]))
         # verdicts recorded for these tests were judged against another (or no) expected value: stale
@@ -464,19 +462,18 @@ def cmd_execute(args) -> None:
     from factory.lake.query import parse_shard
     from factory.sandbox import Limits
 
-    limits = Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb)
     program_ids, selection = None, args.select
     if args.samples:
         if not args.model:
             raise FactoryError("--samples needs --model NAME")
         program_ids = add_samples(args.lake, args.samples, args.model, (args.source or [None])[0])
         selection = "samples"
-    report = execute(args.lake, selection=selection, sources=args.source, model=args.model, limits=limits,
-                     workers=args.workers, max_programs=args.max_programs, batch_programs=args.batch_programs,
+    report = execute(args.lake, selection=selection, sources=args.source, model=args.model,
+                     limits=Limits(cpu_s=args.cpu_s, memory_mb=args.memory_mb), workers=args.workers,
+                     max_programs=args.max_programs, batch_programs=args.batch_programs,
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
                      ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits,
-                     cache=not args.no_cache, commit_every_s=args.commit_every,
-                     shipped_rules=not args.no_shipped_rules)
+                     cache=not args.no_cache, commit_every_s=args.commit_every, shipped_rules=not args.no_shipped_rules)
     print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
           f"statuses: {dict(report.status_counts)}")
     if report.cache is not None and report.cache.jobs:
