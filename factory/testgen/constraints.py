@@ -162,8 +162,7 @@ def _comparison(line: str) -> Constraint | None:
     def holds(env: dict, kinds: dict) -> bool | None:
         verdict = True
         for (left, op, right) in zip(terms, ops, terms[1:]):
-            lvals = _side(left, env, kinds)
-            rvals = _side(right, env, kinds)
+            lvals, rvals = _side(left, env, kinds), _side(right, env, kinds)
             if lvals is None or rvals is None:
                 continue
             if _indexed(left, env) and _indexed(right, env):

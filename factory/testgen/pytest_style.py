@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections import Counter
 from typing import Any
 
 
@@ -46,17 +47,14 @@ def called_function(test_modules: list[str | None], solution: str) -> str | None
         defined = {n.name for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef)}
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    calls: dict[str, int] = {}
+    calls: Counter[str] = Counter()
     for text in test_modules:
         try:
             tree = ast.parse(text or "")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assert):
-                for call in ast.walk(node):
-                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in defined:
-                        calls[call.func.id] = calls.get(call.func.id, 0) + 1
+        calls.update(c.func.id for node in ast.walk(tree) if isinstance(node, ast.Assert) for c in ast.walk(node)
+                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in defined)
     return max(sorted(calls), key=calls.get) if calls else None
 
 
