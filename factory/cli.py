@@ -80,11 +80,8 @@ def _group_commands(parser: argparse.ArgumentParser, sub: argparse._SubParsersAc
     rest = tuple(c for c in helps if c not in grouped)
     groups = {**GROUPS, "other": rest} if rest else GROUPS
     width = max(map(len, helps)) + 2
-    lines = []
-    for title, cmds in groups.items():
-        lines.append(f"{title}:")
-        lines += [f"  {c:<{width}}{helps[c]}" for c in cmds if c in helps]
-        lines.append("")
+    lines = [line for title, cmds in groups.items()
+             for line in (f"{title}:", *(f"  {c:<{width}}{helps[c]}" for c in cmds if c in helps), "")]
     parser.epilog = "\n".join(lines) + "`factory COMMAND --help` for a command's options; --lake DIR on every " \
                                        "command that touches a lake."
     parser.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -217,12 +217,9 @@ def base_tables(names, catalog) -> list[str]:
     out, seen = [], set()
 
     def visit(n):
-        if n in seen:
+        if n in seen or (spec := catalog.tables.get(n)) is None:
             return
         seen.add(n)
-        spec = catalog.tables.get(n)
-        if spec is None:
-            return
         if spec.kind == "table":   # a table, or a materialised transform: its own writes count, and what it reads
             out.append(n)
             if not spec.sql:

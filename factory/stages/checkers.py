@@ -61,8 +61,8 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
     best: dict[tuple[str, str], float] = {}
     bad: dict[str, str] = {}
     by_program = {j.program_id: j for j in jobs}
-    progress = Progress(len(jobs) * repeats, "calibrate", "program")
-    with SandboxPool(Limits(cpu_s=cap_s, memory_mb=memory_mb), workers) as pool:
+    with Progress(len(jobs) * repeats, "calibrate", "program") as progress, \
+            SandboxPool(Limits(cpu_s=cap_s, memory_mb=memory_mb), workers) as pool:
         for _ in range(repeats):
             seen = set()
             for v in pool.run([j for j in jobs if j.program_id not in bad]):   # a failed reference: once is enough
@@ -76,7 +76,6 @@ def run_calibrate(lake=None, sources: list[str] | None = None, factor: float = 4
                 if v.program_id not in seen:
                     seen.add(v.program_id)
                     progress.update()
-    progress.close()
     rows, now = [], utcnow()
     per_problem: dict[str, float] = defaultdict(float)
     for (program_id, _), ms in best.items():

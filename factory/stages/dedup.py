@@ -81,11 +81,9 @@ def run_dedup(lake=None, params: MinHashParams | None = None, prefer: list[str] 
             "band_hash": bands["band_hash"].cast(pa.int64())}))
         pairs = result.pairs
         # one row per unordered pair and kind
-        a, b = pairs["doc_id_a"].to_pylist(), pairs["doc_id_b"].to_pylist()
-        lo = [min(x, y) for x, y in zip(a, b)]
-        hi = [max(x, y) for x, y in zip(a, b)]
-        pair_rows = pa.table({"params_hash": pa.array([params_hash] * len(lo), pa.string()),
-                              "problem_id_a": pa.array(lo, pa.string()), "problem_id_b": pa.array(hi, pa.string()),
+        a, b = pairs["doc_id_a"].cast(pa.string()), pairs["doc_id_b"].cast(pa.string())
+        pair_rows = pa.table({"params_hash": pa.array([params_hash] * len(a), pa.string()),
+                              "problem_id_a": pc.min_element_wise(a, b), "problem_id_b": pc.max_element_wise(a, b),
                               "kind": pairs["kind"].cast(pa.string()), "jaccard": pairs["jaccard"].cast(pa.float64())})
         with _registered(con, new_pairs=pair_rows) as (name,):
             fresh = con.execute(f"SELECT DISTINCT * FROM {name} n WHERE NOT EXISTS (SELECT 1 FROM silver.dedup_pairs "
