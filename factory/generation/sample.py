@@ -57,7 +57,6 @@ def _fenced_blocks(text: str) -> tuple[list[tuple[str, str, bool]], str | None]:
     return blocks, leading
 
 
-
 def _largest_parseable(text: str) -> str | None:
     """Unfenced fallback: the longest chunk starting at a code-looking line that parses."""
     lines = text.splitlines()

@@ -102,9 +102,8 @@ def run_checkers(lake=None, sources: list[str] | None = None, checker_dir: str |
                 matched_keys.add(key)
                 found[problem_id] = _row(problem_id, Rule("program", None, None, "file", path.name), code)
             elif detect and dataset_checker and test_format == "stdio":
-                # the dataset's own checker (open-r1/codeforces generated_checker: several correct outputs), run in
-                # the sandbox as open-r1 runs it; one that does not parse stays unwired, and curate keeps the
-                # problem out of training (gold.training_exclusions: needs_checker)
+                # the dataset's own checker (open-r1/codeforces generated_checker), run as open-r1 runs it; one that
+                # does not parse stays unwired (curate: gold.training_exclusions needs_checker)
                 try:
                     code = script_checker(dataset_checker)
                 except ValueError:
