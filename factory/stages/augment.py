@@ -143,8 +143,7 @@ def _targets(con, sources: list[str] | None, budget: int, public_only: bool = Fa
 
 
 def _spec(t: _Target, test_id: str, text: str, expected: str | None) -> TestSpec:
-    return TestSpec(test_id=test_id, kind=t.kind, input=text, expected=expected, comparison=t.comparison,
-                    atol=t.atol)
+    return TestSpec(test_id=test_id, kind=t.kind, input=text, expected=expected, comparison=t.comparison, atol=t.atol)
 
 
 def _job(t: _Target, program_id: str, code: str, specs: list[TestSpec]) -> Job:
@@ -221,10 +220,9 @@ def _final(pool: SandboxPool, targets: list[_Target], limits_hash: str, stats: d
     now = utcnow()
     test_rows, exec_rows = [], []
     for t in targets:
-        ids = [tid for tid, row in tests.items() if row["problem_id"] == t.problem_id]
         killed: set = set()
         added = 0
-        for tid in ids:
+        for tid in [tid for tid, row in tests.items() if row["problem_id"] == t.problem_id]:
             ref = merged.get((t.ref_id, tid))
             kills = {m for m in t.mutants if (m, tid) in merged and merged[(m, tid)][0].status not in NOT_A_KILL}
             if ref is None or ref[0].status != "pass" or not kills:
@@ -333,8 +331,7 @@ def run_suite_reduce(lake=None, sources: list[str] | None = None, k: int = DEEPC
         report = {"problems": len(rows), "k": k, "by_source": {}}
         for r in rows:
             b = report["by_source"].setdefault(r["source"], defaultdict(int))
-            for key in ("full_tests", "reduced_tests", "top_k_tests", "full_killed", "reduced_killed",
-                        "top_k_killed"):
+            for key in ("full_tests", "reduced_tests", "top_k_tests", "full_killed", "reduced_killed", "top_k_killed"):
                 b[key] += r[key]
             b["problems"] += 1
             b["kill_set_changed"] += int(not r["kill_set_unchanged"])

@@ -196,8 +196,7 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
         policy = steps.run("load SmolLM2", lambda: load_model(resolve_model_path(None)), lambda _: DEFAULT_MODEL)
         meter = _TokenMeter()
         loaded = {"model": DEFAULT_MODEL, "model_obj": meter.wrap(policy[0]), "tokenizer": policy[1]}
-        for label, n, temperature in (("sample greedy (SmolLM2)", 1, 0.0),
-                                      ("sample (SmolLM2)", n_samples, 0.7)):
+        for label, n, temperature in (("sample greedy (SmolLM2)", 1, 0.0), ("sample (SmolLM2)", n_samples, 0.7)):
             meter.tokens = meter.calls = 0
             budget = len(sampled) * sample_tokens * (n if temperature else 1)
 

@@ -73,8 +73,7 @@ def _where(selection: str, sources: list[str] | None, model: str | None) -> tupl
     return " AND ".join(clauses), params
 
 
-def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport,
-                          con=None) -> bool:
+def fill_expected_outputs(lake, pool: SandboxPool, sources: list[str] | None, report: ExecuteReport, con=None) -> bool:
     """Compute missing expected values of call tests by running each problem's reference program. With ``con``
     (a read-only connection of the caller's) the check for missing values reads through it; when there are some,
     that connection is closed before the commit (a SQLite catalog takes one writer and no open reader), and the
@@ -170,10 +169,8 @@ def execute(lake=None, *, selection: str = "reference", sources: list[str] | Non
         if fill_expected and (shard is None or shard[0] == 0) and \
                 fill_expected_outputs(lake, pool, sources, report, con=con):   # one writer fills expected outputs
             con = connect(lake, read_only=True)
-        check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems",
-                    "run `factory ingest` first")
-        check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs",
-                    "run `factory sample` first")
+        check_known(con, "source", sources, "SELECT DISTINCT source FROM silver.problems", "run `factory ingest` first")
+        check_known(con, "model", model, "SELECT DISTINCT model FROM silver.programs", "run `factory sample` first")
         judging = load_judging(con, time_limits=time_limits == "calibrated")
         keys = key_lists(judging, limits)   # (problem ids, verdict keys) where they differ from limits.hash()
         programs = con.execute(f"""
@@ -474,8 +471,7 @@ def cmd_execute(args) -> None:
                      fill_expected=not args.no_expected, program_ids=program_ids, engine=args.engine,
                      ray_address=args.ray_address, shard=parse_shard(args.shard), time_limits=args.time_limits,
                      cache=not args.no_cache, commit_every_s=args.commit_every, shipped_rules=not args.no_shipped_rules)
-    print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  "
-          f"statuses: {dict(report.status_counts)}")
+    print(f"programs executed: {report.programs}  verdicts: {report.verdicts}  statuses: {dict(report.status_counts)}")
     if report.cache is not None and report.cache.jobs:
         print(report.cache.summary())
     if report.retried_batches:

@@ -453,8 +453,7 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
     from factory.sandbox import Limits, SandboxPool, TestSpec
     from factory.sandbox.rows import merge_verdicts, verdict_row
     if per_problem < 1 or rounds < 1 or per_round < 1:
-        raise FactoryError(f"per_problem, rounds and per_round must be >= 1 (got {per_problem}, {rounds}, "
-                           f"{per_round})")
+        raise FactoryError(f"per_problem, rounds and per_round must be >= 1 (got {per_problem}, {rounds}, {per_round})")
     limits = limits or Limits()
     config = {"sources": sources, "per_problem": per_problem, "seed": seed, "rounds": rounds,
               "per_round": per_round, "limits": limits.as_dict(), "version": 2}
