@@ -153,9 +153,8 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> l
         if rule["name"] in skipped:
             continue
         if rule["kind"] in MODEL_KINDS:
-            why = _model_check(recipe, rule["name"], f"rule {rule['kind']}", rule["params"]["model"], models,
-                               prepare, skipped)
-            if why:
+            if why := _model_check(recipe, rule["name"], f"rule {rule['kind']}", rule["params"]["model"], models,
+                                   prepare, skipped):
                 out.append((rule["name"], why))
         elif rule["kind"] == "embedding_dedup":
             stage = next((p for p in recipe.prepare if p["stage"] == "dedup-embed"), None)
@@ -183,9 +182,8 @@ def refusals(recipe, con, *, skip: list[str], prepare: bool, data_dir=None) -> l
     for st in recipe.stages:
         if st["name"] in skipped or st["top_potential"] is None:
             continue
-        why = _model_check(recipe, st["name"], f"curriculum stage {st['name']} (top {st['top_potential']} by "
-                           "potential)", recipe.difficulty_model, models, prepare, skipped)
-        if why:
+        if why := _model_check(recipe, st["name"], f"curriculum stage {st['name']} (top {st['top_potential']} by "
+                               "potential)", recipe.difficulty_model, models, prepare, skipped):
             out.append((st["name"], why))
     return out
 

@@ -61,21 +61,19 @@ def screenshot(page: str | Path, png: str | Path, width: int = 1280, height: int
     png.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="report-shot-") as tmp:
         raw = Path(tmp) / "shot.png"
-        if height is not None:
-            _shoot(browser, page, raw, width, height)
+        tall = 8192 if height is None else height
+        while True:
+            _shoot(browser, page, raw, width, tall)
             img = Image.open(raw).convert("RGB")
-        else:
-            tall = 8192
-            while True:
-                _shoot(browser, page, raw, width, tall)
-                img = Image.open(raw).convert("RGB")
-                last = _last_drawn_row(img)
-                if last < img.height - MARGIN:      # background below the content: the whole page is in
-                    img = img.crop((0, 0, img.width, max(last + 1 + MARGIN, 1)))
-                    break
-                if tall >= max_height:
-                    raise RuntimeError(f"{page} is taller than {max_height} px: the screenshot would be cut")
-                tall = min(tall * 2, max_height)
+            if height is not None:   # one viewport, as asked
+                break
+            last = _last_drawn_row(img)
+            if last < img.height - MARGIN:      # background below the content: the whole page is in
+                img = img.crop((0, 0, img.width, max(last + 1 + MARGIN, 1)))
+                break
+            if tall >= max_height:
+                raise RuntimeError(f"{page} is taller than {max_height} px: the screenshot would be cut")
+            tall = min(tall * 2, max_height)
         if colors:
             img = _palette(img, colors)
         img.save(png, optimize=True)
