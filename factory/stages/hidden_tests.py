@@ -519,10 +519,9 @@ def run_hidden_tests(lake=None, sources: list[str] | None = None, per_problem: i
                 run.write("silver.checkers", rows)
         rejected = {k: sum(st.get(k, 0) for st in stats.values()) for k in REJECTIONS} if stats else {}
         report = {"problems": len(targets) + no_seed + sum(skipped.values()), "no_seed": no_seed,
-                  "skipped": sum(skipped.values()), "skipped_by_reason": dict(skipped),
-                  "tests_added": len(test_rows), "problems_with_tests": len({r["problem_id"] for r in test_rows}),
-                  "rejected_inputs": dict(rejected), "any_order": dict(any_order),
-                  "by_source": {s: dict(v) for s, v in sorted(stats.items())}}
+                  "skipped": sum(skipped.values()), "skipped_by_reason": dict(skipped), "tests_added": len(test_rows),
+                  "problems_with_tests": len({r["problem_id"] for r in test_rows}), "rejected_inputs": dict(rejected),
+                  "any_order": dict(any_order), "by_source": {s: dict(v) for s, v in sorted(stats.items())}}
         run.summary = json.dumps(report, sort_keys=True)
     report["run_id"] = run.run_id
     return report

@@ -96,9 +96,8 @@ def load_policy(model: str | None, backend: str = "transformers", *, max_new_tok
 def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: list[str] | None = None,
                     limit_per_source: int | None = None, modes=DEFAULT_MODES, answers: int = 5, seed: int = 0,
                     max_calls: int = 8, cpu_s_per_call: float = 10.0, wall_s_per_call: float = 60.0,
-                    memory_mb: int = 512, max_new_tokens: int = 256, temperature: float = 1.0,
-                    batch_size: int = 16, backend: str = "transformers", base_url: str | None = None,
-                    log=print) -> dict:
+                    memory_mb: int = 512, max_new_tokens: int = 256, temperature: float = 1.0, batch_size: int = 16,
+                    backend: str = "transformers", base_url: str | None = None, log=print) -> dict:
     """Run the missing rollouts and commit them (one stage run). ``policy`` (an HFPolicy / BackendPolicy) is
     used as given, labelled ``model``; otherwise ``model`` is loaded (see :func:`load_policy`)."""
     from functools import partial
@@ -158,12 +157,11 @@ def sample_rollouts(lake=None, *, model: str = "smollm2", policy=None, sources: 
 def _row(t, model: str, settings: dict, now, run_id: str) -> dict:
     r = t.reward
     mask = t.loss_mask
-    return {"rollout_id": t.key["rollout_id"], "problem_id": t.key["problem_id"], "model": model,
-            "mode": t.key["mode"], "sample_index": t.key["sample_index"], "seed": t.key["seed"],
-            "messages": json.dumps(t.messages), "turns": json.dumps([x.as_dict() for x in t.turns]),
-            "response": t.response_text, "n_turns": r["turns"], "code_calls": r["code_calls"],
-            "end_reason": t.end or "unknown", "answer": r["answer"], "score": r["score"], "correct": r["correct"],
-            "format_ok": r["format_ok"], "reward": r["reward"], "policy_tokens": sum(mask),
+    return {"rollout_id": t.key["rollout_id"], "problem_id": t.key["problem_id"], "model": model, "mode": t.key["mode"],
+            "sample_index": t.key["sample_index"], "seed": t.key["seed"], "messages": json.dumps(t.messages),
+            "turns": json.dumps([x.as_dict() for x in t.turns]), "response": t.response_text, "n_turns": r["turns"],
+            "code_calls": r["code_calls"], "end_reason": t.end or "unknown", "answer": r["answer"], "score": r["score"],
+            "correct": r["correct"], "format_ok": r["format_ok"], "reward": r["reward"], "policy_tokens": sum(mask),
             "interpreter_tokens": len(mask) - sum(mask), "seconds": t.seconds, "settings": json.dumps(settings),
             "created_at": now, "run_id": run_id}
 
