@@ -47,11 +47,9 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
                    for c, s in zip(cands, scores)]
         rows = bon_table(samples, ks=ks)
         now = utcnow()
-        run.write("ops.train_metrics", [
-            {"run_id": run.run_id, "step": int(r["k"]), "metric": f"{r['method']}@{r['k']}", "value": r["value"],
-             "split": "heldout", "logged_at": now} for r in rows])
-        run.summary = json.dumps({"problems": len({c["problem_id"] for c in cands}), "candidates": len(cands),
-                                  "rows": rows})
+        run.write("ops.train_metrics", [{"run_id": run.run_id, "step": int(r["k"]), "metric": f"{r['method']}@{r['k']}",
+                                         "value": r["value"], "split": "heldout", "logged_at": now} for r in rows])
+        run.summary = json.dumps({"problems": len(problems), "candidates": len(cands), "rows": rows})
     return rows
 
 
