@@ -259,9 +259,8 @@ def run_demo(out_dir: str | Path = "demo", data_dir: str | Path | None = None, *
                    lambda r: f"held-out pair accuracy {_share(r['heldout_accuracy'])} on {r['n_eval']} pairs "
                              f"(untrained {_share(r['untrained_accuracy'])}), {r['step_time_s']:.2f}s/step")
     bon = steps.run("best-of-N eval", lambda: run_eval_bon(lake, "demo-v1", rm=rm["checkpoint"],
-                                                           holdout_fraction=HOLDOUT,
-                                                           max_problems=bon_problems, max_length=max_length,
-                                                           releases_dir=releases),
+                                                           holdout_fraction=HOLDOUT, max_problems=bon_problems,
+                                                           max_length=max_length, releases_dir=releases),
                     lambda rows: "; ".join(f"{r['method']}@{r['k']}={r['value']:.3f}" for r in rows))
     report_path = steps.run("report", lambda: build_report(lake, out / "report"), str)
 
