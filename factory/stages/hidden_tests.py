@@ -28,6 +28,7 @@ test-split file keeps the tests it was published with.
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 
 SUBSET = "hidden"
 ORIGIN_ANY_ORDER = "any_order"      # silver.checkers origin of the order-insensitive comparison this stage attaches
@@ -137,13 +138,12 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
         GROUP BY ALL ORDER BY pb.problem_id""", [per_problem] + params).to_arrow_table().to_pylist()]
     if not targets:
         return [], 0
-    ids = [t.problem_id for t in targets]
     code = dict(con.execute("SELECT program_id, code FROM silver.programs WHERE list_contains(?, program_id)",
                             [[t.ref_id for t in targets]]).fetchall())
     tests: dict[str, list] = {}
     for problem_id, kind, text, inp, exp in con.execute(
             "SELECT problem_id, kind, code, input, expected FROM silver.tests WHERE list_contains(?, problem_id) "
-            "ORDER BY problem_id, ordinal", [ids]).fetchall():
+            "ORDER BY problem_id, ordinal", [[t.problem_id for t in targets]]).fetchall():
         tests.setdefault(problem_id, []).append((kind, text, inp, exp))
     out, no_seed = [], 0
     for t in targets:
@@ -349,12 +349,10 @@ def _ambiguous(pool, active: list, cands: dict, expected: dict) -> set:
         if info is None or v.status != "no_expected" or v.actual is None:
             continue
         pid, i, n, answer = info
-        try:
+        with suppress(TypeError, ValueError, KeyError):
             other = deserialize_value(v.actual)
             if isinstance(other, list) and sorted(n - 1 - x for x in other) == answer:
                 bad.discard((pid, i))
-        except (TypeError, ValueError, KeyError):
-            pass
     return bad
 
 
@@ -386,8 +384,7 @@ def _decide_any_order(pool, targets: list, checker_rows: dict, judging: dict, st
             code = checker_source(depth)
             base = judging.get(t.problem_id) or ProblemJudging()
             t.judging = ProblemJudging("program", None, None, code, checker_hash("program", None, None, code), base.cpu_s)
-        probes = [(args, text, exp) for args, text, exp in t.kept
-                  if isinstance(deserialize_value(exp), list) and len(deserialize_value(exp)) >= 2][:3]
+        probes = [k for k in t.kept if isinstance(v := deserialize_value(k[2]), list) and len(v) >= 2][:3]
         plan[t.problem_id] = len(probes)
         for j, (args, text, exp) in enumerate(probes):
             value = deserialize_value(exp)
