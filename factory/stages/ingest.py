@@ -222,9 +222,8 @@ def ingest_source(adapter_name: str, paths: list[str | Path] | None = None, *, l
             raise InputError(f"unknown test format {test_format!r} (known: {', '.join(TEST_FORMATS)})",
                              field="--test-format")
     source = source or default_source_name(adapter_name, files)
-    for f in files:
-        if not f.is_file():
-            raise InputError("file not found", file=str(f))
+    if absent := [f for f in files if not f.is_file()]:
+        raise InputError("file not found", file=str(absent[0]))
     # the digest covers the input files and the adapter version, so a fixed adapter re-ingests unchanged files
     content_sha = files_sha256(files)
     sha = hashlib.sha256(f"{content_sha}:{adapter_name}:{ADAPTER_VERSION}".encode()).hexdigest()
