@@ -178,8 +178,7 @@ def _round(pool: SandboxPool, active: list[_Target], seed: int, rnd: int, per_ro
         stats[t.source]["reference_rejected"] += len(cands[t.problem_id]) - len(ok)
         t.seeds += [args for _, _, args in ok]         # valid inputs seed later rounds (EvalPlus grows its corpus)
         screened[t.problem_id] = ok
-        specs = [_spec(t, cid, text, expected[(t.ref_id, cid)]) for cid, text, _ in ok]
-        if specs:
+        if specs := [_spec(t, cid, text, expected[(t.ref_id, cid)]) for cid, text, _ in ok]:
             jobs.append(_job(t, t.ref_id, t.ref_code, specs))   # the reference must pass its own expected value
             jobs += [_job(t, mid, t.survivors[mid], specs) for mid in sorted(t.left)]
     status = {(v.program_id, v.test_id): v.status for v in pool.run(jobs) if v.test_id is not None}
@@ -190,8 +189,7 @@ def _round(pool: SandboxPool, active: list[_Target], seed: int, rnd: int, per_ro
             if status.get((t.ref_id, cid)) != "pass":
                 stats[t.source]["reference_rejected"] += 1
                 continue
-            kills = {m for m in t.left if status.get((m, cid), "pass") not in NOT_A_KILL}
-            if kills:
+            if kills := {m for m in t.left if status.get((m, cid), "pass") not in NOT_A_KILL}:
                 t.kept.append((text, expected[(t.ref_id, cid)]))
                 t.left -= kills
                 t.budget_left -= 1

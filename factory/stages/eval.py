@@ -36,8 +36,7 @@ def run_eval_bon(lake=None, release: str = "", *, rm: str = "smollm2", holdout_f
     if max_problems:
         problems = problems[:max_problems]
     keep = set(problems)
-    cands = [c for c in cands if c["problem_id"] in keep]
-    if not cands:
+    if not (cands := [c for c in cands if c["problem_id"] in keep]):
         raise FactoryError(f"release {release!r}: no best-of-N candidates to evaluate")
     config = {"release": release, "rm": rm, "holdout_fraction": holdout_fraction, "ks": ks,
               "max_problems": max_problems, "min_candidates": min_candidates}

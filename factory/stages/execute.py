@@ -303,8 +303,7 @@ def _execute_run(lake, limits: Limits, selection: str, sources: list[str] | None
         yield run
         run.config_hash = config_hash(run.config)
         run.summary = f"{run.counts['programs']} programs, {run.counts['verdicts']} verdicts"
-        cached = run.cache_stats.summary() if report.cache is not None else ""
-        if cached:
+        if report.cache is not None and (cached := run.cache_stats.summary()):
             run.summary += f"; {cached}"
 
 
@@ -345,8 +344,7 @@ def _execute_batch(run, pool: SandboxPool, batch: list[dict], limits: Limits, re
         row = verdict_row(program_id, test_id, v, in_process, key[program_id], now)
         report.status_counts[row["status"]] += 1
         rows.append(row)
-    missing = {(t["program_id"], t["test_id"]) for t in tests} - set(merged)
-    if missing:
+    if missing := {(t["program_id"], t["test_id"]) for t in tests} - set(merged):
         raise FactoryError(f"sandbox returned no verdict for {len(missing)} (program, test) pairs, "
                            f"e.g. {sorted(missing)[0]}")
     run.write("silver.executions", executions_table(rows))
@@ -384,8 +382,7 @@ def add_samples(lake, samples_path: Path, model: str, source: str | None = None)
         task = rec.get("task_id")
         if not isinstance(task, str):
             raise InputError("missing required field", file=str(samples_path), line=line, field="task_id")
-        matches = problems.get(task, [])
-        if not matches:
+        if not (matches := problems.get(task, [])):
             raise InputError(f"unknown task_id {task!r}" + (f" in source {source!r}" if source else ""),
                              file=str(samples_path), line=line, field="task_id")
         if len(matches) > 1 and harness:   # one MultiPL-E name per language: the record's language picks

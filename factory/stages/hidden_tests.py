@@ -84,11 +84,9 @@ def _stub(entry_point: str, value) -> str | None:
     import re
 
     from factory.testgen.pytest_style import literal
-    lit = literal(value)
-    if lit is None:
+    if (lit := literal(value)) is None:
         return None
-    m = re.fullmatch(r"(\w+)\(\)\.(\w+)", entry_point)
-    if m:
+    if m := re.fullmatch(r"(\w+)\(\)\.(\w+)", entry_point):
         return f"class {m.group(1)}:\n    def {m.group(2)}(self, *args, **kwargs):\n        return {lit}\n"
     if re.fullmatch(r"[A-Za-z_]\w*", entry_point):
         return f"def {entry_point}(*args, **kwargs):\n    return {lit}\n"
@@ -169,8 +167,7 @@ def _targets(con, sources: list[str] | None, per_problem: int, skipped: dict) ->
                         t.answers.append((args, deserialize_value(exp)))
             elif kind == "check" and t.names is not None:
                 for ex in example_calls(text):
-                    call = positional(ex.args, ex.kwargs, t.names)
-                    if call is None:
+                    if (call := positional(ex.args, ex.kwargs, t.names)) is None:
                         continue
                     for key, k in ex.arg_kinds.items():
                         kinds[key if isinstance(key, int) else t.names.index(key) if key in t.names else -1] = k
@@ -390,8 +387,7 @@ def _decide_any_order(pool, targets: list, checker_rows: dict, judging: dict, st
             value = deserialize_value(exp)
             kind, code, inp, out = _render(t, args, exp, f"test_probe_{j}")
             for tag, answer, want in (("perm", permuted(value, depth), "pass"), ("wrong", wrong(value), "fail")):
-                stub = _stub(t.entry_point, answer)
-                if stub is None:
+                if (stub := _stub(t.entry_point, answer)) is None:
                     plan[t.problem_id] = -1
                     continue
                 spec = TestSpec(f"{tag}{j}", kind, code=code, input=inp, expected=out)

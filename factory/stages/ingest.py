@@ -49,8 +49,7 @@ def resolve_paths(adapter_name: str | None, paths: list[str | Path]) -> tuple[li
             out += found
             skipped += passed
         elif any(c in str(p) for c in "*?["):
-            matches = sorted(Path(x) for x in glob.glob(str(p)))
-            if not matches:
+            if not (matches := sorted(Path(x) for x in glob.glob(str(p)))):
                 raise InputError("pattern matches no file", file=str(p))
             out += matches
         else:
@@ -68,8 +67,7 @@ def _folder_files(adapter_name: str | None, folder: Path) -> tuple[list[Path], l
     known = [k for k in KNOWN_DATASETS if k.adapter == adapter_name]
     globs = [g for k in known for g in k.files]
     aux = {a for k in known for a in k.aux}
-    chosen = [f for f in data if any(fnmatch(f.name, g) for g in globs)]
-    if chosen:
+    if chosen := [f for f in data if any(fnmatch(f.name, g) for g in globs)]:
         skipped = [(f.name, f"read beside the data by the {adapter_name} adapter" if f.name in aux else
                     (f"{FOLDER_NOTES[f.name]}; " if f.name in FOLDER_NOTES else "")
                     + f"not a file of the {adapter_name} layout ({', '.join(globs)}): pass it as --path FILE to "
@@ -135,8 +133,7 @@ def build_rows(adapter_name: str, source: str, files: list[Path], opts: dict, sh
             validate(norm, ctx)
             if named == "test" or (named and norm.split is None):
                 norm.split = named   # a test (benchmark) file never contributes a train row
-            lineage = lineage_id(adapter_name, norm)
-            if lineage:
+            if lineage := lineage_id(adapter_name, norm):
                 norm.metadata = {**(norm.metadata or {}), "lineage": lineage}
             problem_id = stable_hash(source, norm.source_id, norm.question, norm.starter_code,
                                      [(t.kind, t.code, t.input, t.expected) for t in norm.tests])
@@ -332,8 +329,7 @@ def ingest_reasoning_gym(tasks: list[str], size: int, seed: int, *, lake=None,
 
     from factory.ingest.reasoning_gym import write_task_file
 
-    tasks = [t.strip() for t in tasks if t and t.strip()]
-    if not tasks:
+    if not (tasks := [t.strip() for t in tasks if t and t.strip()]):
         raise FactoryError("ingest reasoning-gym needs --tasks a,b (reasoning-gym dataset names)")
     with tempfile.TemporaryDirectory(prefix="factory-rg-") as tmp:
         files = {task: write_task_file(Path(tmp), task, size, seed) for task in tasks}   # all generate first
