@@ -5,6 +5,7 @@ ingest to export on synthetic rows in DeepCoder-Preview's published layout, at f
     python bench/hub_scale.py scale --fractions 1/64,1/32,1/16  # per stage: wall, CPU, peak RSS, lake bytes
     python bench/hub_scale.py plot RESULTS.json                 # results -> PNG (log-log growth per stage)
     python bench/hub_scale.py shapes --shape huge,cc20k,tiny    # ingest MB/s, CPU-s, peak of CodeContests shapes
+    python bench/hub_scale.py floor --shape tiny                # the least that shape's ingest can take here
 
 Full size (fraction 1) = DeepCoder-Preview's train: 24k problems, ~20 tests each, 16 programs per problem
 (7.7 M verdict rows), ~18 GB of train parquet. Test sizes follow a log-normal body (median ~300 B) plus a tail of
@@ -115,8 +116,9 @@ def _deepcoder_shards(folder: Path, problems: int, rng: random.Random, shards: i
 # (problems, tests per problem, chars per test (lo, hi), 8 MiB tests in all): "cc20k" is 1/4 of the 868 MB file
 # of the issue (1,500 problems, 50,565 tests of ~20 KiB, 15 of 8 MiB); "huge" puts the bytes in few big tests
 # (DeepCoder's tail: 1 in 40 of 0.5-4 MB); "tiny" is many tests of a few dozen bytes.
+CC_BLOCKS = ("public_tests", "private_tests", "generated_tests")
 SHAPES = {"huge": (600, 20, None, 0), "cc20k": (375, 34, (10 << 10, 30 << 10), 4), "tiny": (6000, 100, (8, 64), 0),
-          "cc20k-full": (1500, 34, (10 << 10, 30 << 10), 15)}
+          "cc20k-full": (1500, 34, (10 << 10, 30 << 10), 15), "one": (1, 100, (8, 64), 0)}
 _DIGITS = bytes.maketrans(bytes(range(256)), (b"0123456789" * 26)[:230] + b" " * 26)
 
 
@@ -191,6 +193,62 @@ def shapes(args) -> dict:
         print(f"{shape:<6} {mb:7.1f} MB {info['tests']:>7} tests  wall {m['wall_s']:7.1f} s  cpu {m['cpu_s']:7.1f} s  "
               f"{out[shape]['mb_per_s']:6.1f} MB/s  peak {m['peak_rss_mb']:6.0f} MB (all processes {m['peak_tree_mb']:6.0f})  "
               f"load {' '.join(load)}", flush=True)
+    return out
+
+
+def floor(args) -> dict:
+    """The least an ingest of ``args.shape`` can take on this machine: the whole command on a one-problem file (the
+    fixed cost: start, imports, lake, commit), plus per test what the lake's contract asks for whatever the code:
+    three sha256 (input and output digests, the test id; the cheaper of hashlib and DuckDB) and its bronze payload
+    (Arrow -> Python -> JSON), on every core at once. Prints the MB/s that bounds."""
+    import hashlib
+
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    work = Path(args.work)
+    files = {}
+    for shape in ("one", args.shape):
+        data = work / f"cc-{shape}"
+        if not (data / "info.json").is_file():
+            (data / "info.json").write_text(json.dumps(make_code_contests(data, shape)))
+        files[shape] = (json.loads((data / "info.json").read_text()), data)
+    env, fx, walls = dict(os.environ, PYTHONPATH=str(REPO)), [sys.executable, "-m", "factory.cli"], []
+    for _ in range(3):
+        lake = work / "lake-cc-one"
+        shutil.rmtree(lake, ignore_errors=True)
+        run_measured(fx + ["init", "--lake", str(lake)], env)
+        walls.append(run_measured(fx + ["ingest", "hf-code-contests", "--path", str(files["one"][1]), "--lake",
+                                        str(lake)], env)["wall_s"])
+    info, data = files[args.shape]
+    blocks = pq.read_table(next((data / "data").glob("*.parquet")), columns=list(CC_BLOCKS))
+    texts = [t for b in CC_BLOCKS for side in ("input", "output") for t in blocks.column(b).combine_chunks()
+             .field(side).flatten().to_pylist()]
+    sha = hashlib.sha256
+    t0 = time.process_time()   # a digest and an id-like hash per text: two hashes
+    [sha(f'["0123456789abcdef",{i % 100},"stdio",null,"{sha(x.encode()).hexdigest()}"]'.encode()).hexdigest()
+     for i, x in enumerate(texts)]
+    hashlib_s = (time.process_time() - t0) / (2 * len(texts))
+    con = duckdb.connect(config={"threads": 1})
+    con.register("texts", pa.table({"x": texts}))
+    t0 = time.process_time()
+    con.execute("SELECT sha256(x) FROM texts").to_arrow_table()
+    duckdb_s = (time.process_time() - t0) / len(texts)
+    t0 = time.process_time()
+    for b in CC_BLOCKS:
+        [json.dumps(v, ensure_ascii=False) for v in blocks.column(b).to_pylist()]
+    bronze_s = (time.process_time() - t0) / info["tests"]
+    cores, fixed = len(os.sched_getaffinity(0)), min(walls)
+    per_test = 3 * min(hashlib_s, duckdb_s) + bronze_s
+    spread = info["tests"] * per_test / cores
+    mb = info["parquet_bytes"] / 2 ** 20
+    out = {"shape": args.shape, "tests": info["tests"], "parquet_mb": round(mb, 1), "fixed_wall_s": fixed,
+           "sha256_us": {"hashlib": round(hashlib_s * 1e6, 3), "duckdb": round(duckdb_s * 1e6, 3)},
+           "bronze_us_per_test": round(bronze_s * 1e6, 3), "floor_us_per_test": round(per_test * 1e6, 3),
+           "cores": cores, "floor_wall_s": round(fixed + spread, 2), "bound_mb_per_s": round(mb / (fixed + spread), 1),
+           "bound_mb_per_s_without_fixed_cost": round(mb / spread, 1)}
+    print(" ".join(f"{k} {v}" for k, v in out.items()), flush=True)
     return out
 
 
@@ -549,7 +607,9 @@ def main(argv=None) -> None:
     c.add_argument("folder")
     c.add_argument("lake")
     sh = sub.add_parser("shapes", parents=[common], help="ingest of CodeContests-layout parquet in three shapes (#50)")
-    sh.add_argument("--shape", type=lambda t: t.split(","), default=list(SHAPES), help=",".join(SHAPES))
+    sh.add_argument("--shape", type=lambda t: t.split(","), default=["huge", "cc20k", "tiny"], help=",".join(SHAPES))
+    fl = sub.add_parser("floor", parents=[common], help="the least an ingest of a shape can take here (#50)")
+    fl.add_argument("--shape", default="tiny", choices=list(SHAPES))
     sh.add_argument("--label", default="run", help="key of this run in --out (e.g. before / after)")
     sh.add_argument("--code", help="run factory from this source tree (e.g. `git archive COMMIT factory` unpacked)")
     v = sub.add_parser("child-verdicts")
@@ -566,7 +626,9 @@ def main(argv=None) -> None:
         print(table(args.results))
         return
     Path(args.work).mkdir(parents=True, exist_ok=True)
-    if args.cmd == "shapes":
+    if args.cmd == "floor":
+        res = {"floor": floor(args)}
+    elif args.cmd == "shapes":
         res = {"shapes": {args.label: shapes(args)}}
         if args.out and Path(args.out).exists():
             res["shapes"] = {**json.loads(Path(args.out).read_text()).get("shapes", {}), **res["shapes"]}
