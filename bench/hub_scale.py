@@ -169,19 +169,21 @@ def make_code_contests(folder: Path, shape: str, seed: int = 0, row_group_size: 
     return {"shape": shape, "problems": problems, "tests": tests_total, "parquet_bytes": path.stat().st_size}
 
 
+def _shape_file(work: Path, shape: str) -> tuple[dict, Path]:
+    """(info, folder) of the shape's CodeContests-layout file under ``work``, made on first use."""
+    data = work / f"cc-{shape}"
+    if not (data / "info.json").is_file():
+        (data / "info.json").write_text(json.dumps(make_code_contests(data, shape)))
+    return json.loads((data / "info.json").read_text()), data
+
+
 def shapes(args) -> dict:
     """Per shape: ``factory ingest hf-code-contests`` into a fresh lake: MB/s of source parquet, CPU-s, peak RSS,
     /proc/loadavg before and after (the CPU-s is the load-independent figure)."""
-    work, code = Path(args.work), Path(args.code or REPO)
-    env = dict(os.environ, PYTHONPATH=str(code))
-    fx = [sys.executable, "-m", "factory.cli"]
-    out = {}
+    work, code, out = Path(args.work), Path(args.code or REPO), {}
+    env, fx = dict(os.environ, PYTHONPATH=str(code)), [sys.executable, "-m", "factory.cli"]
     for shape in args.shape:
-        data, lake = work / f"cc-{shape}", work / f"lake-cc-{shape}"
-        if not (data / "info.json").is_file():
-            info = make_code_contests(data, shape)
-            (data / "info.json").write_text(json.dumps(info))
-        info = json.loads((data / "info.json").read_text())
+        (info, data), lake = _shape_file(work, shape), work / f"lake-cc-{shape}"
         shutil.rmtree(lake, ignore_errors=True)
         run_measured(fx + ["init", "--lake", str(lake)], env, code)
         load = Path("/proc/loadavg").read_text().split()[:3]
@@ -207,22 +209,16 @@ def floor(args) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    work = Path(args.work)
-    files = {}
-    for shape in ("one", args.shape):
-        data = work / f"cc-{shape}"
-        if not (data / "info.json").is_file():
-            (data / "info.json").write_text(json.dumps(make_code_contests(data, shape)))
-        files[shape] = (json.loads((data / "info.json").read_text()), data)
-    env, fx, walls = dict(os.environ, PYTHONPATH=str(REPO)), [sys.executable, "-m", "factory.cli"], []
+    work, walls = Path(args.work), []
+    env, fx, (_, one), lake = dict(os.environ, PYTHONPATH=str(REPO)), [sys.executable, "-m", "factory.cli"], \
+        _shape_file(work, "one"), work / "lake-cc-one"
     for _ in range(3):
-        lake = work / "lake-cc-one"
         shutil.rmtree(lake, ignore_errors=True)
         run_measured(fx + ["init", "--lake", str(lake)], env)
-        walls.append(run_measured(fx + ["ingest", "hf-code-contests", "--path", str(files["one"][1]), "--lake",
-                                        str(lake)], env)["wall_s"])
-    info, data = files[args.shape]
-    blocks = pq.read_table(next((data / "data").glob("*.parquet")), columns=list(CC_BLOCKS))
+        walls.append(run_measured(fx + ["ingest", "hf-code-contests", "--path", str(one), "--lake", str(lake)],
+                                  env)["wall_s"])
+    info, data = _shape_file(work, args.shape)
+    blocks = pq.read_table(data / "data" / "train-00000-of-00001.parquet", columns=list(CC_BLOCKS))
     texts = [t for b in CC_BLOCKS for side in ("input", "output") for t in blocks.column(b).combine_chunks()
              .field(side).flatten().to_pylist()]
     sha = hashlib.sha256
@@ -230,19 +226,17 @@ def floor(args) -> dict:
     [sha(f'["0123456789abcdef",{i % 100},"stdio",null,"{sha(x.encode()).hexdigest()}"]'.encode()).hexdigest()
      for i, x in enumerate(texts)]
     hashlib_s = (time.process_time() - t0) / (2 * len(texts))
-    con = duckdb.connect(config={"threads": 1})
-    con.register("texts", pa.table({"x": texts}))
+    column = duckdb.connect(config={"threads": 1}).from_arrow(pa.table({"x": texts}))
     t0 = time.process_time()
-    con.execute("SELECT sha256(x) FROM texts").to_arrow_table()
+    column.select("sha256(x)").to_arrow_table()
     duckdb_s = (time.process_time() - t0) / len(texts)
     t0 = time.process_time()
     for b in CC_BLOCKS:
         [json.dumps(v, ensure_ascii=False) for v in blocks.column(b).to_pylist()]
     bronze_s = (time.process_time() - t0) / info["tests"]
-    cores, fixed = len(os.sched_getaffinity(0)), min(walls)
-    per_test = 3 * min(hashlib_s, duckdb_s) + bronze_s
+    cores, fixed, mb, per_test = len(os.sched_getaffinity(0)), min(walls), info["parquet_bytes"] / 2 ** 20, \
+        3 * min(hashlib_s, duckdb_s) + bronze_s
     spread = info["tests"] * per_test / cores
-    mb = info["parquet_bytes"] / 2 ** 20
     out = {"shape": args.shape, "tests": info["tests"], "parquet_mb": round(mb, 1), "fixed_wall_s": fixed,
            "sha256_us": {"hashlib": round(hashlib_s * 1e6, 3), "duckdb": round(duckdb_s * 1e6, 3)},
            "bronze_us_per_test": round(bronze_s * 1e6, 3), "floor_us_per_test": round(per_test * 1e6, 3),
